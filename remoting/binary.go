@@ -1,0 +1,149 @@
+package remoting
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// The ROCKETMQ binary header (RocketMQSerializable). Wire format: never change.
+//
+//	code int16 | language int8 | version int16 | opaque int32 | flag int32 |
+//	remarkLen int32 | remark | extLen int32 | ext = { keyLen int16 | key | valLen int32 | val }*
+const binaryFixedLen = 2 + 1 + 2 + 4 + 4 + 4 + 4 // 21
+
+// appendBinaryHeader appends c's header in the ROCKETMQ binary form. Code and version must fit int16, as the
+// form has no room for more.
+func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
+	if c.Code < math.MinInt16 || c.Code > math.MaxInt16 {
+		return dst, fmt.Errorf("remoting: code %d does not fit the int16 of a ROCKETMQ binary header", c.Code)
+	}
+	if c.Version < math.MinInt16 || c.Version > math.MaxInt16 {
+		return dst, fmt.Errorf("remoting: version %d does not fit the int16 of a ROCKETMQ binary header", c.Version)
+	}
+	lang := LanguageGo
+	if c.Language != "" {
+		var ok bool
+		if lang, ok = ParseLanguage(c.Language); !ok {
+			lang = LanguageOther
+		}
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(c.Code)))
+	dst = append(dst, byte(lang))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(c.Version)))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Opaque))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Flag))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Remark)))
+	dst = append(dst, c.Remark...)
+	lenAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	for _, k := range sortedKeys(c.ExtFields) {
+		if len(k) > math.MaxInt16 {
+			return dst, fmt.Errorf("remoting: header field name of %d bytes exceeds the int16 length of a ROCKETMQ "+
+				"binary header", len(k))
+		}
+		v := c.ExtFields[k]
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+		dst = append(dst, k...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+		dst = append(dst, v...)
+	}
+	binary.BigEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+	return dst, nil
+}
+
+// binReader reads the binary header; every read is checked against what is left.
+type binReader struct {
+	b   []byte
+	pos int
+}
+
+func (r *binReader) need(n int, what string) error {
+	if n < 0 || n > len(r.b)-r.pos {
+		return fmt.Errorf("binary header: %s needs %d bytes at offset %d, %d left", what, n, r.pos, len(r.b)-r.pos)
+	}
+	return nil
+}
+
+func (r *binReader) u16() uint16 {
+	v := binary.BigEndian.Uint16(r.b[r.pos:])
+	r.pos += 2
+	return v
+}
+
+func (r *binReader) u32() uint32 {
+	v := binary.BigEndian.Uint32(r.b[r.pos:])
+	r.pos += 4
+	return v
+}
+
+// lenPrefixed reads a length of size 2 or 4 bytes and then that many bytes.
+func (r *binReader) lenPrefixed(size int, what string) (string, error) {
+	if err := r.need(size, what+" length"); err != nil {
+		return "", err
+	}
+	var n int
+	if size == 2 {
+		n = int(int16(r.u16()))
+	} else {
+		n = int(int32(r.u32()))
+	}
+	if n < 0 {
+		return "", fmt.Errorf("binary header: negative %s length %d", what, n)
+	}
+	if err := r.need(n, what); err != nil {
+		return "", err
+	}
+	s := string(r.b[r.pos : r.pos+n])
+	r.pos += n
+	return s, nil
+}
+
+// decodeBinaryHeader decodes a ROCKETMQ binary header into a new Command.
+func decodeBinaryHeader(h []byte) (*Command, error) {
+	r := &binReader{b: h}
+	if err := r.need(binaryFixedLen-8, "fixed part"); err != nil {
+		return nil, err
+	}
+	c := &Command{}
+	c.Code = int32(int16(r.u16()))
+	lang := LanguageCode(h[r.pos])
+	r.pos++
+	c.Language = lang.String()
+	c.Version = int32(int16(r.u16()))
+	c.Opaque = int32(r.u32())
+	c.Flag = int32(r.u32())
+	var err error
+	if c.Remark, err = r.lenPrefixed(4, "remark"); err != nil {
+		return nil, err
+	}
+	if err := r.need(4, "extFields length"); err != nil {
+		return nil, err
+	}
+	extLen := int(int32(r.u32()))
+	if extLen < 0 {
+		return nil, fmt.Errorf("binary header: negative extFields length %d", extLen)
+	}
+	if err := r.need(extLen, "extFields"); err != nil {
+		return nil, err
+	}
+	if r.pos+extLen != len(h) {
+		return nil, fmt.Errorf("binary header: %d bytes after extFields", len(h)-r.pos-extLen)
+	}
+	for r.pos < len(h) {
+		k, err := r.lenPrefixed(2, "extFields key")
+		if err != nil {
+			return nil, err
+		}
+		v, err := r.lenPrefixed(4, "extFields value of "+strconv.Quote(k))
+		if err != nil {
+			return nil, err
+		}
+		if c.ExtFields == nil {
+			c.ExtFields = make(map[string]string, 8)
+		}
+		c.ExtFields[k] = v
+	}
+	return c, nil
+}

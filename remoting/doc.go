@@ -1,0 +1,53 @@
+// Package remoting speaks RocketMQ's "remoting" protocol: the frame codec, the command with its typed header
+// accessors, the table of request and response codes, a TCP server that hands requests to worker pools by
+// request code, and a client with pooled connections.
+//
+// # Frame (wire format: never change)
+//
+//	+--------------+-----------------------------+-----------------+-------------------------+
+//	| length int32 | serType byte | headerLen u24| header          | body                    |
+//	|  4 bytes     |  1 byte      |  3 bytes     | headerLen bytes | length-4-headerLen bytes|
+//	+--------------+-----------------------------+-----------------+-------------------------+
+//	length = 4 + headerLen + bodyLen (it does not count itself); all integers big-endian
+//	serType 0 = JSON header, 1 = ROCKETMQ binary header
+//
+// A frame whose length is above the reader's limit (MaxFrameSize, 16 MiB, by default), below 4, or whose
+// header length runs past the frame is refused; the server closes the connection and logs why.
+//
+// # JSON header (serType 0)
+//
+//	{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T"}}
+//
+// code, version, opaque and flag are JSON numbers; every extFields value is a JSON string (the official Go
+// client cannot decode a command with a numeric one). On input, remark and extFields may be null or missing,
+// language may be a name or a number, unknown keys are skipped.
+//
+// # ROCKETMQ binary header (serType 1)
+//
+//	+------------+---------------+--------------+-------------+-----------+
+//	| code int16 | language int8 | version int16| opaque int32| flag int32|   21 fixed bytes with the two
+//	+------------+---------------+--------------+-------------+-----------+   length fields below
+//	| remarkLen int32 | remark bytes | extLen int32 | ext bytes            |
+//	+-----------------+--------------+--------------+----------------------+
+//	ext bytes = { keyLen int16 | key | valLen int32 | value } repeated
+//
+// # Command flags (wire format: never change)
+//
+//	bit 0 (1)  response        bit 1 (2)  oneway request (no response expected)
+//
+// A response echoes its request's opaque and is encoded in the request's serialize type.
+//
+// # Server
+//
+// One reader goroutine per connection decodes frames and hands each request to the worker Pool registered for
+// its code; a full pool queue is answered SYSTEM_BUSY at once, an unknown code REQUEST_CODE_NOT_SUPPORTED. A
+// handler returns its response, or nil and answers later with Conn.Reply from any goroutine (long-poll pulls,
+// SYNC_FLUSH sends). One writer goroutine per connection gathers every queued frame (header bytes, Body and the
+// zero-copy BodyParts) into one writev per wake-up. Connections silent for IdleTimeout are closed.
+//
+// # Client
+//
+// Client keeps ConnsPerAddr connections per address, dialled on first use, matches responses to requests by
+// opaque (a response nobody waits for is dropped), and offers sync, async and oneway calls; ctx deadlines are
+// the timeouts. Requests that a server sends to the client are handled by functions registered by code.
+package remoting
