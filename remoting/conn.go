@@ -1,0 +1,376 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// Connection errors.
+var (
+	// ErrConnClosed: the connection is closed; a pending call on it fails with this error.
+	ErrConnClosed = errors.New("remoting: connection closed")
+	// ErrTimeout: a call's context ended before its response arrived. The error also wraps the context's error.
+	ErrTimeout = errors.New("remoting: request timed out")
+	// ErrWriteQueueFull: the peer does not read; the connection is closed.
+	ErrWriteQueueFull = errors.New("remoting: write queue full")
+)
+
+// connConfig is what a Conn needs from its Server or Client config.
+type connConfig struct {
+	maxFrameSize    int
+	idleTimeout     time.Duration // <= 0: none
+	writeTimeout    time.Duration // <= 0: none
+	maxQueuedFrames int
+	readBufferSize  int
+}
+
+// Thresholds of the writer. A Body up to inlineBodyMax bytes is copied into the batch buffer next to its
+// header; a larger one, and every BodyParts slice, is handed to writev as it is.
+const inlineBodyMax = 4 << 10
+
+// Conn is one TCP connection speaking the remoting protocol, on the server or the client side. One reader
+// goroutine decodes frames: responses complete the pending call with their opaque, requests go to the owner's
+// dispatch. One writer goroutine sends every queued frame of a wake-up in one writev. All methods are safe for
+// concurrent use.
+type Conn struct {
+	id       uint64
+	nc       net.Conn
+	remote   string
+	local    string
+	cfg      connConfig
+	logger   *slog.Logger
+	dispatch func(*Conn, *Command) // incoming requests; runs on the reader goroutine and must not block
+	goer     *tracker              // runs async callbacks
+
+	ctx    context.Context // cancelled when the connection closes
+	cancel context.CancelFunc
+	closed chan struct{}
+	once   sync.Once
+	wake   chan struct{} // capacity 1: the writer has work
+
+	mu struct {
+		sync.Mutex
+		closed  bool
+		queue   []*Command      // frames waiting for the writer
+		pending map[int32]*call // requests of ours awaiting their response, by opaque
+		reason  string          // why the connection closed, for logs
+		values  map[string]any  // owner-defined attachments
+	}
+}
+
+// call is a request of ours waiting for its response: sync (done) or async (cb).
+type call struct {
+	code int32
+	done chan callResult // capacity 1
+	cb   func(*Command, error)
+	stop func() bool // stops the context.AfterFunc of an async call; guarded by Conn.mu
+}
+
+type callResult struct {
+	resp *Command
+	err  error
+}
+
+func newConn(id uint64, nc net.Conn, cfg connConfig, logger *slog.Logger, dispatch func(*Conn, *Command),
+	goer *tracker) *Conn {
+	c := &Conn{
+		id:       id,
+		nc:       nc,
+		remote:   nc.RemoteAddr().String(),
+		local:    nc.LocalAddr().String(),
+		cfg:      cfg,
+		dispatch: dispatch,
+		goer:     goer,
+		closed:   make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+	}
+	c.logger = logger.With("conn", id, "remote", c.remote)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.pending = make(map[int32]*call)
+	return c
+}
+
+// ID returns the connection's number, unique within its Server or Client.
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr returns the peer's address, ip:port.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// LocalAddr returns our end's address, ip:port.
+func (c *Conn) LocalAddr() string { return c.local }
+
+// Closed returns a channel closed when the connection closes.
+func (c *Conn) Closed() <-chan struct{} { return c.closed }
+
+// Context returns a context cancelled when the connection closes.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// SetValue attaches a value to the connection under key (for example the client id a heartbeat announced).
+func (c *Conn) SetValue(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.values == nil {
+		c.mu.values = make(map[string]any)
+	}
+	c.mu.values[key] = v
+}
+
+// Value returns what SetValue attached under key, or nil.
+func (c *Conn) Value(key string) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.values[key]
+}
+
+// Close closes the connection: queued frames are dropped (their Release called), pending calls fail with
+// ErrConnClosed. It returns nil, also when called again.
+func (c *Conn) Close() error {
+	c.closeWith("closed locally", slog.LevelDebug)
+	return nil
+}
+
+// closeWith closes once and logs why at the given level.
+func (c *Conn) closeWith(reason string, level slog.Level) {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.mu.closed = true
+		c.mu.reason = reason
+		pending := c.mu.pending
+		c.mu.pending = make(map[int32]*call)
+		stops := make([]func() bool, 0, len(pending))
+		for _, cl := range pending {
+			if cl.stop != nil {
+				stops = append(stops, cl.stop)
+			}
+		}
+		c.mu.Unlock()
+		c.logger.Log(context.Background(), level, "remoting: connection closed", "reason", reason)
+		close(c.closed)
+		c.cancel()
+		_ = c.nc.Close()
+		for _, stop := range stops {
+			stop()
+		}
+		for _, cl := range pending {
+			c.finish(cl, nil, fmt.Errorf("%w (%s): request code %d to %s", ErrConnClosed, reason, cl.code, c.remote))
+		}
+	})
+}
+
+// serve runs the reader in the calling goroutine and the writer in another, until the connection closes; it
+// returns once both have stopped.
+func (c *Conn) serve() {
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+	c.readLoop()
+	<-writerDone
+}
+
+func (c *Conn) readLoop() {
+	br := bufio.NewReaderSize(c.nc, c.cfg.readBufferSize)
+	var lenBuf [lengthFieldSize]byte
+	for {
+		if c.cfg.idleTimeout > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
+		}
+		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, nil)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		cmd, err := DecodeFrame(frame)
+		if err != nil {
+			c.closeWith(err.Error(), slog.LevelWarn)
+			return
+		}
+		if cmd.IsResponse() {
+			c.deliver(cmd)
+			continue
+		}
+		c.dispatch(c, cmd)
+	}
+}
+
+// readFailed closes the connection with a reason that says why reading stopped.
+func (c *Conn) readFailed(err error) {
+	switch {
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrBadFrame):
+		c.closeWith(err.Error(), slog.LevelWarn)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.closeWith(fmt.Sprintf("nothing read for %s (idle timeout)", c.cfg.idleTimeout), slog.LevelInfo)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.closeWith("closed by peer", slog.LevelDebug)
+	default:
+		c.closeWith("read: "+err.Error(), slog.LevelInfo)
+	}
+}
+
+// deliver completes the pending call of a response; a response nobody waits for is dropped.
+func (c *Conn) deliver(resp *Command) {
+	cl := c.takePending(resp.Opaque, nil)
+	if cl == nil {
+		c.logger.Debug("remoting: dropped a response nobody waits for", "opaque", resp.Opaque, "code", resp.Code)
+		return
+	}
+	c.finish(cl, resp, nil)
+}
+
+// takePending removes and returns the call with opaque; when want is not nil, only if it is that call.
+func (c *Conn) takePending(opaque int32, want *call) *call {
+	c.mu.Lock()
+	cl := c.mu.pending[opaque]
+	if cl == nil || (want != nil && cl != want) {
+		c.mu.Unlock()
+		return nil
+	}
+	delete(c.mu.pending, opaque)
+	stop := cl.stop
+	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return cl
+}
+
+// finish completes a call taken out of the pending table; only its taker calls it, so it runs once.
+func (c *Conn) finish(cl *call, resp *Command, err error) {
+	if cl.done != nil {
+		cl.done <- callResult{resp, err}
+		return
+	}
+	c.goer.Go(func() { cl.cb(resp, err) })
+}
+
+func (c *Conn) addPending(opaque int32, cl *call) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return fmt.Errorf("%w (%s): request code %d to %s", ErrConnClosed, c.mu.reason, cl.code, c.remote)
+	}
+	if _, dup := c.mu.pending[opaque]; dup {
+		return fmt.Errorf("remoting: a request with opaque %d is already pending on the connection to %s", opaque,
+			c.remote)
+	}
+	c.mu.pending[opaque] = cl
+	return nil
+}
+
+func (c *Conn) timeoutErr(ctx context.Context, cmd *Command) error {
+	return fmt.Errorf("%w: request code %d opaque %d to %s: %w", ErrTimeout, cmd.Code, cmd.Opaque, c.remote,
+		context.Cause(ctx))
+}
+
+// Invoke sends a request and waits for its response until ctx ends (ErrTimeout) or the connection closes
+// (ErrConnClosed). The request's opaque must not be pending on this connection already.
+func (c *Conn) Invoke(ctx context.Context, cmd *Command) (*Command, error) {
+	cl := &call{code: cmd.Code, done: make(chan callResult, 1)}
+	if err := c.addPending(cmd.Opaque, cl); err != nil {
+		release(cmd)
+		return nil, err
+	}
+	if err := c.enqueue(cmd); err != nil {
+		c.takePending(cmd.Opaque, cl)
+		return nil, err
+	}
+	select {
+	case r := <-cl.done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		if c.takePending(cmd.Opaque, cl) != nil {
+			return nil, c.timeoutErr(ctx, cmd)
+		}
+		r := <-cl.done // completed meanwhile
+		return r.resp, r.err
+	}
+}
+
+// invokeAsync sends a request; cb is called exactly once, in its own goroutine, with the response or the error
+// (ErrTimeout when ctx ends first, ErrConnClosed), unless invokeAsync itself returns an error.
+func (c *Conn) invokeAsync(ctx context.Context, cmd *Command, cb func(*Command, error)) error {
+	cl := &call{code: cmd.Code, cb: cb}
+	if err := c.addPending(cmd.Opaque, cl); err != nil {
+		release(cmd)
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if c.takePending(cmd.Opaque, cl) != nil {
+			c.finish(cl, nil, c.timeoutErr(ctx, cmd))
+		}
+	})
+	c.mu.Lock()
+	if c.mu.pending[cmd.Opaque] == cl {
+		cl.stop = stop
+	} else {
+		defer stop() // already completed
+	}
+	c.mu.Unlock()
+	if err := c.enqueue(cmd); err != nil {
+		if c.takePending(cmd.Opaque, cl) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SendOneway sends a request with the oneway flag set; no response is expected.
+func (c *Conn) SendOneway(cmd *Command) error {
+	cmd.MarkOneway()
+	return c.enqueue(cmd)
+}
+
+// Reply sends resp as the response to req: it takes req's opaque and serialize type and sets the response
+// flag. A oneway request gets no response (resp is released and dropped). Reply may be called from any
+// goroutine, also long after the handler returned.
+func (c *Conn) Reply(req, resp *Command) error {
+	if req.IsOneway() {
+		release(resp)
+		return nil
+	}
+	resp.Opaque = req.Opaque
+	resp.MarkResponse()
+	resp.SerializeType = req.SerializeType
+	return c.enqueue(resp)
+}
+
+func release(cmd *Command) {
+	if cmd.Release != nil {
+		cmd.Release()
+		cmd.Release = nil
+	}
+}
+
+// enqueue hands a frame to the writer. On failure the frame's Release has been called.
+func (c *Conn) enqueue(cmd *Command) error {
+	c.mu.Lock()
+	if c.mu.closed {
+		reason := c.mu.reason
+		c.mu.Unlock()
+		release(cmd)
+		return fmt.Errorf("%w (%s): %s", ErrConnClosed, reason, c.remote)
+	}
+	if len(c.mu.queue) >= c.cfg.maxQueuedFrames {
+		c.mu.Unlock()
+		release(cmd)
+		reason := fmt.Sprintf("%d frames wait to be written: the peer does not read", c.cfg.maxQueuedFrames)
+		c.closeWith(reason, slog.LevelWarn)
+		return fmt.Errorf("%w: %s: %s", ErrWriteQueueFull, c.remote, reason)
+	}
+	c.mu.queue = append(c.mu.queue, cmd)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package remoting
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Pool is a named set of worker goroutines with a bounded queue of tasks. The server runs every request's
+// handler on the pool registered for its code, so that a slow family (sends waiting on disk) never holds up
+// another (heartbeats). A task offered to a full queue is refused at once: the server answers SYSTEM_BUSY.
+type Pool struct {
+	name     string
+	tasks    chan func()
+	done     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+	rejected atomic.Int64
+}
+
+// NewPool starts workers goroutines (at least 1) that take tasks from a queue of queue slots (at least 0; with
+// 0 a task is accepted only when a worker is idle). Close stops them.
+func NewPool(name string, workers, queue int) *Pool {
+	p := &Pool{name: name, tasks: make(chan func(), max(queue, 0)), done: make(chan struct{})}
+	for range max(workers, 1) {
+		p.wg.Add(1)
+		go p.work()
+	}
+	return p
+}
+
+func (p *Pool) work() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.done:
+			return
+		case task := <-p.tasks:
+			task()
+		}
+	}
+}
+
+// Submit queues task without blocking. It returns false when the queue is full or the pool is closed; the task
+// then never runs. A task queued when Close is called may not run either. Tasks must not panic (the server's
+// tasks recover their handler's panics).
+func (p *Pool) Submit(task func()) bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+	}
+	select {
+	case p.tasks <- task:
+		return true
+	default:
+		p.rejected.Add(1)
+		return false
+	}
+}
+
+// Close stops the workers once their current task returns, drops the queued tasks and waits for the workers.
+// It may be called more than once.
+func (p *Pool) Close() {
+	p.once.Do(func() { close(p.done) })
+	p.wg.Wait()
+}
+
+// Name returns the pool's name.
+func (p *Pool) Name() string { return p.name }
+
+// Queued returns how many tasks wait in the queue.
+func (p *Pool) Queued() int { return len(p.tasks) }
+
+// Rejected returns how many tasks Submit refused because the queue was full.
+func (p *Pool) Rejected() int64 { return p.rejected.Load() }
+
+// tracker runs goroutines that its owner's Close waits for. Go refuses new work after closeAndWait has begun,
+// so a WaitGroup is never added to while it is waited on.
+type tracker struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Go runs f in a tracked goroutine; once the tracker is closed it runs f in the caller's goroutine instead.
+func (t *tracker) Go(f func()) {
+	if !t.tryGo(f) {
+		f()
+	}
+}
+
+// tryGo is Go that refuses (false) instead of running f inline once the tracker is closed.
+func (t *tracker) tryGo(f func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (t *tracker) closeAndWait() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.wg.Wait()
+}

@@ -1,0 +1,302 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HandlerFunc handles one request. It returns the response (the server sets its opaque, response flag and
+// serialize type) or nil: then nothing is sent now, either because the request is oneway or because the handler
+// kept req and answers later with conn.Reply from another goroutine (long-poll pulls and SYNC_FLUSH sends do
+// this, so that a worker never blocks on disk or on new messages). ctx is cancelled when the connection closes.
+// A panic is recovered, logged and answered SYSTEM_ERROR.
+type HandlerFunc func(ctx context.Context, conn *Conn, req *Command) *Command
+
+// ServerConfig configures a Server. Zero values take the defaults named on each field.
+type ServerConfig struct {
+	ListenAddr      string        // host:port; ":0" picks a free port
+	MaxFrameSize    int           // largest accepted frame length; default MaxFrameSize (16 MiB)
+	IdleTimeout     time.Duration // a connection with nothing read for this long is closed; default 120 s, < 0 never
+	WriteTimeout    time.Duration // a batch not written within this closes the connection; default 60 s, < 0 never
+	MaxQueuedFrames int           // frames waiting for a connection's writer before it is closed; default 65536
+	ReadBufferSize  int           // per-connection read buffer; default 64 KiB
+}
+
+// Defaults of ServerConfig and ClientConfig.
+const (
+	DefaultIdleTimeout     = 120 * time.Second
+	DefaultWriteTimeout    = 60 * time.Second
+	DefaultMaxQueuedFrames = 1 << 16
+	DefaultReadBufferSize  = 64 << 10
+)
+
+// Remarks of the answers the server gives by itself, as RocketMQ words them.
+const (
+	remarkBusy = "[REJECTREQUEST]system busy, start flow control for a while"
+)
+
+func (cfg ServerConfig) connConfig() connConfig {
+	return newConnConfig(cfg.MaxFrameSize, cfg.IdleTimeout, cfg.WriteTimeout, cfg.MaxQueuedFrames, cfg.ReadBufferSize)
+}
+
+func newConnConfig(maxFrame int, idle, write time.Duration, maxQueued, readBuf int) connConfig {
+	cc := connConfig{maxFrameSize: maxFrame, idleTimeout: idle, writeTimeout: write, maxQueuedFrames: maxQueued,
+		readBufferSize: readBuf}
+	if cc.maxFrameSize <= 0 {
+		cc.maxFrameSize = MaxFrameSize
+	}
+	if cc.idleTimeout == 0 {
+		cc.idleTimeout = DefaultIdleTimeout
+	}
+	if cc.writeTimeout == 0 {
+		cc.writeTimeout = DefaultWriteTimeout
+	}
+	if cc.maxQueuedFrames <= 0 {
+		cc.maxQueuedFrames = DefaultMaxQueuedFrames
+	}
+	if cc.readBufferSize <= 0 {
+		cc.readBufferSize = DefaultReadBufferSize
+	}
+	return cc
+}
+
+type route struct {
+	pool    *Pool
+	handler HandlerFunc
+}
+
+// Server accepts remoting connections and runs each request's handler on the pool registered for its code.
+type Server struct {
+	cfg    ServerConfig
+	cc     connConfig
+	logger *slog.Logger
+	nextID atomic.Uint64
+	tr     tracker // connection goroutines and async callbacks
+	routes atomic.Pointer[map[RequestCode]route]
+
+	regMu      sync.Mutex // serializes Register and OnConnClose
+	onClose    atomic.Pointer[[]func(*Conn)]
+	acceptDone chan struct{} // closed when the accept loop returns
+	stopAccept chan struct{} // closed by StopAccepting
+	stopOnce   sync.Once
+
+	mu struct {
+		sync.Mutex
+		ln      net.Listener
+		conns   map[uint64]*Conn
+		pools   map[*Pool]struct{}
+		closing bool
+	}
+}
+
+// NewServer returns a server; Register handlers, then Start it. A nil logger discards.
+func NewServer(cfg ServerConfig, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, cc: cfg.connConfig(), logger: logger, acceptDone: make(chan struct{}),
+		stopAccept: make(chan struct{})}
+	s.mu.conns = make(map[uint64]*Conn)
+	s.mu.pools = make(map[*Pool]struct{})
+	empty := map[RequestCode]route{}
+	s.routes.Store(&empty)
+	s.onClose.Store(new([]func(*Conn)))
+	return s
+}
+
+// Register routes requests with code to h on pool. It may be called at any time, also after Start; a later
+// call for the same code replaces the earlier. Close closes every registered pool.
+func (s *Server) Register(code RequestCode, pool *Pool, h HandlerFunc) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	old := *s.routes.Load()
+	next := make(map[RequestCode]route, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[code] = route{pool: pool, handler: h}
+	s.routes.Store(&next)
+	s.mu.Lock()
+	s.mu.pools[pool] = struct{}{}
+	s.mu.Unlock()
+}
+
+// OnConnClose registers f to be called once for every connection that closes, after its reader and writer
+// stopped, in the connection's goroutine.
+func (s *Server) OnConnClose(f func(*Conn)) {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	next := append(append([]func(*Conn){}, *s.onClose.Load()...), f)
+	s.onClose.Store(&next)
+}
+
+// Start listens on cfg.ListenAddr and accepts connections in the background.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("remoting: listen on %q: %w", s.cfg.ListenAddr, err)
+	}
+	s.mu.Lock()
+	if s.mu.closing || s.mu.ln != nil {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return errors.New("remoting: server already started or closed")
+	}
+	s.mu.ln = ln
+	s.mu.Unlock()
+	s.logger.Info("remoting: listening", "addr", ln.Addr().String())
+	s.tr.Go(func() {
+		defer close(s.acceptDone)
+		s.acceptLoop(ln)
+	})
+	return nil
+}
+
+// Addr returns the listening address, or nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.ln == nil {
+		return nil
+	}
+	return s.mu.ln.Addr()
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait a little and try again, as net/http does.
+			s.logger.Warn("remoting: accept failed", "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.stopAccept:
+				t.Stop()
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.serveConn(nc)
+	}
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	c := newConn(s.nextID.Add(1), nc, s.cc, s.logger, s.dispatch, &s.tr)
+	s.mu.Lock()
+	if s.mu.closing {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	s.mu.conns[c.id] = c
+	s.mu.Unlock()
+	c.logger.Debug("remoting: connection accepted")
+	s.tr.Go(func() {
+		c.serve()
+		s.mu.Lock()
+		delete(s.mu.conns, c.id)
+		s.mu.Unlock()
+		for _, f := range *s.onClose.Load() {
+			f(c)
+		}
+	})
+}
+
+// dispatch runs on the connection's reader: it must not block.
+func (s *Server) dispatch(c *Conn, req *Command) {
+	r, ok := (*s.routes.Load())[RequestCode(req.Code)]
+	if !ok {
+		c.logger.Debug("remoting: request code not supported", "code", req.Code)
+		_ = c.Reply(req, NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code)))
+		return
+	}
+	if !r.pool.Submit(func() { s.handle(r.handler, c, req) }) {
+		c.logger.Warn("remoting: pool full, request refused", "pool", r.pool.Name(), "code", req.Code)
+		_ = c.Reply(req, NewResponse(SystemBusy, remarkBusy))
+	}
+}
+
+// handle runs a handler on a pool worker and sends its response.
+func (s *Server) handle(h HandlerFunc, c *Conn, req *Command) {
+	resp := callSafely(c.logger, req, func() *Command { return h(c.Context(), c, req) })
+	if resp != nil {
+		_ = c.Reply(req, resp) // fails only when the connection is gone
+	}
+}
+
+// callSafely runs a handler; a panic is logged with its stack and turned into a SYSTEM_ERROR response whose
+// remark does not carry the panic.
+func callSafely(logger *slog.Logger, req *Command, f func() *Command) (resp *Command) {
+	defer func() {
+		if p := recover(); p != nil {
+			logger.Error("remoting: handler panicked", "code", req.Code, "opaque", req.Opaque, "panic", p,
+				"stack", string(debug.Stack()))
+			resp = NewResponse(SystemError, fmt.Sprintf("system error while handling request code %d", req.Code))
+		}
+	}()
+	return f()
+}
+
+// ConnCount returns the number of open connections.
+func (s *Server) ConnCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.conns)
+}
+
+// StopAccepting closes the listener and waits for the accept loop; open connections keep working (for an
+// ordered shutdown). It returns nil when the server was not listening.
+func (s *Server) StopAccepting() error {
+	s.mu.Lock()
+	ln := s.mu.ln
+	s.mu.Unlock()
+	if ln == nil {
+		return nil
+	}
+	s.stopOnce.Do(func() { close(s.stopAccept) })
+	err := ln.Close()
+	<-s.acceptDone
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close stops accepting, closes every connection, closes the registered pools and waits for every goroutine
+// the server started. It may be called more than once.
+func (s *Server) Close() error {
+	err := s.StopAccepting()
+	s.mu.Lock()
+	s.mu.closing = true
+	conns := make([]*Conn, 0, len(s.mu.conns))
+	for _, c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	pools := make([]*Pool, 0, len(s.mu.pools))
+	for p := range s.mu.pools {
+		pools = append(pools, p)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith("server closing", slog.LevelDebug)
+	}
+	for _, p := range pools {
+		p.Close()
+	}
+	s.tr.closeAndWait()
+	return err
+}
