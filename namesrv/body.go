@@ -1,0 +1,259 @@
+package namesrv
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// The JSON bodies the name server reads and writes. Field names are RocketMQ's (QueueData.java,
+// BrokerData.java, TopicRouteData.java, ClusterInfo.java, TopicList.java, KVTable.java, DataVersion.java,
+// RegisterBrokerBody.java, TopicConfig.java): wire format, never rename a tag.
+
+// Permission bits of a topic or queue (PermName.java). Wire format: never change.
+const (
+	PermPriority = 8
+	PermRead     = 4
+	PermWrite    = 2
+	PermInherit  = 1
+)
+
+// MasterID is the broker id of a master; slaves have ids above it.
+const MasterID int64 = 0
+
+// QueueData is one broker name's queues of a topic.
+type QueueData struct {
+	BrokerName     string `json:"brokerName"`
+	ReadQueueNums  int32  `json:"readQueueNums"`
+	WriteQueueNums int32  `json:"writeQueueNums"`
+	Perm           int32  `json:"perm"`
+	TopicSysFlag   int32  `json:"topicSysFlag"`
+}
+
+// BrokerData is one broker name's addresses by broker id (0 = master). BrokerAddrs is never nil in what the
+// name server sends: the Go client parses the text between its braces and panics when the key is missing.
+type BrokerData struct {
+	Cluster     string           `json:"cluster"`
+	BrokerName  string           `json:"brokerName"`
+	BrokerAddrs map[int64]string `json:"brokerAddrs"`
+}
+
+// TopicRouteData is GET_ROUTEINFO_BY_TOPIC's answer. QueueDatas and BrokerDatas are always arrays.
+type TopicRouteData struct {
+	OrderTopicConf    string              `json:"orderTopicConf,omitempty"`
+	QueueDatas        []QueueData         `json:"queueDatas"`
+	BrokerDatas       []BrokerData        `json:"brokerDatas"`
+	FilterServerTable map[string][]string `json:"filterServerTable"`
+}
+
+// ClusterInfo is GET_BROKER_CLUSTER_INFO's answer.
+type ClusterInfo struct {
+	BrokerAddrTable  map[string]BrokerData `json:"brokerAddrTable"`
+	ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
+}
+
+// TopicList is the answer of the topic-listing requests.
+type TopicList struct {
+	TopicList  []string `json:"topicList"`
+	BrokerAddr string   `json:"brokerAddr,omitempty"`
+}
+
+// KVTable is GET_KVLIST_BY_NAMESPACE's answer (and REGISTER_BROKER's body: the order-topic table).
+type KVTable struct {
+	Table map[string]string `json:"table"`
+}
+
+// DataVersion versions a broker's topic table; the name server re-reads the table only when it changes.
+type DataVersion struct {
+	StateVersion int64 `json:"stateVersion,omitempty"` // 5.x
+	Timestamp    int64 `json:"timestamp"`
+	Counter      int64 `json:"counter"`
+}
+
+// TopicConfig is one topic as a broker registers it.
+type TopicConfig struct {
+	TopicName       string `json:"topicName"`
+	ReadQueueNums   int32  `json:"readQueueNums"`
+	WriteQueueNums  int32  `json:"writeQueueNums"`
+	Perm            int32  `json:"perm"`
+	TopicFilterType string `json:"topicFilterType,omitempty"`
+	TopicSysFlag    int32  `json:"topicSysFlag"`
+	Order           bool   `json:"order"`
+}
+
+// TopicConfigSerializeWrapper is the topic table a broker registers, with its version.
+type TopicConfigSerializeWrapper struct {
+	TopicConfigTable map[string]TopicConfig `json:"topicConfigTable"`
+	DataVersion      DataVersion            `json:"dataVersion"`
+}
+
+// RegisterBrokerBody is REGISTER_BROKER's body.
+type RegisterBrokerBody struct {
+	TopicConfigSerializeWrapper TopicConfigSerializeWrapper `json:"topicConfigSerializeWrapper"`
+	FilterServerList            []string                    `json:"filterServerList"`
+}
+
+// Limits on a compressed RegisterBrokerBody, so that a small body cannot inflate into unbounded memory.
+const (
+	maxInflatedBody = 64 << 20
+	maxTopicCount   = 1 << 20
+)
+
+// DecodeRegisterBrokerBody decodes REGISTER_BROKER's body: JSON, or with compressed the zlib form of
+// RegisterBrokerBody.encode(true): int32 length + DataVersion JSON, int32 topic count, per topic int32 length +
+// "name read write perm filterType [attributesJSON]", int32 length + filter server list JSON (5.x queue
+// mappings after it are ignored). An empty body is an empty table with version 0/0.
+func DecodeRegisterBrokerBody(body []byte, compressed bool) (RegisterBrokerBody, error) {
+	var rb RegisterBrokerBody
+	if len(body) == 0 {
+		return rb, nil
+	}
+	if !compressed {
+		if err := json.Unmarshal(body, &rb); err != nil {
+			return rb, fmt.Errorf("register broker body: %w", err)
+		}
+		return rb, nil
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return rb, fmt.Errorf("compressed register broker body: %w", err)
+	}
+	defer zr.Close()
+	r := &inflated{r: io.LimitReader(zr, maxInflatedBody)}
+	dv := r.chunk("dataVersion")
+	if r.err == nil {
+		if err := json.Unmarshal(dv, &rb.TopicConfigSerializeWrapper.DataVersion); err != nil {
+			return rb, fmt.Errorf("compressed register broker body: dataVersion: %w", err)
+		}
+	}
+	n := r.int32("topic count")
+	if r.err == nil && (n < 0 || n > maxTopicCount) {
+		return rb, fmt.Errorf("compressed register broker body: topic count %d out of range 0..%d", n, maxTopicCount)
+	}
+	table := make(map[string]TopicConfig)
+	for i := int32(0); r.err == nil && i < n; i++ {
+		line := r.chunk("topic config")
+		if r.err != nil {
+			break
+		}
+		tc, err := parseTopicConfigLine(string(line))
+		if err != nil {
+			return rb, fmt.Errorf("compressed register broker body: topic %d: %w", i, err)
+		}
+		table[tc.TopicName] = tc
+	}
+	filters := r.chunk("filterServerList")
+	if r.err != nil {
+		return rb, fmt.Errorf("compressed register broker body: %w", r.err)
+	}
+	if len(filters) > 0 {
+		_ = json.Unmarshal(filters, &rb.FilterServerList) // Java ignores a bad list too
+	}
+	rb.TopicConfigSerializeWrapper.TopicConfigTable = table
+	return rb, nil
+}
+
+// parseTopicConfigLine parses TopicConfig.encode(): "name read write perm filterType [attributesJSON]".
+func parseTopicConfigLine(line string) (TopicConfig, error) {
+	parts := strings.SplitN(line, " ", 6)
+	if len(parts) < 5 {
+		return TopicConfig{}, fmt.Errorf("%q has %d space-separated fields, want at least 5", line, len(parts))
+	}
+	tc := TopicConfig{TopicName: parts[0], TopicFilterType: parts[4]}
+	for i, dst := range []*int32{&tc.ReadQueueNums, &tc.WriteQueueNums, &tc.Perm} {
+		v, err := strconv.ParseInt(parts[i+1], 10, 32)
+		if err != nil {
+			return TopicConfig{}, fmt.Errorf("%q: field %d is not an integer", line, i+2)
+		}
+		*dst = int32(v)
+	}
+	return tc, nil
+}
+
+// inflated reads length-prefixed chunks from the inflated stream; the first error sticks.
+type inflated struct {
+	r   io.Reader
+	err error
+}
+
+func (in *inflated) int32(what string) int32 {
+	if in.err != nil {
+		return 0
+	}
+	var b [4]byte
+	if _, err := io.ReadFull(in.r, b[:]); err != nil {
+		in.err = fmt.Errorf("%s: %w", what, err)
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(b[:]))
+}
+
+func (in *inflated) chunk(what string) []byte {
+	n := in.int32(what + " length")
+	if in.err != nil {
+		return nil
+	}
+	if n < 0 || n > maxInflatedBody {
+		in.err = fmt.Errorf("%s length %d out of range", what, n)
+		return nil
+	}
+	// Read through a growing buffer: the inflated stream, not the length field, bounds the allocation.
+	var buf bytes.Buffer
+	m, err := io.CopyN(&buf, in.r, int64(n))
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%d of %d bytes: %w", m, n, io.ErrUnexpectedEOF)
+		}
+		in.err = fmt.Errorf("%s: %w", what, err)
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// EncodeRegisterBrokerBodyCompressed encodes rb in the compressed form DecodeRegisterBrokerBody reads (as Java's
+// RegisterBrokerBody.encode(true) writes it, without 5.x queue mappings).
+func EncodeRegisterBrokerBodyCompressed(rb RegisterBrokerBody) ([]byte, error) {
+	var out bytes.Buffer
+	zw, err := zlib.NewWriterLevel(&out, zlib.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	writeChunk := func(b []byte) {
+		_ = binary.Write(zw, binary.BigEndian, int32(len(b)))
+		_, _ = zw.Write(b)
+	}
+	dv, err := json.Marshal(rb.TopicConfigSerializeWrapper.DataVersion)
+	if err != nil {
+		return nil, err
+	}
+	writeChunk(dv)
+	table := rb.TopicConfigSerializeWrapper.TopicConfigTable
+	_ = binary.Write(zw, binary.BigEndian, int32(len(table)))
+	for _, tc := range table {
+		filter := tc.TopicFilterType
+		if filter == "" {
+			filter = "SINGLE_TAG"
+		}
+		writeChunk(fmt.Appendf(nil, "%s %d %d %d %s", tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, tc.Perm,
+			filter))
+	}
+	filters := rb.FilterServerList
+	if filters == nil {
+		filters = []string{}
+	}
+	fl, err := json.Marshal(filters)
+	if err != nil {
+		return nil, err
+	}
+	writeChunk(fl)
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}

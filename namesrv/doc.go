@@ -1,0 +1,60 @@
+// Package namesrv is RocketMQ's name server: brokers register their topics with it, clients ask it where a
+// topic's queues live. Several name servers run side by side, unaware of each other; every broker registers
+// with each of them (every 30 s and after each topic change), and clients ask any.
+//
+// # Tables (RouteInfoManager, under one RWMutex)
+//
+//	topicQueueTable   topic       -> brokerName -> QueueData{readQueueNums, writeQueueNums, perm, topicSysFlag}
+//	brokerAddrTable   brokerName  -> BrokerData{cluster, brokerAddrs: brokerId -> "ip:port"}   (id 0 = master)
+//	clusterAddrTable  cluster     -> set of brokerName
+//	brokerLiveTable   brokerAddr  -> last registration time, data version, HA address, its connection
+//
+// A master's registration replaces its broker name's queue data of every topic in its table, when the table's
+// data version changed or on its first registration; a slave's topics are ignored (its reply names the master
+// and the master's HA address). A broker address leaves the tables when it unregisters, when the connection it
+// registered on closes, or when it has been silent for brokerChannelExpiredTime (checked every
+// scanNotActiveBrokerInterval). When a broker name has no address left, it leaves its cluster and its queue data
+// leaves every topic; while a slave remains, the queue data stays so consumers can still read from it (as
+// RocketMQ 4.x does).
+//
+// # Requests served
+//
+//	 code  name                                 answer
+//	  100  PUT_KV_CONFIG                        ext namespace, key, value; persisted to kvConfig.json
+//	  101  GET_KV_CONFIG                        ext value, or QUERY_NOT_FOUND
+//	  102  DELETE_KV_CONFIG                     persisted
+//	  103  REGISTER_BROKER                      ext haServerAddr, masterAddr (slaves); body ORDER_TOPIC_CONFIG KV
+//	  104  UNREGISTER_BROKER
+//	  105  GET_ROUTEINFO_BY_TOPIC               TopicRouteData JSON, or TOPIC_NOT_EXIST with a remark
+//	  106  GET_BROKER_CLUSTER_INFO              ClusterInfo JSON
+//	  205  WIPE_WRITE_PERM_OF_BROKER            ext wipeTopicCount
+//	  206  GET_ALL_TOPIC_LIST_FROM_NAMESERVER   TopicList JSON
+//	  216  DELETE_TOPIC_IN_NAMESRV              ext topic, optional clusterName
+//	  219  GET_KVLIST_BY_NAMESPACE              KVTable JSON, or QUERY_NOT_FOUND
+//	  224  GET_TOPICS_BY_CLUSTER                TopicList JSON
+//	  304  GET_SYSTEM_TOPIC_LIST_FROM_NS        TopicList JSON (cluster and broker names)
+//	  322  QUERY_DATA_VERSION                   ext changed; body the registered DataVersion
+//	  327  ADD_WRITE_PERM_OF_BROKER             ext addTopicCount
+//
+// # Wire formats (never change a field name)
+//
+// The route body is compact JSON with brokerAddrs always present and queueDatas always an array; the official
+// Go client parses brokerAddrs as raw text between its braces, so no whitespace may appear in it:
+//
+//	{"queueDatas":[{"brokerName":"broker-a","readQueueNums":4,"writeQueueNums":4,"perm":6,"topicSysFlag":0}],
+//	 "brokerDatas":[{"cluster":"DefaultCluster","brokerName":"broker-a","brokerAddrs":{"0":"10.0.0.5:10911"}}],
+//	 "filterServerTable":{}}
+//
+// REGISTER_BROKER's body is RegisterBrokerBody JSON, or with ext compressed=true a zlib stream of
+//
+//	+-------------+------------------+-------------+----------------------------------------------+
+//	| int32 len   | DataVersion JSON | int32 count | count x (int32 len | "name read write perm     |
+//	|             |                  |             |          filterType [attributesJSON]")        |
+//	+-------------+------------------+-------------+----------------------------------------------+
+//	| int32 len   | filterServerList JSON | (5.x: int32 n, n x (int32 len | queue mapping JSON))  |
+//	+-------------+-----------------------+------------------------------------------------------+
+//
+// and ext bodyCrc32, when not 0, is the CRC32 of the body masked with 0x7FFFFFFF.
+//
+// kvConfig.json: {"configTable":{"<namespace>":{"<key>":"<value>"}}}, rewritten atomically after each change.
+package namesrv
