@@ -19,22 +19,22 @@
 //
 // # Requests served
 //
-//	 code  name                                 answer
-//	  100  PUT_KV_CONFIG                        ext namespace, key, value; persisted to kvConfig.json
-//	  101  GET_KV_CONFIG                        ext value, or QUERY_NOT_FOUND
-//	  102  DELETE_KV_CONFIG                     persisted
-//	  103  REGISTER_BROKER                      ext haServerAddr, masterAddr (slaves); body ORDER_TOPIC_CONFIG KV
-//	  104  UNREGISTER_BROKER
-//	  105  GET_ROUTEINFO_BY_TOPIC               TopicRouteData JSON, or TOPIC_NOT_EXIST with a remark
-//	  106  GET_BROKER_CLUSTER_INFO              ClusterInfo JSON
-//	  205  WIPE_WRITE_PERM_OF_BROKER            ext wipeTopicCount
-//	  206  GET_ALL_TOPIC_LIST_FROM_NAMESERVER   TopicList JSON
-//	  216  DELETE_TOPIC_IN_NAMESRV              ext topic, optional clusterName
-//	  219  GET_KVLIST_BY_NAMESPACE              KVTable JSON, or QUERY_NOT_FOUND
-//	  224  GET_TOPICS_BY_CLUSTER                TopicList JSON
-//	  304  GET_SYSTEM_TOPIC_LIST_FROM_NS        TopicList JSON (cluster and broker names)
-//	  322  QUERY_DATA_VERSION                   ext changed; body the registered DataVersion
-//	  327  ADD_WRITE_PERM_OF_BROKER             ext addTopicCount
+//	code  name                                 answer
+//	 100  PUT_KV_CONFIG                        ext namespace, key, value; persisted to kvConfig.json
+//	 101  GET_KV_CONFIG                        ext value, or QUERY_NOT_FOUND
+//	 102  DELETE_KV_CONFIG                     persisted
+//	 103  REGISTER_BROKER                      ext haServerAddr, masterAddr (slaves); body ORDER_TOPIC_CONFIG KV
+//	 104  UNREGISTER_BROKER
+//	 105  GET_ROUTEINFO_BY_TOPIC               TopicRouteData JSON, or TOPIC_NOT_EXIST with a remark
+//	 106  GET_BROKER_CLUSTER_INFO              ClusterInfo JSON
+//	 205  WIPE_WRITE_PERM_OF_BROKER            ext wipeTopicCount
+//	 206  GET_ALL_TOPIC_LIST_FROM_NAMESERVER   TopicList JSON
+//	 216  DELETE_TOPIC_IN_NAMESRV              ext topic, optional clusterName
+//	 219  GET_KVLIST_BY_NAMESPACE              KVTable JSON, or QUERY_NOT_FOUND
+//	 224  GET_TOPICS_BY_CLUSTER                TopicList JSON
+//	 304  GET_SYSTEM_TOPIC_LIST_FROM_NS        TopicList JSON (cluster and broker names)
+//	 322  QUERY_DATA_VERSION                   ext changed; body the registered DataVersion
+//	 327  ADD_WRITE_PERM_OF_BROKER             ext addTopicCount
 //
 // # Wire formats (never change a field name)
 //
