@@ -51,17 +51,6 @@ func badHeader(req *remoting.Command, err error) *remoting.Command {
 	return errResponse(remoting.InvalidParameter, "%s: %v", remoting.RequestCode(req.Code), err)
 }
 
-// jsonResponse answers SUCCESS with v as compact JSON.
-func jsonResponse(v any) *remoting.Command {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return errResponse(remoting.SystemError, "encode answer: %v", err)
-	}
-	resp := remoting.NewResponse(remoting.Success, "")
-	resp.Body = body
-	return resp
-}
-
 // headers reads required string fields in order; the first missing one is the error.
 func headers(req *remoting.Command, keys ...string) ([]string, error) {
 	out := make([]string, len(keys))
@@ -177,18 +166,18 @@ func (s *Server) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, req *r
 	if s.cfg.OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(NamespaceOrderTopicConfig, topic)
 	}
-	return jsonResponse(route)
+	return remoting.NewJSONResponse(route)
 }
 
 func (s *Server) getBrokerClusterInfo(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-	return jsonResponse(s.routes.ClusterInfo())
+	return remoting.NewJSONResponse(s.routes.ClusterInfo())
 }
 
 func (s *Server) getAllTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
 	if !s.cfg.EnableAllTopicList {
 		return errResponse(remoting.SystemError, "disable")
 	}
-	return jsonResponse(TopicList{TopicList: s.routes.AllTopics()})
+	return remoting.NewJSONResponse(TopicList{TopicList: s.routes.AllTopics()})
 }
 
 func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -196,11 +185,11 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 	if err != nil {
 		return badHeader(req, err)
 	}
-	return jsonResponse(TopicList{TopicList: s.routes.TopicsByCluster(cluster)})
+	return remoting.NewJSONResponse(TopicList{TopicList: s.routes.TopicsByCluster(cluster)})
 }
 
 func (s *Server) getSystemTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-	return jsonResponse(s.routes.SystemTopics())
+	return remoting.NewJSONResponse(s.routes.SystemTopics())
 }
 
 // deleteTopic handles DELETE_TOPIC_IN_NAMESRV: of every broker, or of one cluster's with clusterName.
@@ -276,5 +265,5 @@ func (s *Server) getKVListByNamespace(_ context.Context, _ *remoting.Conn, req *
 	if !ok {
 		return errResponse(remoting.QueryNotFound, "No config item, Namespace: %s", ns)
 	}
-	return jsonResponse(KVTable{Table: table})
+	return remoting.NewJSONResponse(KVTable{Table: table})
 }

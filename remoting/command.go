@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -75,6 +76,18 @@ func NewResponse(code ResponseCode, remark string) *Command {
 		Flag:     FlagResponse,
 		Remark:   remark,
 	}
+}
+
+// NewJSONResponse returns a SUCCESS response whose body is v as compact JSON, or a SYSTEM_ERROR response
+// naming the encoding error.
+func NewJSONResponse(v any) *Command {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return NewResponse(SystemError, "encode answer: "+err.Error())
+	}
+	resp := NewResponse(Success, "")
+	resp.Body = body
+	return resp
 }
 
 // IsResponse reports whether the response flag is set.
@@ -163,58 +176,45 @@ func (c *Command) OptString(key, def string) string {
 }
 
 // ExtInt32 returns a required decimal int32 header field.
-func (c *Command) ExtInt32(key string) (int32, error) {
-	v, ok := c.ext(key)
-	if !ok {
-		return 0, &HeaderError{Key: key, Missing: true}
-	}
-	return parseInt32(key, v)
-}
+func (c *Command) ExtInt32(key string) (int32, error) { return required(c, key, parseInt32) }
 
 // OptInt32 returns a decimal int32 header field, or def when it is absent or empty. A value that is present
 // and does not parse is still an error.
 func (c *Command) OptInt32(key string, def int32) (int32, error) {
-	v, ok := c.ext(key)
-	if !ok || v == "" {
-		return def, nil
-	}
-	return parseInt32(key, v)
+	return optional(c, key, def, parseInt32)
 }
 
 // ExtInt64 returns a required decimal int64 header field.
-func (c *Command) ExtInt64(key string) (int64, error) {
-	v, ok := c.ext(key)
-	if !ok {
-		return 0, &HeaderError{Key: key, Missing: true}
-	}
-	return parseInt64(key, v)
-}
+func (c *Command) ExtInt64(key string) (int64, error) { return required(c, key, parseInt64) }
 
 // OptInt64 returns a decimal int64 header field, or def when it is absent or empty.
 func (c *Command) OptInt64(key string, def int64) (int64, error) {
-	v, ok := c.ext(key)
-	if !ok || v == "" {
-		return def, nil
-	}
-	return parseInt64(key, v)
+	return optional(c, key, def, parseInt64)
 }
 
 // ExtBool returns a required boolean header field: "true" or "false", in any case.
-func (c *Command) ExtBool(key string) (bool, error) {
-	v, ok := c.ext(key)
-	if !ok {
-		return false, &HeaderError{Key: key, Missing: true}
-	}
-	return parseBool(key, v)
-}
+func (c *Command) ExtBool(key string) (bool, error) { return required(c, key, parseBool) }
 
 // OptBool returns a boolean header field, or def when it is absent or empty.
 func (c *Command) OptBool(key string, def bool) (bool, error) {
+	return optional(c, key, def, parseBool)
+}
+
+func required[T any](c *Command, key string, parse func(key, v string) (T, error)) (T, error) {
+	v, ok := c.ext(key)
+	if !ok {
+		var zero T
+		return zero, &HeaderError{Key: key, Missing: true}
+	}
+	return parse(key, v)
+}
+
+func optional[T any](c *Command, key string, def T, parse func(key, v string) (T, error)) (T, error) {
 	v, ok := c.ext(key)
 	if !ok || v == "" {
 		return def, nil
 	}
-	return parseBool(key, v)
+	return parse(key, v)
 }
 
 func parseInt32(key, v string) (int32, error) {

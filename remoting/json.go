@@ -379,7 +379,7 @@ func (p *jsonScanner) skipValue() error {
 				stack[depth] = closer
 				depth++
 				if closer == '}' {
-					if err := p.objectKey(); err != nil {
+					if _, err := p.objectKey(); err != nil {
 						return err
 					}
 				}
@@ -406,7 +406,7 @@ func (p *jsonScanner) skipValue() error {
 				return p.errorf("want ',' or %q, found %q", stack[depth-1], c)
 			}
 			if stack[depth-1] == '}' {
-				if err := p.objectKey(); err != nil {
+				if _, err := p.objectKey(); err != nil {
 					return err
 				}
 			}
@@ -415,34 +415,29 @@ func (p *jsonScanner) skipValue() error {
 	}
 }
 
-// objectKey consumes `"key":`.
-func (p *jsonScanner) objectKey() error {
+// objectKey consumes `"key":` and returns the key.
+func (p *jsonScanner) objectKey() (string, error) {
 	c, err := p.peek()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if c != '"' {
-		return p.errorf("want an object key, found %q", c)
+		return "", p.errorf("want an object key, found %q", c)
 	}
-	if _, err := p.str(); err != nil {
-		return err
+	key, err := p.str()
+	if err != nil {
+		return "", err
 	}
-	return p.expect(':')
+	return key, p.expect(':')
 }
 
-// extFields consumes the extFields object (or null) into c.ExtFields.
-func (p *jsonScanner) extFields(c *Command) error {
-	b, err := p.peek()
-	if err != nil {
-		return err
-	}
-	if b == 'n' {
-		return p.literal("null")
-	}
+// object consumes an object, handing each member's key to value, which must consume the member's value.
+func (p *jsonScanner) object(value func(key string) error) error {
 	if err := p.expect('{'); err != nil {
 		return err
 	}
-	if b, err = p.peek(); err != nil {
+	b, err := p.peek()
+	if err != nil {
 		return err
 	}
 	if b == '}' {
@@ -450,83 +445,11 @@ func (p *jsonScanner) extFields(c *Command) error {
 		return nil
 	}
 	for {
-		if b, err = p.peek(); err != nil {
-			return err
-		}
-		if b != '"' {
-			return p.errorf("want an extFields key, found %q", b)
-		}
-		key, err := p.str()
+		key, err := p.objectKey()
 		if err != nil {
 			return err
 		}
-		if err := p.expect(':'); err != nil {
-			return err
-		}
-		v, present, err := p.scalar(key)
-		if err != nil {
-			return err
-		}
-		if present {
-			if c.ExtFields == nil {
-				c.ExtFields = make(map[string]string, 16)
-			}
-			c.ExtFields[key] = v
-		}
-		if b, err = p.peek(); err != nil {
-			return err
-		}
-		p.pos++
-		if b == '}' {
-			return nil
-		}
-		if b != ',' {
-			return p.errorf("want ',' or '}' in extFields, found %q", b)
-		}
-	}
-}
-
-// decodeJSONHeader decodes a JSON header into a new Command.
-func decodeJSONHeader(header []byte) (*Command, error) {
-	p := &jsonScanner{s: string(header)}
-	c := &Command{}
-	if err := p.expect('{'); err != nil {
-		return nil, err
-	}
-	b, err := p.peek()
-	if err != nil {
-		return nil, err
-	}
-	if b == '}' {
-		p.pos++
-	} else if err := p.members(c); err != nil {
-		return nil, err
-	}
-	p.skipSpace()
-	if p.pos != len(p.s) {
-		return nil, p.errorf("trailing data after the header object")
-	}
-	return c, nil
-}
-
-// members consumes the header object's members up to and including its closing brace.
-func (p *jsonScanner) members(c *Command) error {
-	for {
-		b, err := p.peek()
-		if err != nil {
-			return err
-		}
-		if b != '"' {
-			return p.errorf("want a key, found %q", b)
-		}
-		key, err := p.str()
-		if err != nil {
-			return err
-		}
-		if err := p.expect(':'); err != nil {
-			return err
-		}
-		if err := p.member(c, key); err != nil {
+		if err := value(key); err != nil {
 			return err
 		}
 		if b, err = p.peek(); err != nil {
@@ -540,6 +463,40 @@ func (p *jsonScanner) members(c *Command) error {
 			return p.errorf("want ',' or '}', found %q", b)
 		}
 	}
+}
+
+// extFields consumes the extFields object (or null) into c.ExtFields.
+func (p *jsonScanner) extFields(c *Command) error {
+	if b, err := p.peek(); err != nil {
+		return err
+	} else if b == 'n' {
+		return p.literal("null")
+	}
+	return p.object(func(key string) error {
+		v, present, err := p.scalar(key)
+		if err != nil || !present {
+			return err
+		}
+		if c.ExtFields == nil {
+			c.ExtFields = make(map[string]string, 16)
+		}
+		c.ExtFields[key] = v
+		return nil
+	})
+}
+
+// decodeJSONHeader decodes a JSON header into a new Command.
+func decodeJSONHeader(header []byte) (*Command, error) {
+	p := &jsonScanner{s: string(header)}
+	c := &Command{}
+	if err := p.object(func(key string) error { return p.member(c, key) }); err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos != len(p.s) {
+		return nil, p.errorf("trailing data after the header object")
+	}
+	return c, nil
 }
 
 func (p *jsonScanner) member(c *Command, key string) error {
