@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+)
+
+// allocator is RocketMQ's AllocateMappedFileService: when the CommitLog asks for file N it
+// also queues file N+1, so by the time N fills up the next file already exists (created,
+// sized with fallocate, mapped, optionally warmed and given a transient pool buffer) and the
+// writer does not wait for the file system. Before Start and after Close it creates inline.
+type allocator struct {
+	dir         string
+	fileSize    int64
+	preallocate bool
+	warm        bool
+	pool        *transientPool
+	fastFail    bool
+	log         *slog.Logger
+	wake        chan struct{}
+
+	mu struct {
+		sync.Mutex
+		running bool
+		reqs    map[string]*allocRequest
+	}
+}
+
+type allocRequest struct {
+	path string
+	from int64
+	done chan struct{}
+	mf   *mappedFile
+	err  error
+	// wanted marks the request a writer waits for; the others are made ahead.
+	wanted bool
+}
+
+var errAllocatorStopped = errors.New("store: allocate service stopped")
+
+func newAllocator(dir string, fileSize int64, preallocate, warm bool, pool *transientPool, fastFail bool, log *slog.Logger) *allocator {
+	a := &allocator{dir: dir, fileSize: fileSize, preallocate: preallocate, warm: warm, pool: pool,
+		fastFail: fastFail, log: log, wake: make(chan struct{}, 1)}
+	a.mu.reqs = make(map[string]*allocRequest)
+	return a
+}
+
+func (a *allocator) wakeup() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// make creates, sizes and maps one file, attaches a pool buffer and warms it.
+func (a *allocator) make(path string, from int64) (*mappedFile, error) {
+	var buf []byte
+	if a.pool != nil {
+		if buf = a.pool.get(); buf == nil && a.fastFail {
+			return nil, fmt.Errorf("store: transient store pool has no free buffer for %s", path)
+		}
+	}
+	mf, err := createMappedFile(path, from, a.fileSize, a.preallocate)
+	if err != nil {
+		if buf != nil {
+			a.pool.put(buf)
+		}
+		return nil, err
+	}
+	if buf != nil {
+		mf.writeBuf, mf.pool = buf, a.pool
+	}
+	if a.warm {
+		mf.warm()
+	}
+	return mf, nil
+}
+
+// get returns the file that starts at from, made by the service (queuing the next one too),
+// or inline when the service is not running. Called by the CommitLog writer only.
+func (a *allocator) get(path string, from int64) (*mappedFile, error) {
+	a.mu.Lock()
+	if !a.mu.running {
+		a.mu.Unlock()
+		return a.make(path, from)
+	}
+	req := a.requestLocked(path, from)
+	req.wanted = true
+	a.requestLocked(filepath.Join(a.dir, offsetFileName(from+a.fileSize)), from+a.fileSize)
+	a.mu.Unlock()
+	a.wakeup()
+	<-req.done
+	a.mu.Lock()
+	delete(a.mu.reqs, path)
+	a.mu.Unlock()
+	if errors.Is(req.err, errAllocatorStopped) {
+		return a.make(path, from)
+	}
+	return req.mf, req.err
+}
+
+func (a *allocator) requestLocked(path string, from int64) *allocRequest {
+	if r, ok := a.mu.reqs[path]; ok {
+		return r
+	}
+	r := &allocRequest{path: path, from: from, done: make(chan struct{})}
+	a.mu.reqs[path] = r
+	return r
+}
+
+// nextPending is the lowest queued request not yet served.
+func (a *allocator) nextPending() *allocRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var next *allocRequest
+	for _, r := range a.mu.reqs {
+		select {
+		case <-r.done:
+			continue
+		default:
+		}
+		if next == nil || r.from < next.from {
+			next = r
+		}
+	}
+	return next
+}
+
+// run serves requests until ctx ends, then fails the queued ones and deletes the files made
+// ahead that nobody took.
+func (a *allocator) run(ctx context.Context) {
+	a.mu.Lock()
+	a.mu.running = true
+	a.mu.Unlock()
+	defer a.stop()
+	for {
+		if req := a.nextPending(); req != nil {
+			mf, err := a.make(req.path, req.from)
+			if err != nil {
+				a.log.Error("allocate mapped file", "file", req.path, "err", err)
+			}
+			a.mu.Lock()
+			req.mf, req.err = mf, err
+			close(req.done)
+			a.mu.Unlock()
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.wake:
+		}
+	}
+}
+
+func (a *allocator) stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mu.running = false
+	for path, r := range a.mu.reqs {
+		select {
+		case <-r.done:
+			if !r.wanted && r.mf != nil {
+				_ = r.mf.destroy(true)
+			}
+		default:
+			r.err = errAllocatorStopped
+			close(r.done)
+		}
+		delete(a.mu.reqs, path)
+	}
+}

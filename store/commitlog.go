@@ -1,0 +1,290 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+)
+
+// queueKey names one ConsumeQueue.
+type queueKey struct {
+	topic   string
+	queueID int32
+}
+
+// commitLog is the single append-only log of every stored record (RocketMQ CommitLog).
+//
+// Writers serialise on putMu, which covers only offset assignment and the copy of the
+// encoded record into the mapped file (or the transient pool buffer): validation, CRC and
+// sizing happen before, waiting for the flush after.
+type commitLog struct {
+	q              *mappedFileQueue
+	fileSize       int64
+	maxMessageSize int
+	storeHost      netip.AddrPort
+	hostBytes      []byte // encoded store host, the prefix of every offset msg id
+	clock          Clock
+
+	putMu struct {
+		sync.Mutex
+		closed bool
+		// queueOffsets is the next queue offset to assign per topic/queue (RocketMQ's
+		// topicQueueTable).
+		queueOffsets map[queueKey]int64
+	}
+}
+
+func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFileQueue) *commitLog {
+	c := &commitLog{q: q, fileSize: cfg.MappedFileSizeCommitLog, maxMessageSize: cfg.MaxMessageSize,
+		storeHost: storeHost, clock: clock}
+	var hb [hostV6Length]byte
+	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
+	c.putMu.queueOffsets = make(map[queueKey]int64)
+	return c
+}
+
+// appendResult is what one locked append produced.
+type appendResult struct {
+	physicalOffset int64
+	queueOffset    int64
+	wroteBytes     int
+	count          int
+	storeTimestamp int64
+}
+
+// prepare validates msgs against the store limits and encodes their sizes, CRCs and flags.
+func (c *commitLog) prepare(msgs []*Message, enc []encodedMessage) (int, error) {
+	total := 0
+	for i, m := range msgs {
+		if m == nil {
+			return 0, fmt.Errorf("%w: message %d is nil", ErrMessageTooLarge, i)
+		}
+		if len(m.Body) > c.maxMessageSize {
+			return 0, fmt.Errorf("%w: body is %d bytes, limit maxMessageSize %d", ErrMessageTooLarge, len(m.Body), c.maxMessageSize)
+		}
+		e, err := prepareMessage(m, c.storeHost)
+		if err != nil {
+			return 0, err
+		}
+		enc[i] = e
+		total += e.length
+	}
+	if limit := c.fileSize - blankRecordMinLength; int64(total) > limit {
+		return 0, fmt.Errorf("%w: %d bytes of records do not fit a commitlog file of %d bytes (limit %d)",
+			ErrMessageTooLarge, total, c.fileSize, limit)
+	}
+	return total, nil
+}
+
+// isTransactionSkipped reports the prepared and rolled-back messages: they get queue offset 0,
+// do not advance the queue and are not dispatched to a ConsumeQueue.
+func isTransactionSkipped(sysFlag int32) bool {
+	t := sysFlag & SysFlagTransactionMask
+	return t == SysFlagTransactionPrepared || t == SysFlagTransactionRollback
+}
+
+// append writes enc (one message, or a batch for one topic/queue) as consecutive records.
+// On an error nothing of enc is written. A write fault in the mapping (file truncated under
+// us, disk gone) is caught and reported as errWriteFault.
+func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, err error) {
+	c.putMu.Lock()
+	defer c.putMu.Unlock()
+	if c.putMu.closed {
+		return res, fmt.Errorf("%w: store is closed", ErrServiceNotAvailable)
+	}
+	defer catchWriteFault(&err)
+	f, err := c.q.lastOrCreate(0)
+	if err != nil {
+		return res, err
+	}
+	pos := f.wrote.Load()
+	if pos+int64(total)+blankRecordMinLength > f.size {
+		c.writeBlank(f, pos)
+		if f, err = c.q.lastOrCreate(0); err != nil {
+			return res, err
+		}
+		pos = f.wrote.Load()
+	}
+	now := c.clock.Now().UnixMilli()
+	first := enc[0].msg
+	key := queueKey{first.Topic, first.QueueID}
+	next := c.putMu.queueOffsets[key]
+	res = appendResult{physicalOffset: f.from + pos, queueOffset: next, wroteBytes: total, count: len(enc), storeTimestamp: now}
+	buf := f.writeSlice(pos, int64(total))
+	off := 0
+	for i := range enc {
+		qo := next
+		if isTransactionSkipped(enc[i].sysFlag) {
+			qo = 0
+		} else {
+			next++
+		}
+		if i == 0 {
+			res.queueOffset = qo
+		}
+		encodeRecordAt(buf[off:], &enc[i], qo, res.physicalOffset+int64(off), now)
+		off += enc[i].length
+	}
+	c.putMu.queueOffsets[key] = next
+	f.storeTimestamp.Store(now)
+	f.publish(pos + int64(total))
+	return res, nil
+}
+
+// writeBlank closes the unused tail of f with a blank record (size + blank magic).
+func (c *commitLog) writeBlank(f *mappedFile, pos int64) {
+	rest := f.size - pos
+	b := f.writeSlice(pos, rest)
+	binary.BigEndian.PutUint32(b[0:], uint32(rest))
+	putInt32(b[4:], BlankMagicCode)
+	if f.writeBuf != nil {
+		clear(b[blankRecordMinLength:]) // a reused pool buffer holds another file's bytes
+	}
+	f.publish(f.size)
+}
+
+// catchWriteFault turns a fault on mapped memory (SIGBUS/SIGSEGV, made a panic by
+// debug.SetPanicOnFault) into errWriteFault. Deferred by the writers of mapped memory.
+func catchWriteFault(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: fault writing mapped memory: %v", errWriteFault, r)
+	}
+}
+
+// withFaultPanics runs fn with memory faults turned into recoverable panics.
+func withFaultPanics(fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer catchWriteFault(&err)
+	return fn()
+}
+
+// putMessages appends msgs (one, or a batch for one topic/queue) and builds the result.
+func (c *commitLog) putMessages(msgs []*Message) (PutResult, error) {
+	var one [1]encodedMessage
+	enc := one[:]
+	if len(msgs) > 1 {
+		enc = make([]encodedMessage, len(msgs))
+	}
+	total, err := c.prepare(msgs, enc)
+	if err != nil {
+		return PutResult{}, err
+	}
+	var res appendResult
+	err = withFaultPanics(func() error {
+		var err error
+		res, err = c.append(enc, total)
+		return err
+	})
+	if err != nil {
+		return PutResult{}, err
+	}
+	return PutResult{
+		Status:         PutOK,
+		MsgID:          c.msgIDs(enc, res.physicalOffset),
+		PhysicalOffset: res.physicalOffset,
+		QueueOffset:    res.queueOffset,
+		Count:          res.count,
+		WroteBytes:     res.wroteBytes,
+		StoreTimestamp: res.storeTimestamp,
+	}, nil
+}
+
+// msgIDs is the offset msg id of each record, comma-joined for a batch.
+func (c *commitLog) msgIDs(enc []encodedMessage, phy int64) string {
+	idLen := 2 * (len(c.hostBytes) + 8)
+	b := make([]byte, 0, len(enc)*(idLen+1))
+	for i := range enc {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendOffsetMsgID(b, c.hostBytes, phy)
+		phy += int64(enc[i].length)
+	}
+	return string(b)
+}
+
+// errNoRecord says nothing readable is at an offset (below the minimum, beyond the end, or
+// in a file being deleted).
+var errNoRecord = fmt.Errorf("store: no record at offset")
+
+// selectRange returns size bytes at phy from mapped memory with a reference held on the file.
+func (c *commitLog) selectRange(phy int64, size int) ([]byte, *mappedFile, error) {
+	if size <= 0 {
+		return nil, nil, fmt.Errorf("%w %d: size %d", errNoRecord, phy, size)
+	}
+	f := c.q.holdAt(phy)
+	if f == nil {
+		return nil, nil, fmt.Errorf("%w %d: no mapped file (min %d, max %d)", errNoRecord, phy, c.q.minOffset(), c.q.maxOffset())
+	}
+	pos := phy - f.from
+	if pos+int64(size) > f.readable() {
+		f.release()
+		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the readable end %d of %s", errNoRecord, phy, size, f.from+f.readable(), f.fileName())
+	}
+	return f.data[pos : pos+int64(size)], f, nil
+}
+
+// selectRecord returns the whole record at phy, checked for framing, with a reference held.
+func (c *commitLog) selectRecord(phy int64) ([]byte, *mappedFile, error) {
+	head, f, err := c.selectRange(phy, 8)
+	if err != nil {
+		return nil, nil, err
+	}
+	size := int64(int32(binary.BigEndian.Uint32(head)))
+	magic := int32(binary.BigEndian.Uint32(head[4:]))
+	pos := phy - f.from
+	if (magic != MessageMagicCode && magic != MessageMagicCodeV2) || size < recordFixedLength || pos+size > f.readable() {
+		f.release()
+		return nil, nil, fmt.Errorf("%w: no record at %s offset %d (physical %d): size %d magic 0x%08X",
+			ErrCorruptRecord, f.fileName(), pos, phy, size, uint32(magic))
+	}
+	return f.data[pos : pos+size], f, nil
+}
+
+// storeTimestampAt reads the store timestamp of the record at phy (size from a ConsumeQueue
+// unit), or -1 when it cannot be read.
+func (c *commitLog) storeTimestampAt(phy int64, size int32) int64 {
+	rec, f, err := c.selectRange(phy, int(size))
+	if err != nil {
+		return -1
+	}
+	defer f.release()
+	v, err := parseRecord(rec)
+	if err != nil {
+		return -1
+	}
+	return v.storeTimestamp
+}
+
+// rollNextFile is the first offset of the file after the one holding offset.
+func (c *commitLog) rollNextFile(offset int64) int64 {
+	return offset + c.fileSize - offset%c.fileSize
+}
+
+// setQueueOffsets replaces the next-offset table (recovery, topic deletion).
+func (c *commitLog) setQueueOffset(key queueKey, next int64, remove bool) {
+	c.putMu.Lock()
+	defer c.putMu.Unlock()
+	if remove {
+		delete(c.putMu.queueOffsets, key)
+		return
+	}
+	c.putMu.queueOffsets[key] = next
+}
+
+// close refuses further appends; in-flight appends finish first (they hold putMu).
+func (c *commitLog) close() {
+	c.putMu.Lock()
+	c.putMu.closed = true
+	c.putMu.Unlock()
+}
+
+// describeOffset names the file and in-file position of a physical offset, for errors.
+func (c *commitLog) describeOffset(phy int64) string {
+	name := offsetFileName(phy - phy%c.fileSize)
+	return fmt.Sprintf("%s offset %d (physical %d)", filepath.Join(c.q.dir, name), phy%c.fileSize, phy)
+}

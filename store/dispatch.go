@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// reputPollInterval is the fallback poll of the reput service; puts, commits and
+// SetConfirmOffset wake it directly.
+const reputPollInterval = 100 * time.Millisecond
+
+// reputService is RocketMQ's ReputMessageService: one goroutine reads the CommitLog after
+// the last dispatched offset and feeds the ConsumeQueues, the index and the arriving
+// listener. from only grows, except in recovery.
+type reputService struct {
+	from               atomic.Int64
+	lastStoreTimestamp atomic.Int64
+	wake               chan struct{}
+	// stuckAt is the offset of the last record dispatch failed on (logged once per offset).
+	stuckAt atomic.Int64
+}
+
+func newReputService() *reputService {
+	r := &reputService{wake: make(chan struct{}, 1)}
+	r.stuckAt.Store(-1)
+	return r
+}
+
+func (r *reputService) wakeup() { wake(r.wake) }
+
+// dispatchLimit is the end dispatch may reach: the readable CommitLog end, or the confirm
+// offset once set.
+func (s *Store) dispatchLimit() int64 {
+	limit := s.commitLog.q.maxOffset()
+	if c := s.confirmOffset.Load(); c >= 0 && c < limit {
+		limit = c
+	}
+	return limit
+}
+
+func (s *Store) runReput(ctx context.Context) {
+	t := time.NewTicker(reputPollInterval)
+	defer t.Stop()
+	for {
+		if err := withFaultPanics(func() error { s.doReput(true); return nil }); err != nil {
+			s.log.Error("dispatch faulted reading the commitlog", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.reput.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// doReput dispatches every complete record between the reput offset and the dispatch limit.
+// notify calls the arriving listener. Only the reput goroutine, Open and Close call it.
+func (s *Store) doReput(notify bool) {
+	q := s.commitLog.q
+	for {
+		from := s.reput.from.Load()
+		limit := s.dispatchLimit()
+		if from >= limit {
+			return
+		}
+		if minOff := q.minOffset(); from < minOff {
+			s.log.Warn("reput offset is below the commitlog minimum, skipping ahead", "from", from, "min", minOff)
+			s.reput.from.Store(minOff)
+			continue
+		}
+		f := q.holdAt(from)
+		if f == nil {
+			return
+		}
+		next, err := s.dispatchFile(f, from-f.from, min(f.readable(), limit-f.from), notify)
+		f.release()
+		s.reput.from.Store(next)
+		if err != nil {
+			if s.reput.stuckAt.Swap(next) != next {
+				s.log.Error("dispatch stopped; it retries on the next wake-up", "offset", next, "err", err)
+			}
+			return
+		}
+		if next == from {
+			return
+		}
+	}
+}
+
+// dispatchFile dispatches the records of f from pos up to end and returns the offset reached.
+func (s *Store) dispatchFile(f *mappedFile, pos, end int64, notify bool) (int64, error) {
+	for pos+8 <= end {
+		size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
+		magic := int32(binary.BigEndian.Uint32(f.data[pos+4:]))
+		if magic == BlankMagicCode {
+			return f.from + f.size, nil
+		}
+		if size <= 0 || pos+size > end {
+			if pos+size > f.readable() || size <= 0 {
+				return f.from + pos, fmt.Errorf("%w: record size %d at %s", ErrCorruptRecord, size, s.commitLog.describeOffset(f.from+pos))
+			}
+			break // the record ends past the confirm offset
+		}
+		v, err := parseRecord(f.data[pos : pos+size])
+		if err != nil {
+			return f.from + pos, fmt.Errorf("%w at %s", err, s.commitLog.describeOffset(f.from+pos))
+		}
+		if err := s.dispatchRecord(&v, f.from+pos, notify); err != nil {
+			return f.from + pos, err
+		}
+		pos += size
+		s.reput.lastStoreTimestamp.Store(v.storeTimestamp)
+	}
+	return f.from + pos, nil
+}
+
+// dispatchRecord appends the ConsumeQueue unit (not for prepared or rolled-back
+// transaction messages), notifies the listener and indexes the keys.
+func (s *Store) dispatchRecord(v *recordView, phy int64, notify bool) error {
+	if !isTransactionSkipped(v.sysFlag) {
+		var props map[string]string
+		listener := s.opts.ArrivingListener
+		if (notify && listener != nil) || s.opts.TagsCode != nil {
+			props = ParseProperties(string(v.properties))
+		}
+		var tags int64
+		if t, ok := propertyValue(v.properties, PropertyTags); ok && len(t) > 0 {
+			tags = int64(javaStringHash(t))
+		}
+		topic := string(v.topic)
+		if s.opts.TagsCode != nil {
+			if code, ok := s.opts.TagsCode(topic, props, v.storeTimestamp); ok {
+				tags = code
+			}
+		}
+		cq := s.cqs.getOrCreate(topic, v.queueID)
+		added, err := cq.put(phy, int32(v.size), tags, v.queueOffset)
+		if err != nil {
+			return fmt.Errorf("store: consume queue %s/%d: %w", topic, v.queueID, err)
+		}
+		if added && notify && listener != nil {
+			listener(Arrival{Topic: topic, QueueID: v.queueID, QueueOffset: v.queueOffset, TagsCode: tags,
+				StoreTimestamp: v.storeTimestamp, Properties: props})
+		}
+	}
+	if s.index != nil {
+		err := s.index.build(indexRecord{phy: phy, storeTimestamp: v.storeTimestamp, sysFlag: v.sysFlag,
+			topic: v.topic, properties: v.properties})
+		if err != nil {
+			return fmt.Errorf("store: index: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+// Package store is the RocketMQ-compatible message store every broker runs on: one
+// append-only CommitLog of stored-message records, a ConsumeQueue per topic/queue indexing
+// it, a hash IndexFile by message key, flush, recovery, expiry. Files and formats are
+// RocketMQ 4.x's, byte for byte, so a pull answer is the stored bytes as they are.
+//
+// # On disk
+//
+//	storePathRootDir/
+//	  commitlog/00000000000000000000     fixed-size files named by their first offset (20 digits)
+//	  consumequeue/TOPIC/QUEUEID/000...  20-byte units
+//	  index/yyyyMMddHHmmssSSS            hash index files
+//	  checkpoint                         flush progress (below)
+//	  abort                              exists while the store is open; left by a crash
+//	  config/*.json                      broker metadata, written with WriteFileAtomic
+//
+// # Stored-message record (CommitLog, pull bodies)
+//
+// Big-endian. Offsets are for IPv4 hosts; an IPv6 host (sysFlag 0x10 born, 0x20 store)
+// takes 20 bytes instead of 8 and shifts what follows. Wire format: never change.
+//
+//	+------+------+-----------------------------+------------------------------------------+
+//	| off  | size | field                       | notes                                    |
+//	+------+------+-----------------------------+------------------------------------------+
+//	|   0  |   4  | totalSize                   | whole record, this field included        |
+//	|   4  |   4  | magicCode                   | 0xDAA320A7 (V1); 0xCBD43194 = blank      |
+//	|   8  |   4  | bodyCRC                     | CRC32(body) & 0x7FFFFFFF                 |
+//	|  12  |   4  | queueId                     |                                          |
+//	|  16  |   4  | flag                        | user flag                                |
+//	|  20  |   8  | queueOffset                 | 0 for prepared/rolled-back transactions  |
+//	|  28  |   8  | physicalOffset              | = the record's CommitLog offset          |
+//	|  36  |   4  | sysFlag                     | MessageSysFlag bits                      |
+//	|  40  |   8  | bornTimestamp               | ms                                       |
+//	|  48  |   8  | bornHost                    | IPv4 + int32 port (IPv6: 16 + 4)         |
+//	|  56  |   8  | storeTimestamp              | ms, assigned under the CommitLog lock    |
+//	|  64  |   8  | storeHost                   | the broker's client-facing ip:port       |
+//	|  72  |   4  | reconsumeTimes              |                                          |
+//	|  76  |   8  | preparedTransactionOffset   |                                          |
+//	|  84  |   4  | bodyLength                  |                                          |
+//	|  88  |   n  | body                        | as the producer sent it                  |
+//	|      |   1  | topicLength                 | <= 127                                   |
+//	|      |   t  | topic                       |                                          |
+//	|      |   2  | propertiesLength            | <= 32767                                 |
+//	|      |   p  | properties                  | name 0x01 value 0x02 ...                 |
+//	+------+------+-----------------------------+------------------------------------------+
+//
+// A record never spans two files: when one does not fit (with 8 bytes to spare), the rest of
+// the file gets a blank record, totalSize = bytes left and magic 0xCBD43194, and the record
+// goes to the next file. Files are preallocated (fallocate) so writes through the mapping
+// cannot hit ENOSPC.
+//
+// # ConsumeQueue unit (consumequeue/TOPIC/QUEUEID/, 300,000 units per file by default)
+//
+//	+-----+------+------------------+---------------------------------------------------+
+//	| off | size | field            | notes                                             |
+//	+-----+------+------------------+---------------------------------------------------+
+//	|  0  |   8  | commitLogOffset  | physical offset of the record                     |
+//	|  8  |   4  | size             | record size; 0x7FFFFFFF (offset 0) = filler unit  |
+//	| 12  |   8  | tagsCode         | Java String.hashCode(TAGS), sign-extended         |
+//	+-----+------+------------------+---------------------------------------------------+
+//
+// Unit n is the record with queue offset n; file names are the byte offset of their first
+// unit.
+//
+// # IndexFile (index/, a new file when one is full)
+//
+//	+--------------------------+------------------------------------------------------+
+//	| header, 40 bytes         | beginTimestamp 8, endTimestamp 8, beginPhyOffset 8,  |
+//	|                          | endPhyOffset 8, hashSlotCount 4, indexCount 4        |
+//	+--------------------------+------------------------------------------------------+
+//	| maxHashSlotNum slots x 4 | number of the newest entry of the slot (0 = none)    |
+//	+--------------------------+------------------------------------------------------+
+//	| maxIndexNum entries x 20 | keyHash 4, phyOffset 8, timeDiff 4 (seconds from      |
+//	|                          | beginTimestamp), prevIndex 4 (previous entry, slot)  |
+//	+--------------------------+------------------------------------------------------+
+//
+// Keys are "topic#key" for every key of KEYS (space-separated) and for UNIQ_KEY; keyHash is
+// |String.hashCode|, the slot keyHash % maxHashSlotNum. Entry 0 is never used. This store
+// also moves endPhyOffset to every record it dispatched, keys or not, as its progress mark.
+//
+// # Checkpoint (4 KiB, rewritten in place and fdatasynced)
+//
+//	+-----+------------------------+---------------------------------------------------+
+//	| off | field (int64)          | notes                                             |
+//	+-----+------------------------+---------------------------------------------------+
+//	|   0 | physicMsgTimestamp     | RocketMQ's five fields                            |
+//	|   8 | logicsMsgTimestamp     |                                                   |
+//	|  16 | indexMsgTimestamp      |                                                   |
+//	|  24 | masterFlushedOffset    |                                                   |
+//	|  32 | confirmPhyOffset       |                                                   |
+//	|  40 | physicFlushedOffset    | this store: CommitLog durable up to here          |
+//	|  48 | logicsFlushedOffset    | every record before it is durable in the CQs      |
+//	|  56 | indexFlushedOffset     | last record indexed durably                       |
+//	+-----+------------------------+---------------------------------------------------+
+//
+// # Lifecycle and crash safety
+//
+// Open validates the config, loads every file, recovers and creates the abort file; Start
+// starts the services; Close stops them (waiting), commits, flushes and dispatches what is
+// left, writes the checkpoint and removes the abort file.
+//
+// Recovery after a clean Close checks the last three CommitLog files. After a crash (abort
+// file present, or no checkpoint) it checks from the file holding the checkpoint's safe point
+// min(physicFlushedOffset, logicsFlushedOffset): magic, sizes, physical offset and body CRC of
+// every record; the CommitLog is truncated at the first bad or torn record (the rest of the
+// file zeroed, later files deleted), ConsumeQueue units and index entries past it are
+// dropped, the file systems are synced, and dispatch re-runs from the earliest point anything
+// may be missing. Dispatch is idempotent: existing units (by queue offset) and index entries
+// (by physical offset) are skipped.
+//
+// With SYNC_FLUSH a put returns PutOK only after a flush (msync) covered its record, so
+// every acknowledged message survives a process or machine crash. ASYNC_FLUSH loses at most
+// the last flushIntervalCommitLog of writes on a machine crash, nothing on a process crash.
+//
+// # Services
+//
+// One goroutine each, started by Start and waited for by Close, woken through capacity-1
+// channels: group commit (SYNC_FLUSH) with its timeout watcher, or the periodic flush
+// (ASYNC_FLUSH); commit of the transient store pool; reput (dispatch to ConsumeQueues, index
+// and the arriving listener); allocation of the next CommitLog file; ConsumeQueue flush;
+// clean (expiry and disk-full detection).
+//
+// # Reads
+//
+// GetMessage, SelectRecord and QueryMessage return slices of mapped memory and hold a
+// reference on each file they point into until Release; a deleted or closed file is unmapped
+// only after its last reference is released, so readers never touch unmapped memory.
+package store

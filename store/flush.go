@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// slowFlushThreshold: flushes slower than this are logged (RocketMQ logs past 500 ms).
+const slowFlushThreshold = 500 * time.Millisecond
+
+// flushWaiter is one SYNC_FLUSH put waiting for the group commit. It completes once, from
+// the flusher (flushed or failed), the watcher (timeout) or Close.
+type flushWaiter struct {
+	need     int64
+	deadline time.Time
+	res      PutResult
+	done     func(PutResult, error)
+	fired    atomic.Bool
+}
+
+func (w *flushWaiter) complete(status PutStatus) {
+	if w.fired.CompareAndSwap(false, true) {
+		r := w.res
+		r.Status = status
+		w.done(r, nil)
+	}
+}
+
+// groupCommit is RocketMQ's GroupCommitService: puts queue a waiter and wake the flusher;
+// each flush covers everything written so far and completes every waiter it covers, so one
+// fsync serves all the writers that queued while the previous one ran.
+type groupCommit struct {
+	timeout time.Duration
+	wake    chan struct{}
+
+	mu struct {
+		sync.Mutex
+		// pending waiters, in deadline order; inflight is the batch being flushed.
+		pending  []*flushWaiter
+		inflight []*flushWaiter
+		spare    []*flushWaiter
+		closed   bool
+	}
+}
+
+func newGroupCommit(timeout time.Duration) *groupCommit {
+	return &groupCommit{timeout: timeout, wake: make(chan struct{}, 1)}
+}
+
+func (g *groupCommit) wakeup() { wake(g.wake) }
+
+// add queues a waiter for res; done runs once with the final status.
+func (g *groupCommit) add(s *Store, res PutResult, done func(PutResult, error)) {
+	need := res.PhysicalOffset + int64(res.WroteBytes)
+	w := &flushWaiter{need: need, res: res, done: done}
+	if s.commitLog.q.flushedWhere.Load() >= need {
+		w.complete(PutOK)
+		return
+	}
+	g.mu.Lock()
+	if g.mu.closed {
+		g.mu.Unlock()
+		if s.commitLog.q.flushedWhere.Load() >= need {
+			w.complete(PutOK)
+		} else {
+			w.complete(PutFlushDiskTimeout)
+		}
+		return
+	}
+	w.deadline = time.Now().Add(g.timeout)
+	g.mu.pending = append(g.mu.pending, w)
+	g.mu.Unlock()
+	g.wakeup()
+}
+
+// runGroupCommit is the SYNC_FLUSH flusher.
+func (s *Store) runGroupCommit(ctx context.Context) {
+	g := s.group
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.wake:
+		}
+		g.mu.Lock()
+		batch := g.mu.pending
+		g.mu.pending = g.mu.spare[:0]
+		g.mu.inflight = batch
+		g.mu.Unlock()
+
+		err := s.flushCommitLog(0)
+		flushed := s.commitLog.q.flushedWhere.Load()
+		for _, w := range batch {
+			if err == nil && flushed >= w.need {
+				w.complete(PutOK)
+			} else {
+				w.complete(PutFlushDiskTimeout)
+			}
+		}
+		g.mu.Lock()
+		g.mu.inflight = nil
+		clear(batch)
+		g.mu.spare = batch[:0]
+		g.mu.Unlock()
+	}
+}
+
+// runFlushWatcher completes the waiters whose syncFlushTimeout passed, even while a flush
+// hangs (RocketMQ's FlushDiskWatcher).
+func (s *Store) runFlushWatcher(ctx context.Context) {
+	g := s.group
+	tick := min(max(g.timeout/10, time.Millisecond), 100*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var expired []*flushWaiter
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		g.mu.Lock()
+		for _, list := range [][]*flushWaiter{g.mu.inflight, g.mu.pending} {
+			for _, w := range list {
+				if w.fired.Load() {
+					continue
+				}
+				if now.Before(w.deadline) {
+					break
+				}
+				expired = append(expired, w)
+			}
+		}
+		g.mu.Unlock()
+		for _, w := range expired {
+			w.complete(PutFlushDiskTimeout)
+		}
+		clear(expired)
+		expired = expired[:0]
+	}
+}
+
+// failAll completes every remaining waiter at Close (after the final flush).
+func (g *groupCommit) failAll(s *Store) {
+	g.mu.Lock()
+	g.mu.closed = true
+	waiters := append(append([]*flushWaiter(nil), g.mu.inflight...), g.mu.pending...)
+	g.mu.pending, g.mu.inflight = nil, nil
+	g.mu.Unlock()
+	flushed := s.commitLog.q.flushedWhere.Load()
+	for _, w := range waiters {
+		if flushed >= w.need {
+			w.complete(PutOK)
+		} else {
+			w.complete(PutFlushDiskTimeout)
+		}
+	}
+}
+
+// runAsyncFlush is the ASYNC_FLUSH flusher (RocketMQ FlushRealTimeService): every
+// flushIntervalCommitLog when flushCommitLogLeastPages pages are dirty, everything every
+// flushCommitLogThoroughInterval.
+func (s *Store) runAsyncFlush(ctx context.Context) {
+	t := time.NewTicker(time.Duration(s.cfg.FlushIntervalCommitLog) * time.Millisecond)
+	defer t.Stop()
+	thorough := time.Duration(s.cfg.FlushCommitLogThoroughInterval) * time.Millisecond
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		least := s.cfg.FlushCommitLogLeastPages
+		if time.Since(last) >= thorough {
+			least, last = 0, time.Now()
+		}
+		_ = s.flushCommitLog(least)
+	}
+}
+
+// runCommit copies the transient pool buffers into the files (RocketMQ
+// CommitRealTimeService): woken by puts, it commits when commitCommitLogLeastPages pages are
+// waiting, and everything every commitCommitLogThoroughInterval.
+func (s *Store) runCommit(ctx context.Context) {
+	t := time.NewTicker(time.Duration(s.cfg.CommitIntervalCommitLog) * time.Millisecond)
+	defer t.Stop()
+	thorough := time.Duration(s.cfg.CommitCommitLogThoroughInterval) * time.Millisecond
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.wakeCommit:
+		}
+		least := s.cfg.CommitCommitLogLeastPages
+		if time.Since(last) >= thorough {
+			least, last = 0, time.Now()
+		}
+		q := s.commitLog.q
+		before := q.committedWhere.Load()
+		if q.commit(least) > before {
+			s.reput.wakeup()
+		}
+	}
+}
+
+// flushCommitLog flushes the CommitLog, times it and moves the checkpoint. A failed flush
+// turns the store read-only: after a failed fsync the kernel may have dropped the pages.
+func (s *Store) flushCommitLog(leastPages int) error {
+	q := s.commitLog.q
+	before := q.flushedWhere.Load()
+	start := time.Now()
+	flushed, err := q.flush(leastPages)
+	d := time.Since(start)
+	if err != nil {
+		s.stats.flushFailures.Add(1)
+		s.markNotWritable(err)
+		return err
+	}
+	if flushed > before {
+		s.stats.recordFlush(d)
+		if d > slowFlushThreshold {
+			s.log.Warn("slow commitlog flush", "elapsed", d, "bytes", flushed-before)
+		}
+		ts := q.lastFlushTimestamp()
+		s.checkpoint.update(func(c *checkpointData) {
+			c.physicFlushedOffset = flushed
+			if ts > 0 {
+				c.physicMsgTimestamp = ts
+			}
+		})
+	}
+	return nil
+}
+
+// runConsumeQueueFlush flushes the ConsumeQueues every flushIntervalConsumeQueue (when
+// flushConsumeQueueLeastPages pages are dirty) and everything, with the index and the
+// checkpoint, every flushConsumeQueueThoroughInterval.
+func (s *Store) runConsumeQueueFlush(ctx context.Context) {
+	t := time.NewTicker(time.Duration(s.cfg.FlushIntervalConsumeQueue) * time.Millisecond)
+	defer t.Stop()
+	thorough := time.Duration(s.cfg.FlushConsumeQueueThoroughInterval) * time.Millisecond
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		least := s.cfg.FlushConsumeQueueLeastPages
+		if time.Since(last) >= thorough {
+			least, last = 0, time.Now()
+		}
+		if err := s.flushConsumeQueues(least); err != nil {
+			s.log.Error("flush consume queues", "err", err)
+		}
+	}
+}
+
+// flushConsumeQueues flushes every ConsumeQueue. A thorough flush (leastPages 0) also
+// flushes the index and then records in the checkpoint how far dispatch is durable.
+func (s *Store) flushConsumeQueues(leastPages int) error {
+	through := s.reput.from.Load()
+	throughTs := s.reput.lastStoreTimestamp.Load()
+	var firstErr error
+	for _, cq := range s.cqs.all() {
+		if err := cq.flush(leastPages); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if leastPages != 0 || firstErr != nil {
+		return firstErr
+	}
+	idxThrough, idxTs := int64(-1), int64(0)
+	if s.index != nil {
+		var err error
+		if idxThrough, idxTs, err = s.index.flush(); err != nil {
+			return err
+		}
+	}
+	s.checkpoint.update(func(c *checkpointData) {
+		c.logicsFlushedOffset = through
+		if throughTs > 0 {
+			c.logicsMsgTimestamp = throughTs
+		}
+		if idxThrough >= 0 {
+			c.indexFlushedOffset = idxThrough
+			c.indexMsgTimestamp = idxTs
+		}
+	})
+	return s.checkpoint.flush()
+}

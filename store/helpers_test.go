@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testWriter sends log lines to t.Log until the test ends.
+type testWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+var testStoreHost = netip.MustParseAddrPort("10.0.0.5:10911")
+
+// smallConfig is a store with tiny files so tests cross file boundaries quickly.
+func smallConfig(t testing.TB) Config {
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.MappedFileSizeCommitLog = 16 << 10
+	cfg.MaxMessageSize = 4 << 10
+	cfg.MappedFileSizeConsumeQueue = 32 * cqUnitSize
+	cfg.MaxHashSlotNum = 64
+	cfg.MaxIndexNum = 128
+	cfg.FlushIntervalCommitLog = 10
+	cfg.FlushIntervalConsumeQueue = 10
+	cfg.CommitIntervalCommitLog = 10
+	cfg.CleanResourceInterval = 3600 * 1000
+	return cfg
+}
+
+func testOptions(t testing.TB) Options {
+	return Options{Logger: testLogger(t), StoreHost: testStoreHost}
+}
+
+// openStore opens and starts a store that is closed at the end of the test.
+func openStore(t testing.TB, cfg Config, opts Options) *Store {
+	t.Helper()
+	s, err := Open(cfg, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func testMessage(topic string, queueID int32, body string, props map[string]string) *Message {
+	return &Message{
+		Topic:         topic,
+		QueueID:       queueID,
+		Flag:          7,
+		Body:          []byte(body),
+		Properties:    EncodeProperties(props),
+		BornTimestamp: 1700000000000,
+		BornHost:      netip.MustParseAddrPort("192.168.1.20:50000"),
+	}
+}
+
+func mustPut(t testing.TB, s *Store, m *Message) PutResult {
+	t.Helper()
+	res, err := s.PutMessage(context.Background(), m)
+	if err != nil {
+		t.Fatalf("PutMessage(%s/%d): %v", m.Topic, m.QueueID, err)
+	}
+	if res.Status != PutOK {
+		t.Fatalf("PutMessage(%s/%d): status %v", m.Topic, m.QueueID, res.Status)
+	}
+	return res
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitDispatched waits until dispatch reached the CommitLog end.
+func waitDispatched(t testing.TB, s *Store) {
+	t.Helper()
+	waitFor(t, "dispatch to catch up", func() bool { return s.reput.from.Load() >= s.commitLog.q.maxWrote() })
+}
+
+// readQueue reads a whole queue from offset 0 and returns the decoded messages.
+func readQueue(t testing.TB, s *Store, topic string, queueID int32) []*MessageExt {
+	t.Helper()
+	var out []*MessageExt
+	off := s.MinOffsetInQueue(topic, queueID)
+	for {
+		r, err := s.GetMessage("g", topic, queueID, off, 32, 1<<20, nil)
+		if err != nil {
+			t.Fatalf("GetMessage: %v", err)
+		}
+		for _, rec := range r.Records {
+			m, err := DecodeMessage(rec, true)
+			if err != nil {
+				t.Fatalf("DecodeMessage: %v", err)
+			}
+			out = append(out, m)
+		}
+		r.Release()
+		if r.Status != Found {
+			return out
+		}
+		off = r.NextBeginOffset
+	}
+}
+
+func bodyOf(i, size int) string {
+	s := fmt.Sprintf("message-%06d-", i)
+	if len(s) < size {
+		s += strings.Repeat("x", size-len(s))
+	}
+	return s
+}

@@ -1,0 +1,615 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sentinel errors. Every error the store returns for them wraps one (errors.Is) with the
+// value and the limit or the file and offset concerned; nothing is written when a put
+// returns one.
+var (
+	// ErrMessageTooLarge: the body passes maxMessageSize, or the record(s) do not fit a file.
+	ErrMessageTooLarge = errors.New("store: message too large")
+	// ErrTopicTooLong: the topic is empty or longer than 127 bytes.
+	ErrTopicTooLong = errors.New("store: topic too long")
+	// ErrPropertiesTooLarge: the encoded properties pass 32767 bytes.
+	ErrPropertiesTooLarge = errors.New("store: properties too large")
+	// ErrServiceNotAvailable: the store is not started, or closed.
+	ErrServiceNotAvailable = errors.New("store: service not available")
+	// ErrNotWritable: the store turned read-only after a write or flush failure, or it is a slave.
+	ErrNotWritable = errors.New("store: not writable")
+	// ErrDiskFull: disk use passed diskSpaceWarningLevelRatio (90 %).
+	ErrDiskFull = errors.New("store: disk full")
+	// ErrCreateMappedFile: a new CommitLog file could not be created.
+	ErrCreateMappedFile = errors.New("store: cannot create mapped file")
+	// ErrBatchMismatch: a batch mixes topics or queues, or is empty.
+	ErrBatchMismatch = errors.New("store: invalid batch")
+)
+
+// errWriteFault is wrapped when writing mapped memory faulted; the store turns read-only.
+var errWriteFault = errors.New("store: write fault")
+
+// Clock gives the store its notion of now: store timestamps, index file names and expiry
+// decisions. Tests inject a fake one; timers and intervals always use real time.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Options are the store's collaborators, things that are not config keys.
+type Options struct {
+	// Logger receives the store's logs; nil discards them.
+	Logger *slog.Logger
+	// StoreHost is the broker's client-facing ip:port, written into every record and msg id.
+	StoreHost netip.AddrPort
+	// Clock is nil for real time.
+	Clock Clock
+	// ArrivingListener is called by dispatch after each ConsumeQueue unit is appended (never
+	// during Open's recovery). It runs on the dispatch goroutine and must not block; the
+	// Arrival and its Properties map are the listener's to keep.
+	ArrivingListener func(a Arrival)
+	// TagsCode, when set, may override the ConsumeQueue tag code of a record (the broker uses
+	// it for SCHEDULE_TOPIC_XXXX delivery times); ok=false keeps TagsHash(TAGS).
+	TagsCode func(topic string, props map[string]string, storeTimestamp int64) (code int64, ok bool)
+}
+
+// Arrival describes a record that just became visible in a ConsumeQueue.
+type Arrival struct {
+	Topic          string
+	QueueID        int32
+	QueueOffset    int64
+	TagsCode       int64
+	StoreTimestamp int64
+	Properties     map[string]string
+}
+
+// PutStatus is RocketMQ's PutMessageStatus for a message that was written.
+type PutStatus int
+
+const (
+	// PutOK: written (and flushed, with SYNC_FLUSH).
+	PutOK PutStatus = iota
+	// PutFlushDiskTimeout: written, but the SYNC_FLUSH flush did not confirm within
+	// syncFlushTimeout (or the caller's context ended first, or the flush failed).
+	PutFlushDiskTimeout
+	// PutFlushSlaveTimeout and PutSlaveNotAvailable are for the replication modes.
+	PutFlushSlaveTimeout
+	PutSlaveNotAvailable
+)
+
+func (s PutStatus) String() string {
+	switch s {
+	case PutOK:
+		return "PUT_OK"
+	case PutFlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	case PutFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case PutSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	}
+	return fmt.Sprintf("PutStatus(%d)", int(s))
+}
+
+// PutResult describes a written message or batch.
+type PutResult struct {
+	Status PutStatus
+	// MsgID is the offset msg id; for a batch, the ids comma-joined.
+	MsgID          string
+	PhysicalOffset int64
+	// QueueOffset is the queue offset of the first message.
+	QueueOffset    int64
+	Count          int
+	WroteBytes     int
+	StoreTimestamp int64
+}
+
+const (
+	stateOpen int32 = iota
+	stateRunning
+	stateClosed
+)
+
+// Store is the message store: CommitLog, ConsumeQueues, IndexFile and their services.
+//
+// Lock order: commitLog.putMu may be held while taking mappedFileQueue.mu (new file) and
+// allocator.mu; consumeQueue.mu while taking its mappedFileQueue.mu; indexService.mu alone.
+// No other lock is held while calling the ArrivingListener or a put callback.
+type Store struct {
+	cfg   Config
+	opts  Options
+	log   *slog.Logger
+	clock Clock
+
+	commitLog  *commitLog
+	cqs        *consumeQueueTable
+	index      *indexService
+	checkpoint *checkpoint
+	alloc      *allocator
+	pool       *transientPool
+	reput      *reputService
+	group      *groupCommit
+	wakeCommit chan struct{}
+
+	state         atomic.Int32
+	notWritable   atomic.Bool
+	diskFull      atomic.Bool
+	confirmOffset atomic.Int64
+	lastExitOK    bool
+
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	stats       storeStats
+	diskUsage   func(path string) (float64, error)
+	memoryBytes int64
+}
+
+// Open loads the store's files, recovers (normally after a clean Close, abnormally when the
+// abort file says the last run crashed), dispatches what the ConsumeQueues and index miss,
+// and creates the abort file. Services start with Start.
+func Open(cfg Config, opts Options) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, opts: opts, log: opts.Logger, clock: opts.Clock,
+		wakeCommit: make(chan struct{}, 1), diskUsage: diskUsedRatio}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "store")
+	if s.clock == nil {
+		s.clock = realClock{}
+	}
+	s.confirmOffset.Store(-1)
+	s.memoryBytes = totalMemory()
+	if err := s.open(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open() error {
+	cfg := s.cfg
+	for _, dir := range []string{cfg.StorePathRootDir, cfg.commitLogDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("store: create %s: %w", dir, err)
+		}
+	}
+	_, err := os.Stat(cfg.abortPath())
+	s.lastExitOK = errors.Is(err, os.ErrNotExist)
+	if s.checkpoint, err = openCheckpoint(cfg.checkpointPath()); err != nil {
+		return err
+	}
+	if cfg.TransientStorePoolEnable && !cfg.transientPoolActive() {
+		s.log.Warn("transientStorePoolEnable is ignored: it needs flushDiskType=ASYNC_FLUSH and a master role",
+			"flushDiskType", cfg.FlushDiskType, "brokerRole", cfg.BrokerRole)
+	}
+	if cfg.transientPoolActive() {
+		if s.pool, err = newTransientPool(cfg.TransientStorePoolSize, cfg.MappedFileSizeCommitLog, s.log); err != nil {
+			return err
+		}
+	}
+	q := newMappedFileQueue(cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, true, s.log)
+	s.alloc = newAllocator(q.dir, q.fileSize, true, cfg.WarmMapedFileEnable, s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
+	q.create = s.alloc.get
+	s.commitLog = newCommitLog(cfg, s.opts.StoreHost, s.clock, q)
+	s.cqs = newConsumeQueueTable(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.log)
+	if cfg.MessageIndexEnable {
+		s.index = newIndexService(cfg.indexDir(), cfg.MaxHashSlotNum, cfg.MaxIndexNum, s.clock, s.log)
+	}
+	s.reput = newReputService()
+	if cfg.FlushDiskType == SyncFlush {
+		s.group = newGroupCommit(time.Duration(cfg.SyncFlushTimeout) * time.Millisecond)
+	}
+	if err := s.recover(); err != nil {
+		return err
+	}
+	if err := writeFileSynced(cfg.abortPath(), nil); err != nil {
+		return fmt.Errorf("store: create abort file: %w", err)
+	}
+	return nil
+}
+
+// Start starts the services: flush (group commit or periodic), commit (transient pool),
+// reput (dispatch), allocation of the next CommitLog file, ConsumeQueue flush and clean.
+func (s *Store) Start() error {
+	if !s.state.CompareAndSwap(stateOpen, stateRunning) {
+		return fmt.Errorf("%w: Start called twice or after Close", ErrServiceNotAvailable)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	// The first clean run decides the disk state before the first put.
+	s.checkDisk()
+	s.goService(ctx, "allocate", s.alloc.run)
+	s.goService(ctx, "reput", s.runReput)
+	s.goService(ctx, "flushConsumeQueue", s.runConsumeQueueFlush)
+	s.goService(ctx, "clean", s.runClean)
+	if s.group != nil {
+		s.goService(ctx, "groupCommit", s.runGroupCommit)
+		s.goService(ctx, "flushWatcher", s.runFlushWatcher)
+	} else {
+		s.goService(ctx, "flushCommitLog", s.runAsyncFlush)
+	}
+	if s.pool != nil {
+		s.goService(ctx, "commitCommitLog", s.runCommit)
+	}
+	return nil
+}
+
+func (s *Store) goService(ctx context.Context, name string, fn func(context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn(ctx)
+		s.log.Debug("service stopped", "service", name)
+	}()
+}
+
+// Close stops the services and waits for them, then commits, flushes and dispatches what is
+// left, writes the checkpoint, unmaps the files (a file a reader still holds is unmapped at
+// its last Release) and removes the abort file. Safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.shutdown(true) })
+	return s.closeErr
+}
+
+// shutdown stops everything; clean=false leaves the files as a crash would (no final flush,
+// no checkpoint, abort file kept), for tests of recovery.
+func (s *Store) shutdown(clean bool) error {
+	s.state.Store(stateClosed)
+	if s.commitLog != nil {
+		s.commitLog.close()
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	var errs []error
+	if clean {
+		errs = append(errs, s.flushAll()...)
+	}
+	if s.group != nil {
+		s.group.failAll(s)
+	}
+	if clean {
+		errs = append(errs, s.checkpoint.flush())
+	}
+	s.closeFiles()
+	if clean {
+		if err := os.Remove(s.cfg.abortPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("store: remove abort file: %w", err))
+		} else {
+			errs = append(errs, syncDir(s.cfg.StorePathRootDir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushAll commits and flushes the CommitLog, dispatches the rest, flushes the ConsumeQueues
+// and the index and updates the checkpoint.
+func (s *Store) flushAll() []error {
+	var errs []error
+	if s.pool != nil {
+		s.commitLog.q.commit(0)
+	}
+	if err := s.flushCommitLog(0); err != nil {
+		errs = append(errs, err)
+	}
+	if err := withFaultPanics(func() error { s.doReput(true); return nil }); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.flushConsumeQueues(0); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+func (s *Store) closeFiles() {
+	if s.commitLog != nil {
+		s.commitLog.q.close()
+	}
+	if s.cqs != nil {
+		for _, cq := range s.cqs.all() {
+			cq.q.close()
+		}
+	}
+	if s.index != nil {
+		s.index.close()
+	}
+	if s.pool != nil {
+		s.pool.close()
+	}
+	if s.checkpoint != nil {
+		_ = s.checkpoint.f.Close()
+	}
+}
+
+// checkWritable returns why a put is refused, or nil.
+func (s *Store) checkWritable() error {
+	switch s.state.Load() {
+	case stateOpen:
+		return fmt.Errorf("%w: store not started", ErrServiceNotAvailable)
+	case stateClosed:
+		return fmt.Errorf("%w: store is closed", ErrServiceNotAvailable)
+	}
+	if s.cfg.BrokerRole == RoleSlave {
+		return fmt.Errorf("%w: brokerRole is %s", ErrNotWritable, RoleSlave)
+	}
+	if s.notWritable.Load() {
+		return fmt.Errorf("%w: a write or flush failed earlier; reopen the store", ErrNotWritable)
+	}
+	if s.diskFull.Load() {
+		return fmt.Errorf("%w: disk use %.1f%% passed diskSpaceWarningLevelRatio %.0f%%",
+			ErrDiskFull, 100*s.stats.diskRatio(), 100*s.cfg.diskWarningRatio())
+	}
+	return nil
+}
+
+// markNotWritable turns the store read-only until reopened.
+func (s *Store) markNotWritable(err error) {
+	if s.notWritable.CompareAndSwap(false, true) {
+		s.log.Error("store turned read-only until reopened", "err", err)
+	}
+}
+
+// PutMessage stores one message. With SYNC_FLUSH it waits for the group commit (or
+// syncFlushTimeout, or ctx) unless the message's WAIT property is "false"; a message written
+// but not confirmed durable returns Status PutFlushDiskTimeout and no error. An error means
+// nothing was written.
+func (s *Store) PutMessage(ctx context.Context, m *Message) (PutResult, error) {
+	if err := ctx.Err(); err != nil {
+		return PutResult{}, err
+	}
+	one := [1]*Message{m}
+	res, err := s.put(one[:])
+	if err != nil || !s.waitsForFlush(m) {
+		return res, err
+	}
+	ch := make(chan PutResult, 1)
+	s.group.add(s, res, func(r PutResult, _ error) { ch <- r })
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		res.Status = PutFlushDiskTimeout
+		return res, nil
+	}
+}
+
+// PutMessages stores a batch for one topic and queue: consecutive queue offsets, one lock
+// hold, all or nothing. Flush waiting is as for PutMessage (the first message's WAIT).
+func (s *Store) PutMessages(ctx context.Context, msgs []*Message) (PutResult, error) {
+	if err := ctx.Err(); err != nil {
+		return PutResult{}, err
+	}
+	if err := checkBatch(msgs); err != nil {
+		return PutResult{}, err
+	}
+	res, err := s.put(msgs)
+	if err != nil || !s.waitsForFlush(msgs[0]) {
+		return res, err
+	}
+	ch := make(chan PutResult, 1)
+	s.group.add(s, res, func(r PutResult, _ error) { ch <- r })
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		res.Status = PutFlushDiskTimeout
+		return res, nil
+	}
+}
+
+// PutMessageAsync stores one message and calls done exactly once: at once for ASYNC_FLUSH
+// or on error, from the flusher for SYNC_FLUSH. done must not block.
+func (s *Store) PutMessageAsync(m *Message, done func(PutResult, error)) {
+	one := [1]*Message{m}
+	s.putAsync(one[:], done)
+}
+
+// PutMessagesAsync is PutMessages with a callback, as PutMessageAsync.
+func (s *Store) PutMessagesAsync(msgs []*Message, done func(PutResult, error)) {
+	if err := checkBatch(msgs); err != nil {
+		done(PutResult{}, err)
+		return
+	}
+	s.putAsync(msgs, done)
+}
+
+func (s *Store) putAsync(msgs []*Message, done func(PutResult, error)) {
+	res, err := s.put(msgs)
+	if err != nil || !s.waitsForFlush(msgs[0]) {
+		done(res, err)
+		return
+	}
+	s.group.add(s, res, done)
+}
+
+func checkBatch(msgs []*Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: empty batch", ErrBatchMismatch)
+	}
+	for i, m := range msgs {
+		if m == nil {
+			return fmt.Errorf("%w: message %d is nil", ErrBatchMismatch, i)
+		}
+		if m.Topic != msgs[0].Topic || m.QueueID != msgs[0].QueueID {
+			return fmt.Errorf("%w: message %d is for %s/%d, the batch for %s/%d",
+				ErrBatchMismatch, i, m.Topic, m.QueueID, msgs[0].Topic, msgs[0].QueueID)
+		}
+		if isTransactionSkipped(m.SysFlag) && len(msgs) > 1 {
+			return fmt.Errorf("%w: message %d is a prepared or rolled-back transaction message", ErrBatchMismatch, i)
+		}
+	}
+	return nil
+}
+
+// waitsForFlush reports whether a put of m waits for the group commit.
+func (s *Store) waitsForFlush(m *Message) bool {
+	if s.group == nil {
+		return false
+	}
+	if v, ok := propertyValue([]byte(m.Properties), PropertyWaitStoreMsgOK); ok && string(v) == "false" {
+		s.group.wakeup()
+		return false
+	}
+	return true
+}
+
+// put writes msgs and wakes the services that follow the CommitLog.
+func (s *Store) put(msgs []*Message) (PutResult, error) {
+	if err := s.checkWritable(); err != nil {
+		return PutResult{}, err
+	}
+	start := time.Now()
+	res, err := s.commitLog.putMessages(msgs)
+	if err != nil {
+		s.stats.putFailures.Add(1)
+		if errors.Is(err, errWriteFault) {
+			s.markNotWritable(err)
+			return PutResult{}, fmt.Errorf("%w: %v", ErrNotWritable, err)
+		}
+		return PutResult{}, err
+	}
+	s.stats.recordPut(res.Count, res.WroteBytes, time.Since(start))
+	if s.pool != nil {
+		wake(s.wakeCommit)
+	} else {
+		s.reput.wakeup()
+	}
+	return res, nil
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// writeFileSynced creates path with data and syncs it and its folder.
+func writeFileSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs a folder so a create, rename or remove in it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("store: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// diskUsedRatio is the used share of the partition holding path, as RocketMQ computes it
+// (blocks reserved for root count neither as used nor as available).
+func diskUsedRatio(path string) (float64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return -1, fmt.Errorf("store: statfs %s: %w", path, err)
+	}
+	used := st.Blocks - st.Bfree
+	entire := used + st.Bavail
+	if entire == 0 {
+		return 0, nil
+	}
+	return float64(used) / float64(entire), nil
+}
+
+// totalMemory is the machine's RAM, for the "in memory" estimate of reads.
+func totalMemory() int64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 8 << 30
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// SetConfirmOffset limits dispatch: no record ending past off is dispatched once set.
+func (s *Store) SetConfirmOffset(off int64) {
+	s.confirmOffset.Store(off)
+	s.checkpoint.update(func(d *checkpointData) { d.confirmPhyOffset = off })
+	s.reput.wakeup()
+}
+
+// ConfirmOffset is the offset set by SetConfirmOffset, or -1.
+func (s *Store) ConfirmOffset() int64 { return s.confirmOffset.Load() }
+
+// MaxPhyOffset is the end of the readable CommitLog.
+func (s *Store) MaxPhyOffset() int64 { return s.commitLog.q.maxOffset() }
+
+// MinPhyOffset is the first CommitLog offset still on disk (0 for an empty store).
+func (s *Store) MinPhyOffset() int64 { return max(s.commitLog.q.minOffset(), 0) }
+
+// DispatchBehindBytes is how much of the CommitLog is not dispatched yet.
+func (s *Store) DispatchBehindBytes() int64 {
+	return max(s.dispatchLimit()-s.reput.from.Load(), 0)
+}
+
+// Flush commits and flushes the CommitLog, then flushes the ConsumeQueues, the index and
+// the checkpoint.
+func (s *Store) Flush() error {
+	if s.state.Load() == stateClosed {
+		return fmt.Errorf("%w: store is closed", ErrServiceNotAvailable)
+	}
+	if s.pool != nil {
+		s.commitLog.q.commit(0)
+	}
+	err := s.flushCommitLog(0)
+	return errors.Join(err, s.flushConsumeQueues(0))
+}
+
+// DeleteTopics drops the ConsumeQueues of the topics and their next queue offsets.
+func (s *Store) DeleteTopics(topics []string) error {
+	var errs []error
+	for _, t := range topics {
+		for _, cq := range s.cqs.remove(t) {
+			s.commitLog.setQueueOffset(queueKey{cq.topic, cq.queueID}, 0, true)
+			if err := cq.destroy(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		dir := filepath.Join(s.cfg.consumeQueueDir(), t)
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("store: remove %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,373 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type putRecord struct {
+	topic string
+	queue int32
+	body  string
+	tag   string
+	res   PutResult
+}
+
+// putMixed stores n messages over two topics and three queues with sizes that cross files.
+func putMixed(t testing.TB, s *Store, n int) []putRecord {
+	t.Helper()
+	var out []putRecord
+	for i := 0; i < n; i++ {
+		topic := []string{"TopicA", "TopicB"}[i%2]
+		q := int32(i % 3)
+		tag := []string{"TagA", "TagB", "TagC"}[i%3]
+		body := bodyOf(i, 50+(i*397)%1500)
+		m := testMessage(topic, q, body, map[string]string{PropertyTags: tag, PropertyKeys: fmt.Sprintf("key-%d", i), PropertyUniqKey: fmt.Sprintf("UNIQ%06d", i)})
+		out = append(out, putRecord{topic, q, body, tag, mustPut(t, s, m)})
+	}
+	return out
+}
+
+// checkAll verifies every put message is readable through its queue, in order, intact.
+func checkAll(t testing.TB, s *Store, puts []putRecord) {
+	t.Helper()
+	byQueue := map[queueKey][]putRecord{}
+	for _, p := range puts {
+		k := queueKey{p.topic, p.queue}
+		byQueue[k] = append(byQueue[k], p)
+	}
+	for k, want := range byQueue {
+		got := readQueue(t, s, k.topic, k.queueID)
+		if len(got) != len(want) {
+			t.Fatalf("%s/%d: read %d messages, want %d", k.topic, k.queueID, len(got), len(want))
+		}
+		for i, m := range got {
+			w := want[i]
+			if string(m.Body) != w.body || m.QueueOffset != int64(i) || m.PhysicalOffset != w.res.PhysicalOffset ||
+				m.Topic != w.topic || m.QueueID != w.queue || m.StoreHost != testStoreHost || m.StoreTimestamp != w.res.StoreTimestamp {
+				t.Fatalf("%s/%d offset %d: got %+v, want body %q at %d", k.topic, k.queueID, i, m, w.body, w.res.PhysicalOffset)
+			}
+			if id := CreateOffsetMsgID(testStoreHost, m.PhysicalOffset); id != w.res.MsgID {
+				t.Fatalf("msg id %s, put returned %s", id, w.res.MsgID)
+			}
+			if props := ParseProperties(m.Properties); props[PropertyTags] != w.tag {
+				t.Fatalf("tags %q, want %q", props[PropertyTags], w.tag)
+			}
+		}
+	}
+}
+
+func TestRoundTripAcrossFileBoundaries(t *testing.T) {
+	for _, pool := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transientPool=%v", pool), func(t *testing.T) {
+			cfg := smallConfig(t)
+			cfg.TransientStorePoolEnable = pool
+			cfg.TransientStorePoolSize = 3
+			s := openStore(t, cfg, testOptions(t))
+			puts := putMixed(t, s, 300)
+			waitDispatched(t, s)
+			if n := len(s.commitLog.q.snapshot()); n < 5 {
+				t.Fatalf("only %d commitlog files: the test must cross file boundaries", n)
+			}
+			checkAll(t, s, puts)
+			for i, p := range puts[:20] {
+				m, err := s.LookMessageByOffset(p.res.PhysicalOffset)
+				if err != nil || string(m.Body) != p.body {
+					t.Fatalf("LookMessageByOffset #%d: %v %v", i, m, err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+
+			s2 := openStore(t, cfg, testOptions(t))
+			if !s2.lastExitOK {
+				t.Fatal("reopen after Close took the abnormal path")
+			}
+			checkAll(t, s2, puts)
+			more := putMixed(t, s2, 30)
+			waitDispatched(t, s2)
+			for _, p := range more {
+				if p.res.PhysicalOffset < puts[len(puts)-1].res.PhysicalOffset {
+					t.Fatalf("new message at %d, before the old end", p.res.PhysicalOffset)
+				}
+			}
+			checkAll(t, s2, append(puts, more...))
+		})
+	}
+}
+
+func TestGetMessageStatuses(t *testing.T) {
+	s := openStore(t, smallConfig(t), testOptions(t))
+	for i := 0; i < 5; i++ {
+		mustPut(t, s, testMessage("T", 0, bodyOf(i, 100), nil))
+	}
+	waitDispatched(t, s)
+	for _, tc := range []struct {
+		topic    string
+		offset   int64
+		status   GetStatus
+		next     int64
+		messages int
+	}{
+		{"T", 0, Found, 5, 5},
+		{"T", 3, Found, 5, 2},
+		{"T", 5, OffsetOverflowOne, 5, 0},
+		{"T", 9, OffsetOverflowBadly, 5, 0},
+		{"T", -1, OffsetTooSmall, 0, 0},
+		{"Unknown", 0, NoMessageInQueue, 0, 0},
+		{"Unknown", 4, NoMessageInQueue, 0, 0},
+	} {
+		r, err := s.GetMessage("g", tc.topic, 0, tc.offset, 32, 1<<20, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != tc.status || r.NextBeginOffset != tc.next || len(r.Records) != tc.messages {
+			t.Errorf("%s@%d: status %v next %d records %d; want %v %d %d", tc.topic, tc.offset, r.Status, r.NextBeginOffset,
+				len(r.Records), tc.status, tc.next, tc.messages)
+		}
+		r.Release()
+		r.Release()
+	}
+	r, _ := s.GetMessage("g", "T", 0, 0, 2, 1<<20, nil)
+	if len(r.Records) != 2 || r.NextBeginOffset != 2 || r.MinOffset != 0 || r.MaxOffset != 5 {
+		t.Errorf("maxMsgNums 2: %d records, next %d, min %d max %d", len(r.Records), r.NextBeginOffset, r.MinOffset, r.MaxOffset)
+	}
+	r.Release()
+}
+
+type tagFilter struct{ code int64 }
+
+func (f tagFilter) MatchByConsumeQueue(code int64) bool             { return code == f.code }
+func (f tagFilter) MatchByCommitLog([]byte, map[string]string) bool { return true }
+
+func TestTagFilter(t *testing.T) {
+	s := openStore(t, smallConfig(t), testOptions(t))
+	for i := 0; i < 12; i++ {
+		tag := []string{"TagA", "TagB"}[min(i/6, 1)]
+		mustPut(t, s, testMessage("T", 0, bodyOf(i, 64), map[string]string{PropertyTags: tag}))
+	}
+	waitDispatched(t, s)
+	r, _ := s.GetMessage("g", "T", 0, 0, 32, 1<<20, tagFilter{TagsHash("TagB")})
+	if r.Status != Found || len(r.Records) != 6 || r.NextBeginOffset != 12 {
+		t.Fatalf("TagB: %v, %d records, next %d", r.Status, len(r.Records), r.NextBeginOffset)
+	}
+	for _, rec := range r.Records {
+		if p, _ := RecordProperties(rec); p[PropertyTags] != "TagB" {
+			t.Fatalf("got tag %q", p[PropertyTags])
+		}
+	}
+	r.Release()
+	r, _ = s.GetMessage("g", "T", 0, 0, 4, 1<<20, tagFilter{TagsHash("TagZ")})
+	if r.Status != NoMatchedMessage || len(r.Records) != 0 || r.NextBeginOffset != 12 {
+		t.Fatalf("TagZ: %v, %d records, next %d", r.Status, len(r.Records), r.NextBeginOffset)
+	}
+	r.Release()
+}
+
+func TestArrivingListenerAndTagsCodeOverride(t *testing.T) {
+	var mu sync.Mutex
+	var got []Arrival
+	opts := testOptions(t)
+	opts.ArrivingListener = func(a Arrival) {
+		mu.Lock()
+		got = append(got, a)
+		mu.Unlock()
+	}
+	opts.TagsCode = func(topic string, props map[string]string, ts int64) (int64, bool) {
+		if topic == "SCHEDULE_TOPIC_XXXX" {
+			return ts + 1000, true
+		}
+		return 0, false
+	}
+	s := openStore(t, smallConfig(t), opts)
+	mustPut(t, s, testMessage("T", 1, "a", map[string]string{PropertyTags: "TagA"}))
+	res := mustPut(t, s, testMessage("SCHEDULE_TOPIC_XXXX", 2, "b", map[string]string{PropertyDelayLevel: "3"}))
+	waitFor(t, "two arrivals", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if a := got[0]; a.Topic != "T" || a.QueueID != 1 || a.QueueOffset != 0 || a.TagsCode != TagsHash("TagA") || a.Properties[PropertyTags] != "TagA" {
+		t.Errorf("arrival 0 = %+v", a)
+	}
+	if a := got[1]; a.Topic != "SCHEDULE_TOPIC_XXXX" || a.TagsCode != res.StoreTimestamp+1000 || a.StoreTimestamp != res.StoreTimestamp {
+		t.Errorf("arrival 1 = %+v, store time %d", a, res.StoreTimestamp)
+	}
+}
+
+func TestPutMessagesBatch(t *testing.T) {
+	s := openStore(t, smallConfig(t), testOptions(t))
+	mustPut(t, s, testMessage("T", 0, "first", nil))
+	var batch []*Message
+	for i := 0; i < 5; i++ {
+		batch = append(batch, testMessage("T", 0, bodyOf(i, 30), nil))
+	}
+	res, err := s.PutMessages(context.Background(), batch)
+	if err != nil || res.Status != PutOK || res.Count != 5 || res.QueueOffset != 1 {
+		t.Fatalf("PutMessages = %+v, %v", res, err)
+	}
+	ids := strings.Split(res.MsgID, ",")
+	if len(ids) != 5 {
+		t.Fatalf("msg ids %q", res.MsgID)
+	}
+	waitDispatched(t, s)
+	got := readQueue(t, s, "T", 0)
+	if len(got) != 6 {
+		t.Fatalf("read %d messages", len(got))
+	}
+	total := 0
+	for i, m := range got[1:] {
+		if m.QueueOffset != int64(i+1) || CreateOffsetMsgID(testStoreHost, m.PhysicalOffset) != ids[i] {
+			t.Errorf("batch message %d: queue offset %d, id %s vs %s", i, m.QueueOffset, CreateOffsetMsgID(testStoreHost, m.PhysicalOffset), ids[i])
+		}
+		total += int(m.StoreSize)
+	}
+	if total != res.WroteBytes {
+		t.Errorf("WroteBytes %d, records %d", res.WroteBytes, total)
+	}
+	bad := []*Message{testMessage("T", 0, "x", nil), testMessage("T", 1, "y", nil)}
+	if _, err := s.PutMessages(context.Background(), bad); !errors.Is(err, ErrBatchMismatch) {
+		t.Errorf("mixed batch: %v", err)
+	}
+}
+
+func TestPutLimitsWriteNothing(t *testing.T) {
+	cfg := smallConfig(t)
+	s := openStore(t, cfg, testOptions(t))
+	mustPut(t, s, testMessage("T", 0, "ok", nil))
+	before := s.MaxPhyOffset()
+	for _, tc := range []struct {
+		name string
+		m    *Message
+		want error
+	}{
+		{"body", &Message{Topic: "T", Body: make([]byte, cfg.MaxMessageSize+1)}, ErrMessageTooLarge},
+		{"topic", &Message{Topic: strings.Repeat("t", 128)}, ErrTopicTooLong},
+		{"empty topic", &Message{Topic: ""}, ErrTopicTooLong},
+		{"properties", &Message{Topic: "T", Properties: strings.Repeat("p", 32768)}, ErrPropertiesTooLarge},
+	} {
+		_, err := s.PutMessage(context.Background(), tc.m)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		done := make(chan error, 1)
+		s.PutMessageAsync(tc.m, func(_ PutResult, err error) { done <- err })
+		if err := <-done; !errors.Is(err, tc.want) {
+			t.Errorf("%s async: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// A batch that does not fit one file is refused whole.
+	var big []*Message
+	for i := 0; i < 8; i++ {
+		big = append(big, &Message{Topic: "T", Body: make([]byte, cfg.MaxMessageSize)})
+	}
+	if _, err := s.PutMessages(context.Background(), big); !errors.Is(err, ErrMessageTooLarge) {
+		t.Errorf("oversized batch: %v", err)
+	}
+	if after := s.MaxPhyOffset(); after != before {
+		t.Errorf("refused puts moved the commitlog end from %d to %d", before, after)
+	}
+}
+
+func TestPutBeforeStartAndAfterClose(t *testing.T) {
+	cfg := smallConfig(t)
+	s, err := Open(cfg, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutMessage(context.Background(), testMessage("T", 0, "x", nil)); !errors.Is(err, ErrServiceNotAvailable) {
+		t.Errorf("before Start: %v", err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutMessage(context.Background(), testMessage("T", 0, "x", nil)); !errors.Is(err, ErrServiceNotAvailable) {
+		t.Errorf("after Close: %v", err)
+	}
+	if _, err := s.GetMessage("g", "T", 0, 0, 1, 1, nil); !errors.Is(err, ErrServiceNotAvailable) {
+		t.Errorf("GetMessage after Close: %v", err)
+	}
+}
+
+func TestSlaveRefusesPuts(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.BrokerRole = RoleSlave
+	s := openStore(t, cfg, testOptions(t))
+	if _, err := s.PutMessage(context.Background(), testMessage("T", 0, "x", nil)); !errors.Is(err, ErrNotWritable) {
+		t.Errorf("slave put: %v", err)
+	}
+}
+
+func TestPrepareTransactionSkipsConsumeQueue(t *testing.T) {
+	s := openStore(t, smallConfig(t), testOptions(t))
+	mustPut(t, s, testMessage("T", 0, "normal-0", nil))
+	half := testMessage("T", 0, "half", map[string]string{PropertyTransactionPrepared: "true"})
+	half.SysFlag = SysFlagTransactionPrepared
+	res := mustPut(t, s, half)
+	if res.QueueOffset != 0 {
+		t.Errorf("prepared message got queue offset %d", res.QueueOffset)
+	}
+	if r2 := mustPut(t, s, testMessage("T", 0, "normal-1", nil)); r2.QueueOffset != 1 {
+		t.Errorf("message after a prepared one got queue offset %d, want 1", r2.QueueOffset)
+	}
+	waitDispatched(t, s)
+	got := readQueue(t, s, "T", 0)
+	if len(got) != 2 || string(got[0].Body) != "normal-0" || string(got[1].Body) != "normal-1" {
+		t.Fatalf("queue holds %d messages", len(got))
+	}
+	m, err := s.LookMessageByOffset(res.PhysicalOffset)
+	if err != nil || !bytes.Equal(m.Body, []byte("half")) {
+		t.Fatalf("prepared message not in the commitlog: %v", err)
+	}
+}
+
+func TestSelectRecordAndOffsets(t *testing.T) {
+	s := openStore(t, smallConfig(t), testOptions(t))
+	var puts []PutResult
+	for i := 0; i < 40; i++ {
+		puts = append(puts, mustPut(t, s, testMessage("T", 2, bodyOf(i, 700), nil)))
+	}
+	waitDispatched(t, s)
+	if s.MaxOffsetInQueue("T", 2) != 40 || s.MinOffsetInQueue("T", 2) != 0 || s.MaxOffsetInQueue("T", 3) != 0 {
+		t.Fatalf("offsets: max %d min %d", s.MaxOffsetInQueue("T", 2), s.MinOffsetInQueue("T", 2))
+	}
+	for i, p := range puts {
+		phy, err := s.CommitLogOffsetInQueue("T", 2, int64(i))
+		if err != nil || phy != p.PhysicalOffset {
+			t.Fatalf("CommitLogOffsetInQueue(%d) = %d, %v; want %d", i, phy, err, p.PhysicalOffset)
+		}
+		ts, err := s.MessageStoreTime("T", 2, int64(i))
+		if err != nil || ts != p.StoreTimestamp {
+			t.Fatalf("MessageStoreTime(%d) = %d, %v", i, ts, err)
+		}
+		rec, release, err := s.SelectRecord(p.PhysicalOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := DecodeMessage(rec, true)
+		release()
+		release()
+		if err != nil || string(m.Body) != bodyOf(i, 700) {
+			t.Fatalf("SelectRecord(%d): %v", i, err)
+		}
+	}
+	if _, err := s.LookMessageByOffset(puts[0].PhysicalOffset + 1); err == nil {
+		t.Error("LookMessageByOffset inside a record succeeded")
+	}
+	if _, err := s.LookMessageByOffset(s.MaxPhyOffset() + 100); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LookMessageByOffset past the end: %v", err)
+	}
+	if _, err := s.CommitLogOffsetInQueue("T", 2, 40); !errors.Is(err, ErrNotFound) {
+		t.Errorf("CommitLogOffsetInQueue past the end: %v", err)
+	}
+	if ts, err := s.EarliestMessageTime("T", 2); err != nil || ts != puts[0].StoreTimestamp {
+		t.Errorf("EarliestMessageTime = %d, %v", ts, err)
+	}
+}
