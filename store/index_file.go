@@ -97,6 +97,12 @@ func (f *indexFile) putKey(key string, phy, storeTimestamp int64) bool {
 	if prev <= indexInvalid || prev > count {
 		prev = indexInvalid
 	}
+	if count <= 1 {
+		// The first entry starts the file's time range (RocketMQ sets it after computing the
+		// first entry's time difference from the inherited one, mis-dating that entry).
+		f.put64(ihBeginPhyOffset, phy)
+		f.put64(ihBeginTimestamp, storeTimestamp)
+	}
 	diff := int64(0)
 	if begin := f.beginTimestamp(); begin > 0 {
 		diff = min(max((storeTimestamp-begin)/1000, 0), int64(^uint32(0)>>1))
@@ -107,10 +113,6 @@ func (f *indexFile) putKey(key string, phy, storeTimestamp int64) bool {
 	f.put32(ep+12, int32(diff))
 	f.put32(ep+16, prev)
 	f.put32(sp, count)
-	if count <= 1 {
-		f.put64(ihBeginPhyOffset, phy)
-		f.put64(ihBeginTimestamp, storeTimestamp)
-	}
 	if prev == indexInvalid {
 		f.put32(ihHashSlotCount, f.u32(ihHashSlotCount)+1)
 	}

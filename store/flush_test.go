@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// openUnstarted opens a store and marks it running without starting any service, so a test
+// can run exactly the services it wants.
+func openUnstarted(t *testing.T, cfg Config, opts Options) (*Store, context.Context) {
+	t.Helper()
+	s, err := Open(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.state.Store(stateRunning)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	t.Cleanup(func() { _ = s.Close() })
+	return s, ctx
+}
+
+// One flush serves every waiter queued while no flush ran.
+func TestGroupCommitOneFlushServesAllWaiters(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	s, ctx := openUnstarted(t, cfg, testOptions(t))
+	const n = 20
+	var wg sync.WaitGroup
+	results := make(chan PutResult, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		s.PutMessageAsync(testMessage("T", 0, bodyOf(i, 200), nil), func(r PutResult, err error) {
+			if err != nil {
+				t.Errorf("put: %v", err)
+			}
+			results <- r
+			wg.Done()
+		})
+	}
+	s.group.mu.Lock()
+	pending := len(s.group.mu.pending)
+	s.group.mu.Unlock()
+	if pending != n {
+		t.Fatalf("%d waiters pending before the flusher ran, want %d", pending, n)
+	}
+	s.goService(ctx, "groupCommit", s.runGroupCommit)
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.Status != PutOK {
+			t.Errorf("status %v", r.Status)
+		}
+	}
+	if got := s.Stats().FlushLatency.Count; got != 1 {
+		t.Errorf("%d flushes for %d waiters, want 1", got, n)
+	}
+	if s.commitLog.q.flushedWhere.Load() != s.MaxPhyOffset() {
+		t.Errorf("flushed %d of %d", s.commitLog.q.flushedWhere.Load(), s.MaxPhyOffset())
+	}
+}
+
+func TestSyncFlushTimeoutAndContext(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	cfg.SyncFlushTimeout = 20
+	s, ctx := openUnstarted(t, cfg, testOptions(t))
+	// Only the watcher runs: no flush ever confirms.
+	s.goService(ctx, "flushWatcher", s.runFlushWatcher)
+	res, err := s.PutMessage(context.Background(), testMessage("T", 0, "x", nil))
+	if err != nil || res.Status != PutFlushDiskTimeout || res.MsgID == "" {
+		t.Fatalf("no flusher: %+v, %v", res, err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.PutMessage(cctx, testMessage("T", 0, "x", nil)); err == nil {
+		t.Fatal("put with a cancelled context succeeded")
+	}
+	async := make(chan PutResult, 1)
+	s.PutMessageAsync(testMessage("T", 0, "y", nil), func(r PutResult, _ error) { async <- r })
+	if r := <-async; r.Status != PutFlushDiskTimeout {
+		t.Fatalf("async status %v", r.Status)
+	}
+	// WAIT=false does not wait for the flush.
+	r, err := s.PutMessage(context.Background(), testMessage("T", 0, "z", map[string]string{PropertyWaitStoreMsgOK: "false"}))
+	if err != nil || r.Status != PutOK {
+		t.Fatalf("WAIT=false: %+v %v", r, err)
+	}
+}
+
+func TestSyncFlushConcurrentWriters(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	s := openStore(t, cfg, testOptions(t))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var puts []putRecord
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				body := fmt.Sprintf("w%d-%d", w, i)
+				m := testMessage("T", int32(w%2), body, map[string]string{PropertyTags: "TagA"})
+				res, err := s.PutMessage(context.Background(), m)
+				if err != nil || res.Status != PutOK {
+					t.Errorf("put: %+v %v", res, err)
+					return
+				}
+				if res.PhysicalOffset+int64(res.WroteBytes) > s.commitLog.q.flushedWhere.Load() {
+					t.Errorf("PutOK before the flush covered the record")
+				}
+				mu.Lock()
+				puts = append(puts, putRecord{"T", int32(w % 2), body, "TagA", res})
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	waitDispatched(t, s)
+	// Queue order is put order within each queue: sort by queue offset.
+	byQueue := map[int32]map[int64]putRecord{}
+	for _, p := range puts {
+		if byQueue[p.queue] == nil {
+			byQueue[p.queue] = map[int64]putRecord{}
+		}
+		byQueue[p.queue][p.res.QueueOffset] = p
+	}
+	for q, m := range byQueue {
+		got := readQueue(t, s, "T", q)
+		if len(got) != len(m) {
+			t.Fatalf("queue %d: %d messages, want %d", q, len(got), len(m))
+		}
+		for _, g := range got {
+			if string(g.Body) != m[g.QueueOffset].body {
+				t.Fatalf("queue %d offset %d: %q, want %q", q, g.QueueOffset, g.Body, m[g.QueueOffset].body)
+			}
+		}
+	}
+}

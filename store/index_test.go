@@ -1,0 +1,127 @@
+package store
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+)
+
+func queryBodies(t *testing.T, s *Store, topic, key string, maxNum int, begin, end int64) []string {
+	t.Helper()
+	r, err := s.QueryMessage(topic, key, maxNum, begin, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var out []string
+	for _, rec := range r.Records {
+		m, err := DecodeMessage(rec, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(m.Body))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestQueryMessageByKey(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.MaxHashSlotNum = 4 // many collisions: the store must filter them
+	cfg.MaxIndexNum = 16   // several index files
+	clock := newFakeClock(time.Date(2024, 5, 1, 10, 0, 0, 0, time.Local))
+	opts := testOptions(t)
+	opts.Clock = clock
+	s := openStore(t, cfg, opts)
+	start := clock.Now().UnixMilli()
+	for i := 0; i < 60; i++ {
+		keys := fmt.Sprintf("key-%d shared", i)
+		mustPut(t, s, testMessage("T", int32(i%2), fmt.Sprintf("body-%d", i),
+			map[string]string{PropertyKeys: keys, PropertyUniqKey: fmt.Sprintf("U%04d", i)}))
+		clock.Advance(2 * time.Second)
+	}
+	mustPut(t, s, testMessage("Other", 0, "other-body", map[string]string{PropertyKeys: "key-7"}))
+	waitDispatched(t, s)
+	end := clock.Now().UnixMilli()
+	if n := len(s.index.files); n < 3 {
+		t.Fatalf("%d index files, want several", n)
+	}
+	if got := queryBodies(t, s, "T", "key-7", 32, start, end); len(got) != 1 || got[0] != "body-7" {
+		t.Errorf("key-7: %v", got)
+	}
+	if got := queryBodies(t, s, "Other", "key-7", 32, start, end); len(got) != 1 || got[0] != "other-body" {
+		t.Errorf("Other key-7: %v", got)
+	}
+	if got := queryBodies(t, s, "T", "U0042", 32, start, end); len(got) != 1 || got[0] != "body-42" {
+		t.Errorf("uniq key: %v", got)
+	}
+	if got := queryBodies(t, s, "T", "shared", 5, start, end); len(got) != 5 {
+		t.Errorf("maxNum 5: %d results", len(got))
+	}
+	if got := queryBodies(t, s, "T", "shared", 1000, start, end); len(got) != cfg.DefaultQueryMaxNum {
+		t.Errorf("maxNum capped: %d results, want %d", len(got), cfg.DefaultQueryMaxNum)
+	}
+	// Messages 10..14 were stored in [start+20s, start+28s].
+	got := queryBodies(t, s, "T", "shared", 32, start+20000, start+28000)
+	want := []string{"body-10", "body-11", "body-12", "body-13", "body-14"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("time range: %v, want %v", got, want)
+	}
+	if got := queryBodies(t, s, "T", "missing", 32, start, end); len(got) != 0 {
+		t.Errorf("missing key: %v", got)
+	}
+	r, _ := s.QueryMessage("T", "key-59", 1, start, end)
+	if r.IndexLastUpdatePhyoffset <= 0 || r.IndexLastUpdateTimestamp < start {
+		t.Errorf("index last update %d / %d", r.IndexLastUpdatePhyoffset, r.IndexLastUpdateTimestamp)
+	}
+	r.Release()
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, cfg, opts)
+	if got := queryBodies(t, s2, "T", "key-33", 32, start, end); len(got) != 1 || got[0] != "body-33" {
+		t.Errorf("after reopen: %v", got)
+	}
+	// Reopening does not index anything twice.
+	if got := queryBodies(t, s2, "T", "U0001", 32, start, end); len(got) != 1 {
+		t.Errorf("after reopen, uniq key found %d times", len(got))
+	}
+}
+
+func TestOffsetInQueueByTime(t *testing.T) {
+	clock := newFakeClock(time.Date(2024, 5, 1, 10, 0, 0, 0, time.Local))
+	opts := testOptions(t)
+	opts.Clock = clock
+	s := openStore(t, smallConfig(t), opts)
+	base := clock.Now().UnixMilli()
+	// Store times: base, base+10, ..., two messages per time step.
+	for i := 0; i < 40; i++ {
+		mustPut(t, s, testMessage("T", 0, bodyOf(i, 300), nil))
+		if i%2 == 1 {
+			clock.Advance(10 * time.Millisecond)
+		}
+	}
+	waitDispatched(t, s)
+	for _, tc := range []struct {
+		ts   int64
+		want int64
+	}{
+		{base - 1000, 0},
+		{base, 0},
+		{base + 1, 2},
+		{base + 10, 2},
+		{base + 95, 20},
+		{base + 190, 38},
+		{base + 191, 40},
+		{base + 100000, 40},
+	} {
+		if got := s.OffsetInQueueByTime("T", 0, tc.ts); got != tc.want {
+			t.Errorf("OffsetInQueueByTime(base%+d) = %d, want %d", tc.ts-base, got, tc.want)
+		}
+	}
+	if got := s.OffsetInQueueByTime("Nope", 0, base); got != 0 {
+		t.Errorf("unknown queue: %d", got)
+	}
+}
