@@ -255,7 +255,10 @@ func TestBrokerExpires(t *testing.T) {
 		c.ScanNotActiveBrokerInterval = 20
 		c.BrokerChannelExpiredTime = 200
 	})
-	f.register(f.cl, brokerA)
+	// The name server closes the connection an expired broker registered on: register on a connection of its own.
+	brokerSide := remoting.NewClient(remoting.ClientConfig{}, testLogger(t))
+	defer brokerSide.Close()
+	f.register(brokerSide, brokerA)
 	if _, _, ok := f.route("TopicTest"); !ok {
 		t.Fatal("no route after registration")
 	}
@@ -263,6 +266,7 @@ func TestBrokerExpires(t *testing.T) {
 	if _, _, ok := f.route("TopicTest"); ok {
 		t.Fatal("route of an expired broker")
 	}
+
 }
 
 func TestClosedConnectionRemovesBroker(t *testing.T) {

@@ -112,8 +112,12 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) *Server {
 }
 
 // Register routes requests with code to h on pool. It may be called at any time, also after Start; a later
-// call for the same code replaces the earlier. Close closes every registered pool.
+// call for the same code replaces the earlier. Close closes every registered pool. A nil pool or handler is a
+// programming error and panics.
 func (s *Server) Register(code RequestCode, pool *Pool, h HandlerFunc) {
+	if pool == nil || h == nil {
+		panic(fmt.Sprintf("remoting: Register of request code %d without a pool or a handler", code))
+	}
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := *s.routes.Load()
