@@ -1,0 +1,330 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rocketraft/rocketraft/internal/conf"
+	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// Options are the things a broker needs that are not config keys.
+type Options struct {
+	Logger *slog.Logger // nil = slog.Default()
+}
+
+// Broker is one RocketMQ broker: a message store, the request processors, and the services around them.
+type Broker struct {
+	cfg       Config
+	log       *slog.Logger
+	addr      string // brokerIP1:listenPort, what clients and name servers see
+	haAddr    string // brokerIP1:haListenPort
+	storeHost netip.AddrPort
+
+	store    *store.Store
+	server   *remoting.Server
+	nsClient *remoting.Client
+
+	topics   *topicConfigManager
+	offsets  *consumerOffsetManager
+	groups   *subscriptionGroupManager
+	clients  *clientManager
+	locks    *rebalanceLockManager
+	pullHold *pullHoldService
+	uniqIDs  *uniqIDGenerator
+	stats    *brokerStats
+	pools    []*remoting.Pool
+	pullPool *remoting.Pool
+
+	registerWake chan struct{}
+	stop         chan struct{}
+	wg           sync.WaitGroup
+	closeOnce    sync.Once
+	closeErr     error
+
+	mu           sync.Mutex
+	masterAddr   string // guarded by mu: the master's client address (slaves), from the name server
+	masterHAAddr string // guarded by mu
+}
+
+// New validates cfg, opens the message store (recovering it if needed) and wires the processors.
+// Nothing listens until Start.
+func New(cfg Config, opts Options) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ip, err := brokerIP(cfg.BrokerIP1)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:          cfg,
+		log:          log.With("broker", cfg.BrokerName, "id", cfg.BrokerID),
+		storeHost:    netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
+		registerWake: make(chan struct{}, 1),
+		stop:         make(chan struct{}),
+		uniqIDs:      newUniqIDGenerator(ip),
+		stats:        newBrokerStats(),
+	}
+	b.addr = b.storeHost.String()
+	b.haAddr = net.JoinHostPort(ip.String(), strconv.Itoa(cfg.ListenPort+1))
+	b.topics = newTopicConfigManager(&b.cfg, b.log)
+	b.topics.onChange = b.triggerRegister
+	b.offsets = newConsumerOffsetManager(&b.cfg, b.log)
+	b.groups = newSubscriptionGroupManager(&b.cfg, b.log)
+	b.clients = newClientManager(b.log)
+	b.locks = newRebalanceLockManager(ms(cfg.RebalanceLockMaxLiveTime))
+	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load} {
+		if err := load(); err != nil {
+			return nil, err
+		}
+	}
+	b.pullHold = newPullHoldService(b.log, ms(cfg.PullHoldRecheckInterval), func(t string, q int32) int64 {
+		return b.store.MaxOffsetInQueue(t, q)
+	}, b.rerunPull)
+	st, err := store.Open(cfg.Config, store.Options{
+		Logger:           b.log.With("component", "store"),
+		StoreHost:        b.storeHost,
+		ArrivingListener: b.pullHold.arrived,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: open store: %w", err)
+	}
+	b.store = st
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second}, b.log.With("component", "namesrv-client"))
+	b.server = remoting.NewServer(remoting.ServerConfig{
+		ListenAddr:  net.JoinHostPort(listenHost(cfg.BrokerIP1), strconv.Itoa(cfg.ListenPort)),
+		IdleTimeout: ms(cfg.ChannelExpiredTimeout),
+	}, b.log.With("component", "remoting"))
+	b.registerProcessors()
+	return b, nil
+}
+
+// listenHost is the address the broker binds: all interfaces unless brokerIP1 is loopback (tests).
+func listenHost(ip1 string) string {
+	if a, err := netip.ParseAddr(ip1); err == nil && a.IsLoopback() {
+		return ip1
+	}
+	return ""
+}
+
+// brokerIP is brokerIP1, or the first non-loopback IPv4 address of the host (127.0.0.1 when it has none).
+func brokerIP(ip1 string) (netip.Addr, error) {
+	if ip1 != "" {
+		a, err := netip.ParseAddr(ip1)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("config key brokerIP1: %q is not an IP address", ip1)
+		}
+		return a.Unmap(), nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				ip, _ := netip.AddrFromSlice(n.IP.To4())
+				return ip, nil
+			}
+		}
+	}
+	return netip.MustParseAddr("127.0.0.1"), nil
+}
+
+func (b *Broker) registerProcessors() {
+	pool := func(name string, workers, queue int) *remoting.Pool {
+		p := remoting.NewPool(name, workers, queue)
+		b.pools = append(b.pools, p)
+		return p
+	}
+	c := &b.cfg
+	send := pool("send", c.SendMessageThreadPoolNums, c.SendThreadPoolQueueCapacity)
+	pull := pool("pull", c.PullMessageThreadPoolNums, c.PullThreadPoolQueueCapacity)
+	b.pullPool = pull
+	query := pool("query", c.QueryMessageThreadPoolNums, 20_000)
+	admin := pool("admin", c.AdminBrokerThreadPoolNums, 10_000)
+	client := pool("client", c.ClientManageThreadPoolNums, 50_000)
+	consumer := pool("consumer", c.ConsumerManageThreadPoolNums, 100_000)
+	s := b.server
+	s.Register(remoting.SendMessage, send, b.processSend)
+	s.Register(remoting.SendMessageV2, send, b.processSend)
+	s.Register(remoting.SendBatchMessage, send, b.processSend)
+	s.Register(remoting.PullMessage, pull, b.processPull)
+	s.Register(remoting.QueryMessage, query, b.processQueryMessage)
+	s.Register(remoting.ViewMessageByID, query, b.processViewMessageByID)
+	s.Register(remoting.HeartBeat, client, b.processHeartbeat)
+	s.Register(remoting.UnregisterClient, client, b.processUnregisterClient)
+	s.Register(remoting.GetConsumerListByGroup, consumer, b.processGetConsumerListByGroup)
+	s.Register(remoting.QueryConsumerOffset, consumer, b.processQueryConsumerOffset)
+	s.Register(remoting.UpdateConsumerOffset, consumer, b.processUpdateConsumerOffset)
+	s.Register(remoting.GetMaxOffset, consumer, b.processGetMaxOffset)
+	s.Register(remoting.GetMinOffset, consumer, b.processGetMinOffset)
+	s.Register(remoting.SearchOffsetByTimestamp, consumer, b.processSearchOffsetByTimestamp)
+	s.Register(remoting.GetEarliestMsgStoreTime, consumer, b.processGetEarliestMsgStoreTime)
+	s.Register(remoting.LockBatchMQ, consumer, b.processLockBatchMQ)
+	s.Register(remoting.UnlockBatchMQ, consumer, b.processUnlockBatchMQ)
+	s.Register(remoting.UpdateAndCreateTopic, admin, b.processUpdateAndCreateTopic)
+	s.Register(remoting.DeleteTopicInBroker, admin, b.processDeleteTopic)
+	s.Register(remoting.GetAllTopicConfig, admin, b.processGetAllTopicConfig)
+	s.Register(remoting.GetAllSubscriptionGroupConfig, admin, b.processGetAllSubscriptionGroup)
+	s.Register(remoting.GetAllConsumerOffset, admin, b.processGetAllConsumerOffset)
+	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.processUpdateSubscriptionGroup)
+	s.Register(remoting.DeleteSubscriptionGroup, admin, b.processDeleteSubscriptionGroup)
+	s.Register(remoting.GetBrokerConfig, admin, b.processGetBrokerConfig)
+	s.Register(remoting.GetBrokerRuntimeInfo, admin, b.processGetBrokerRuntimeInfo)
+	s.OnConnClose(b.connClosed)
+}
+
+// rerunPull answers a held pull: it runs the pull again (without suspending) on the pull pool.
+func (b *Broker) rerunPull(p *heldPull) {
+	run := func() {
+		resp := b.pull(p.conn, p.req, false)
+		if resp == nil {
+			return
+		}
+		if err := p.conn.Reply(p.req, resp); err != nil {
+			if resp.Release != nil {
+				resp.Release()
+			}
+			b.log.Debug("reply to held pull", "client", p.conn.RemoteAddr(), "err", err)
+		}
+	}
+	if !b.pullPool.Submit(run) {
+		_ = p.conn.Reply(p.req, errResponse(remoting.SystemBusy, "[REJECTREQUEST]system busy, the pull pool is full"))
+	}
+}
+
+// Start starts the store's services, listens, registers with the name servers and starts the broker's
+// own services.
+func (b *Broker) Start() error {
+	if err := b.store.Start(); err != nil {
+		return fmt.Errorf("broker: start store: %w", err)
+	}
+	if err := b.server.Start(); err != nil {
+		return fmt.Errorf("broker: listen on port %d (listenPort): %w", b.cfg.ListenPort, err)
+	}
+	b.pullHold.start()
+	b.wg.Add(3)
+	go b.registerLoop()
+	go b.persistLoop()
+	go b.housekeepingLoop()
+	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,
+		"namesrv", b.cfg.NamesrvAddr, "store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType)
+	return nil
+}
+
+// Close shuts down in this order: unregister from the name servers (clients stop routing here), stop
+// accepting connections, stop the services and answer held pulls, persist offsets and configs, close the
+// connections, then close the store (flush everything and remove the abort file).
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		ctx, cancel := context.WithTimeout(context.Background(), ms(b.cfg.ShutdownTimeoutMillis))
+		defer cancel()
+		b.unregisterAll(ctx)
+		if err := b.server.StopAccepting(); err != nil {
+			errs = append(errs, err)
+		}
+		close(b.stop)
+		b.wg.Wait()
+		b.pullHold.close()
+		if err := b.offsets.persist(true); err != nil {
+			errs = append(errs, fmt.Errorf("persist consumer offsets: %w", err))
+		}
+		if err := b.server.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		for _, p := range b.pools {
+			p.Close()
+		}
+		if err := b.nsClient.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := b.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+		b.closeErr = errors.Join(errs...)
+		b.log.Info("broker stopped", "addr", b.addr, "err", b.closeErr)
+	})
+	return b.closeErr
+}
+
+// persistLoop writes consumerOffset.json every flushConsumerOffsetInterval.
+func (b *Broker) persistLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(ms(b.cfg.FlushConsumerOffsetInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			if err := b.offsets.persist(false); err != nil {
+				b.log.Error("persist consumer offsets", "err", err)
+			}
+		}
+	}
+}
+
+// housekeepingLoop closes client connections silent (no heartbeat) for channelExpiredTimeout.
+func (b *Broker) housekeepingLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(ms(b.cfg.ClientHousekeepingInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			for _, c := range b.clients.expired(ms(b.cfg.ChannelExpiredTimeout)) {
+				b.log.Info("closing silent client connection", "client", c.RemoteAddr(), "silentFor", ms(b.cfg.ChannelExpiredTimeout))
+				_ = c.Close()
+			}
+		}
+	}
+}
+
+// Addr is the broker's client address (brokerIP1:listenPort).
+func (b *Broker) Addr() string { return b.addr }
+
+// Config returns the broker's configuration.
+func (b *Broker) Config() Config { return b.cfg }
+
+// Store exposes the message store (tests and tools in this module).
+func (b *Broker) Store() *store.Store { return b.store }
+
+func (b *Broker) configText() string {
+	var buf bytes.Buffer
+	_ = conf.Print(&buf, &b.cfg)
+	return buf.String()
+}
+
+func (b *Broker) runtimeInfo() map[string]string {
+	st := b.store.Stats()
+	return map[string]string{
+		"brokerVersionDesc":    "V4_9_4",
+		"brokerVersion":        "401",
+		"brokerRole":           b.cfg.BrokerRole,
+		"commitLogMaxOffset":   itoa(b.store.MaxPhyOffset()),
+		"commitLogMinOffset":   itoa(b.store.MinPhyOffset()),
+		"dispatchBehindBytes":  itoa(b.store.DispatchBehindBytes()),
+		"putMessageTimesTotal": itoa(st.PutMessages),
+		"putMessageSizeTotal":  itoa(st.PutBytes),
+		"getMessageTimesTotal": itoa(b.stats.getCount.Load()),
+		"pullHoldCount":        itoa(int64(b.pullHold.count())),
+		"msgPutTotalTodayNow":  itoa(b.stats.putCount.Load()),
+		"msgGetTotalTodayNow":  itoa(b.stats.getCount.Load()),
+		"bootTimestamp":        itoa(b.stats.boot.UnixMilli()),
+	}
+}

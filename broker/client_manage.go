@@ -1,0 +1,56 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// processHeartbeat registers the client's producer and consumer groups on this connection, creates each
+// consumer group's subscription group and retry topic, and tells the members of a group that changed.
+func (b *Broker) processHeartbeat(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	hb, err := decodeHeartbeat(req.Body)
+	if err != nil {
+		return errResponse(remoting.SystemError, "bad heartbeat body from %s: %v", conn.RemoteAddr(), err)
+	}
+	for _, cd := range hb.ConsumerDataSet {
+		if cd == nil || cd.GroupName == "" {
+			continue
+		}
+		sg := b.groups.find(cd.GroupName)
+		if sg == nil {
+			continue
+		}
+		retry := RetryGroupPrefix + cd.GroupName
+		if b.topics.get(retry) == nil {
+			queues := max(sg.RetryQueueNums, 1)
+			if _, err := b.topics.createIfAbsent(retry, queues, PermRead|PermWrite, 0); err != nil {
+				b.log.Error("create retry topic", "topic", retry, "err", err)
+			}
+		}
+	}
+	changed := b.clients.heartbeat(conn, hb, req.Language, req.Version)
+	if len(changed) > 0 {
+		b.clients.notifyConsumerIDsChanged(changed)
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.SetExt("isSupportHeartBeatV2", "false")
+	return resp
+}
+
+func (b *Broker) processUnregisterClient(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	clientID := req.OptString("clientID", "")
+	changed := b.clients.unregister(conn, clientID, req.OptString("producerGroup", ""), req.OptString("consumerGroup", ""))
+	if len(changed) > 0 {
+		b.clients.notifyConsumerIDsChanged(changed)
+	}
+	return remoting.NewResponse(remoting.Success, "")
+}
+
+// connClosed forgets the clients of a closed connection and tells the groups they left.
+func (b *Broker) connClosed(conn *remoting.Conn) {
+	changed := b.clients.connClosed(conn)
+	if len(changed) > 0 {
+		b.clients.notifyConsumerIDsChanged(changed)
+	}
+}

@@ -1,0 +1,204 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// Broker roles (brokerRole).
+const (
+	RoleAsyncMaster = "ASYNC_MASTER"
+	RoleSyncMaster  = "SYNC_MASTER"
+	RoleSlave       = "SLAVE"
+)
+
+// Config is a broker's configuration: RocketMQ's BrokerConfig keys, with the message store's keys
+// (MessageStoreConfig) embedded, so one .properties file configures both as in RocketMQ.
+// Times are milliseconds, as RocketMQ has them.
+type Config struct {
+	store.Config `mapstructure:",squash"`
+
+	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
+	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
+	BrokerID          int64  `mapstructure:"brokerId"`          // 0 = master, > 0 = slave
+	BrokerIP1         string `mapstructure:"brokerIP1"`         // address clients use; "" = first non-loopback IPv4 (127.0.0.1 if none)
+	ListenPort        int    `mapstructure:"listenPort"`        // client port (10911)
+	NamesrvAddr       string `mapstructure:"namesrvAddr"`       // name servers, "host:port;host:port"
+	BrokerRole        string `mapstructure:"brokerRole"`        // ASYNC_MASTER, SYNC_MASTER or SLAVE
+	BrokerPermission  int    `mapstructure:"brokerPermission"`  // 6 = read + write
+
+	AutoCreateTopicEnable        bool  `mapstructure:"autoCreateTopicEnable"`        // create unknown topics on send through TBW102
+	AutoCreateSubscriptionGroup  bool  `mapstructure:"autoCreateSubscriptionGroup"`  // create unknown consumer groups on use
+	DefaultTopicQueueNums        int   `mapstructure:"defaultTopicQueueNums"`        // queues of TBW102 and of auto-created topics
+	ClusterTopicEnable           bool  `mapstructure:"clusterTopicEnable"`           // a topic named after the cluster
+	BrokerTopicEnable            bool  `mapstructure:"brokerTopicEnable"`            // a topic named after the broker
+	TraceTopicEnable             bool  `mapstructure:"traceTopicEnable"`             // RMQ_SYS_TRACE_TOPIC
+	RejectTransactionMessage     bool  `mapstructure:"rejectTransactionMessage"`     // refuse half messages
+	MaxReconsumeTimes            int   `mapstructure:"maxReconsumeTimes"`            // default retry budget of a group
+	LongPollingEnable            bool  `mapstructure:"longPollingEnable"`            // hold pulls that find nothing
+	ShortPollingTimeMills        int64 `mapstructure:"shortPollingTimeMills"`        // hold time when long polling is off
+	RegisterNameServerPeriod     int64 `mapstructure:"registerNameServerPeriod"`     // re-registration interval (30 s)
+	RegisterBrokerTimeoutMills   int64 `mapstructure:"registerBrokerTimeoutMills"`   // per name server request timeout
+	FlushConsumerOffsetInterval  int64 `mapstructure:"flushConsumerOffsetInterval"`  // consumerOffset.json persistence (5 s)
+	ChannelExpiredTimeout        int64 `mapstructure:"channelExpiredTimeout"`        // close silent client connections (120 s)
+	ClientHousekeepingInterval   int64 `mapstructure:"clientHousekeepingInterval"`   // scan for silent clients (10 s)
+	PullHoldRecheckInterval      int64 `mapstructure:"pullHoldRecheckInterval"`      // re-check held pulls (5 s)
+	RebalanceLockMaxLiveTime     int64 `mapstructure:"rebalanceLockMaxLiveTime"`     // orderly queue lock lease (60 s)
+	SendMessageThreadPoolNums    int   `mapstructure:"sendMessageThreadPoolNums"`    // send workers
+	PullMessageThreadPoolNums    int   `mapstructure:"pullMessageThreadPoolNums"`    // pull workers
+	AdminBrokerThreadPoolNums    int   `mapstructure:"adminBrokerThreadPoolNums"`    // admin workers
+	ClientManageThreadPoolNums   int   `mapstructure:"clientManageThreadPoolNums"`   // heartbeat / client workers
+	ConsumerManageThreadPoolNums int   `mapstructure:"consumerManageThreadPoolNums"` // offset / consumer-list workers
+	QueryMessageThreadPoolNums   int   `mapstructure:"queryMessageThreadPoolNums"`   // query workers
+	SendThreadPoolQueueCapacity  int   `mapstructure:"sendThreadPoolQueueCapacity"`  // queued sends before SYSTEM_BUSY
+	PullThreadPoolQueueCapacity  int   `mapstructure:"pullThreadPoolQueueCapacity"`  // queued pulls before SYSTEM_BUSY
+	TransferMsgByHeap            bool  `mapstructure:"transferMsgByHeap"`            // false: pull answers are written from the mapped file
+	DiskFallRecorded             bool  `mapstructure:"diskFallRecorded"`             // kept for config compatibility
+	StoreReplyMessageEnable      bool  `mapstructure:"storeReplyMessageEnable"`      // keep replies in the store too
+	EnablePropertyFilter         bool  `mapstructure:"enablePropertyFilter"`         // SQL92 subscriptions
+	MetricsPort                  int   `mapstructure:"metricsPort"`                  // Prometheus endpoint (0 = off)
+	ShutdownTimeoutMillis        int64 `mapstructure:"shutdownTimeoutMillis"`        // budget for an ordered shutdown
+}
+
+// DefaultConfig returns RocketMQ's defaults, with the store under $HOME/store.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "broker-a"
+	}
+	return Config{
+		Config:                       store.DefaultConfig(),
+		BrokerClusterName:            "DefaultCluster",
+		BrokerName:                   host,
+		BrokerID:                     0,
+		ListenPort:                   10911,
+		BrokerRole:                   RoleAsyncMaster,
+		BrokerPermission:             PermRead | PermWrite,
+		AutoCreateTopicEnable:        true,
+		AutoCreateSubscriptionGroup:  true,
+		DefaultTopicQueueNums:        8,
+		ClusterTopicEnable:           true,
+		BrokerTopicEnable:            true,
+		TraceTopicEnable:             false,
+		MaxReconsumeTimes:            16,
+		LongPollingEnable:            true,
+		ShortPollingTimeMills:        1000,
+		RegisterNameServerPeriod:     30_000,
+		RegisterBrokerTimeoutMills:   6_000,
+		FlushConsumerOffsetInterval:  5_000,
+		ChannelExpiredTimeout:        120_000,
+		ClientHousekeepingInterval:   10_000,
+		PullHoldRecheckInterval:      5_000,
+		RebalanceLockMaxLiveTime:     60_000,
+		SendMessageThreadPoolNums:    16,
+		PullMessageThreadPoolNums:    16,
+		AdminBrokerThreadPoolNums:    8,
+		ClientManageThreadPoolNums:   8,
+		ConsumerManageThreadPoolNums: 8,
+		QueryMessageThreadPoolNums:   4,
+		SendThreadPoolQueueCapacity:  10_000,
+		PullThreadPoolQueueCapacity:  100_000,
+		StoreReplyMessageEnable:      true,
+		MetricsPort:                  0,
+		ShutdownTimeoutMillis:        10_000,
+	}
+}
+
+// Validate checks every value and names the first bad key (all of them, joined).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config key %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if err := c.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.BrokerClusterName == "" {
+		bad("brokerClusterName", "must not be empty")
+	}
+	if err := ValidateTopicName(c.BrokerName); c.BrokerName == "" || err != nil {
+		bad("brokerName", "%q must be 1..127 characters of %%|a-zA-Z0-9_-", c.BrokerName)
+	}
+	if c.BrokerID < 0 {
+		bad("brokerId", "%d is negative", c.BrokerID)
+	}
+	if c.ListenPort <= 0 || c.ListenPort > 65535 {
+		bad("listenPort", "%d is not a TCP port (1..65535)", c.ListenPort)
+	}
+	if c.BrokerIP1 != "" && net.ParseIP(c.BrokerIP1) == nil {
+		bad("brokerIP1", "%q is not an IP address", c.BrokerIP1)
+	}
+	for _, a := range c.NamesrvAddrs() {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			bad("namesrvAddr", "%q is not host:port", a)
+		}
+	}
+	switch c.BrokerRole {
+	case RoleAsyncMaster, RoleSyncMaster:
+		if c.BrokerID != 0 {
+			bad("brokerId", "a master (brokerRole=%s) has brokerId 0, not %d", c.BrokerRole, c.BrokerID)
+		}
+	case RoleSlave:
+		if c.BrokerID == 0 {
+			bad("brokerId", "a slave needs brokerId > 0")
+		}
+	default:
+		bad("brokerRole", "%q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole)
+	}
+	if c.BrokerPermission&^(PermRead|PermWrite|PermInherit|PermPriority) != 0 {
+		bad("brokerPermission", "%d has bits other than 8|4|2|1", c.BrokerPermission)
+	}
+	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {
+		bad("defaultTopicQueueNums", "%d is not within 1..1024", c.DefaultTopicQueueNums)
+	}
+	if c.MaxReconsumeTimes < 0 {
+		bad("maxReconsumeTimes", "%d is negative", c.MaxReconsumeTimes)
+	}
+	positive := map[string]int64{
+		"shortPollingTimeMills":        c.ShortPollingTimeMills,
+		"registerNameServerPeriod":     c.RegisterNameServerPeriod,
+		"registerBrokerTimeoutMills":   c.RegisterBrokerTimeoutMills,
+		"flushConsumerOffsetInterval":  c.FlushConsumerOffsetInterval,
+		"channelExpiredTimeout":        c.ChannelExpiredTimeout,
+		"clientHousekeepingInterval":   c.ClientHousekeepingInterval,
+		"pullHoldRecheckInterval":      c.PullHoldRecheckInterval,
+		"rebalanceLockMaxLiveTime":     c.RebalanceLockMaxLiveTime,
+		"shutdownTimeoutMillis":        c.ShutdownTimeoutMillis,
+		"sendMessageThreadPoolNums":    int64(c.SendMessageThreadPoolNums),
+		"pullMessageThreadPoolNums":    int64(c.PullMessageThreadPoolNums),
+		"adminBrokerThreadPoolNums":    int64(c.AdminBrokerThreadPoolNums),
+		"clientManageThreadPoolNums":   int64(c.ClientManageThreadPoolNums),
+		"consumerManageThreadPoolNums": int64(c.ConsumerManageThreadPoolNums),
+		"queryMessageThreadPoolNums":   int64(c.QueryMessageThreadPoolNums),
+		"sendThreadPoolQueueCapacity":  int64(c.SendThreadPoolQueueCapacity),
+		"pullThreadPoolQueueCapacity":  int64(c.PullThreadPoolQueueCapacity),
+	}
+	for _, k := range sortedKeys(positive) {
+		if positive[k] <= 0 {
+			bad(k, "%d must be positive", positive[k])
+		}
+	}
+	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
+		bad("metricsPort", "%d is not a TCP port (0 = off)", c.MetricsPort)
+	}
+	return errors.Join(errs...)
+}
+
+// NamesrvAddrs splits namesrvAddr ("a:9876;b:9876") into addresses.
+func (c Config) NamesrvAddrs() []string {
+	var out []string
+	for _, a := range strings.FieldsFunc(c.NamesrvAddr, func(r rune) bool { return r == ';' || r == ',' }) {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }

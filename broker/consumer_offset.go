@@ -1,0 +1,157 @@
+package broker
+
+import (
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// offsetKeySep joins topic and group in consumerOffset.json keys ("topic@group"), as RocketMQ does.
+const offsetKeySep = "@"
+
+// ConsumerOffsetWrapper is consumerOffset.json and the GET_ALL_CONSUMER_OFFSET body.
+type ConsumerOffsetWrapper struct {
+	OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
+}
+
+// consumerOffsetManager keeps the committed offset of every group on every queue and persists them
+// periodically. An offset is the next queue offset the group will consume.
+type consumerOffsetManager struct {
+	path      string
+	log       *slog.Logger
+	mu        sync.RWMutex
+	table     map[string]map[int32]int64 // "topic@group" -> queueId -> offset; guarded by mu
+	dirty     bool                       // guarded by mu
+	persistMu sync.Mutex
+}
+
+func newConsumerOffsetManager(cfg *Config, log *slog.Logger) *consumerOffsetManager {
+	return &consumerOffsetManager{
+		path:  filepath.Join(cfg.StorePathRootDir, "config", "consumerOffset.json"),
+		log:   log,
+		table: map[string]map[int32]int64{},
+	}
+}
+
+func (m *consumerOffsetManager) load() error {
+	var w ConsumerOffsetWrapper
+	found, err := loadJSON(m.path, &w)
+	if err != nil || !found {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, v := range w.OffsetTable {
+		if v != nil {
+			m.table[k] = v
+		}
+	}
+	return nil
+}
+
+// commit stores offset for group on topic/queue, as RocketMQ does: the last commit wins (consumers may
+// legitimately move backwards, e.g. after an offset reset).
+func (m *consumerOffsetManager) commit(group, topic string, queueID int32, offset int64) {
+	key := topic + offsetKeySep + group
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.table[key]
+	if q == nil {
+		q = map[int32]int64{}
+		m.table[key] = q
+	}
+	if old, ok := q[queueID]; ok && old == offset {
+		return
+	}
+	q[queueID] = offset
+	m.dirty = true
+}
+
+// query returns the committed offset, or -1 when the group never committed one for the queue.
+func (m *consumerOffsetManager) query(group, topic string, queueID int32) int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if q, ok := m.table[topic+offsetKeySep+group]; ok {
+		if off, ok := q[queueID]; ok {
+			return off
+		}
+	}
+	return -1
+}
+
+// groupsOf returns the groups with offsets on topic.
+func (m *consumerOffsetManager) groupsOf(topic string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.table {
+		if t, g, ok := strings.Cut(k, offsetKeySep); ok && t == topic {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// removeTopic forgets every group's offsets on topic (topic deletion).
+func (m *consumerOffsetManager) removeTopic(topic string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.table {
+		if t, _, ok := strings.Cut(k, offsetKeySep); ok && t == topic {
+			delete(m.table, k)
+			m.dirty = true
+		}
+	}
+}
+
+// removeGroup forgets a group's offsets everywhere (subscription group deletion).
+func (m *consumerOffsetManager) removeGroup(group string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.table {
+		if _, g, ok := strings.Cut(k, offsetKeySep); ok && g == group {
+			delete(m.table, k)
+			m.dirty = true
+		}
+	}
+}
+
+func (m *consumerOffsetManager) snapshot() ConsumerOffsetWrapper {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	w := ConsumerOffsetWrapper{OffsetTable: make(map[string]map[int32]int64, len(m.table))}
+	for k, q := range m.table {
+		c := make(map[int32]int64, len(q))
+		for id, off := range q {
+			c[id] = off
+		}
+		w.OffsetTable[k] = c
+	}
+	return w
+}
+
+// persist writes consumerOffset.json when something changed since the last write (or always if force).
+func (m *consumerOffsetManager) persist(force bool) error {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
+	m.mu.Lock()
+	dirty := m.dirty
+	m.dirty = false
+	m.mu.Unlock()
+	if !dirty && !force {
+		return nil
+	}
+	data, err := json.MarshalIndent(m.snapshot(), "", "\t")
+	if err != nil {
+		return err
+	}
+	if err := writeConfigFile(m.path, data); err != nil {
+		m.mu.Lock()
+		m.dirty = true
+		m.mu.Unlock()
+		return err
+	}
+	return nil
+}

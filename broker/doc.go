@@ -1,0 +1,22 @@
+// Package broker is a RocketMQ broker: the request processors the official clients talk to, the metadata
+// managers (topics.json, consumerOffset.json, subscriptionGroup.json), client bookkeeping, long polling,
+// and the registration cycle with the name servers, all over one message store.
+//
+// One file per request family: send.go (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE), pull.go and
+// pull_hold.go (PULL_MESSAGE and its long polling), consumer_manage.go (offsets, consumer lists),
+// client_manage.go (HEART_BEAT, UNREGISTER_CLIENT), rebalance_lock.go (LOCK/UNLOCK_BATCH_MQ), query.go
+// (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID), admin.go (topics, subscription groups, broker config), register.go
+// (REGISTER_BROKER / UNREGISTER_BROKER to every name server).
+//
+// Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, query,
+// admin, client, consumer), so a slow disk never delays heartbeats. A send is answered from the store's
+// completion callback and a pull that finds nothing is parked in the pull-hold service; neither keeps a
+// worker waiting. Dispatch (the store's reput goroutine) wakes held pulls through the arrival listener.
+//
+// Shutdown order (Close): unregister from the name servers, stop accepting connections, stop the
+// services and answer the held pulls, persist consumer offsets, close connections and pools, close the
+// store (which flushes and removes the abort file).
+//
+// Lock order: the managers each own one mutex and never call each other, or out to the network, while
+// holding it.
+package broker

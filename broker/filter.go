@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"strings"
+
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// splitTags splits a tag expression "A || B" into its tags.
+func splitTags(expr string) []string {
+	var out []string
+	for _, t := range strings.Split(expr, "||") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func tagsHash(tag string) int64 { return store.TagsHash(tag) }
+
+// tagFilter matches ConsumeQueue units by tag hash, as RocketMQ's ExpressionMessageFilter does for TAG
+// subscriptions. Hash collisions are resolved by the client, which filters again by the tag string.
+type tagFilter struct {
+	sub *subscriptionInfo // nil = everything
+}
+
+var _ store.MessageFilter = tagFilter{}
+
+func (f tagFilter) MatchByConsumeQueue(tagsCode int64) bool {
+	if f.sub == nil || f.sub.all {
+		return true
+	}
+	return f.sub.codes[tagsCode]
+}
+
+func (f tagFilter) MatchByCommitLog(record []byte, props map[string]string) bool { return true }

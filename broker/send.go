@@ -1,0 +1,325 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+
+	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// sendHeader is SEND_MESSAGE's header, whichever of its two spellings the client used (long names for
+// SEND_MESSAGE and SEND_REPLY_MESSAGE; one-letter names for SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and
+// SEND_REPLY_MESSAGE_V2).
+type sendHeader struct {
+	producerGroup         string
+	topic                 string
+	defaultTopic          string
+	defaultTopicQueueNums int32
+	queueID               int32
+	sysFlag               int32
+	bornTimestamp         int64
+	flag                  int32
+	properties            string
+	reconsumeTimes        int32
+	unitMode              bool
+	maxReconsumeTimes     int32
+	batch                 bool
+}
+
+var (
+	longSendKeys  = [...]string{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch"}
+	shortSendKeys = [...]string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"}
+)
+
+func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
+	keys := longSendKeys
+	switch remoting.RequestCode(req.Code) {
+	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
+		keys = shortSendKeys
+	}
+	h := &sendHeader{}
+	var err error
+	if h.producerGroup, err = req.ExtString(keys[0]); err != nil {
+		return nil, err
+	}
+	if h.topic, err = req.ExtString(keys[1]); err != nil {
+		return nil, err
+	}
+	h.defaultTopic = req.OptString(keys[2], TopicAutoCreate)
+	if h.defaultTopicQueueNums, err = req.OptInt32(keys[3], 4); err != nil {
+		return nil, err
+	}
+	if h.queueID, err = req.ExtInt32(keys[4]); err != nil {
+		return nil, err
+	}
+	if h.sysFlag, err = req.OptInt32(keys[5], 0); err != nil {
+		return nil, err
+	}
+	if h.bornTimestamp, err = req.OptInt64(keys[6], 0); err != nil {
+		return nil, err
+	}
+	if h.flag, err = req.OptInt32(keys[7], 0); err != nil {
+		return nil, err
+	}
+	h.properties = req.OptString(keys[8], "")
+	if h.reconsumeTimes, err = req.OptInt32(keys[9], 0); err != nil {
+		return nil, err
+	}
+	if h.unitMode, err = req.OptBool(keys[10], false); err != nil {
+		return nil, err
+	}
+	if h.maxReconsumeTimes, err = req.OptInt32(keys[11], 0); err != nil {
+		return nil, err
+	}
+	if h.batch, err = req.OptBool(keys[12], false); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// errResponse answers a request with code and a remark that says what went wrong.
+func errResponse(code remoting.ResponseCode, format string, args ...any) *remoting.Command {
+	return remoting.NewResponse(code, fmt.Sprintf(format, args...))
+}
+
+// checkWritable is RocketMQ's msgCheck for the broker side: role, permission, topic name, topic existence
+// (creating it from the template when allowed) and queue id. It returns the topic config and the queue id
+// to use, or the response to send.
+func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*TopicConfig, int32, *remoting.Command) {
+	if b.cfg.BrokerRole == RoleSlave {
+		return nil, 0, errResponse(remoting.ServiceNotAvailable, "broker %s is a slave (brokerId %d) and does not accept messages; send to its master", b.addr, b.cfg.BrokerID)
+	}
+	if b.permission()&PermWrite == 0 {
+		return nil, 0, errResponse(remoting.NoPermission, "the broker[%s] sending message is forbidden (brokerPermission %d)", b.addr, b.permission())
+	}
+	if err := ValidateTopicName(h.topic); err != nil {
+		return nil, 0, errResponse(remoting.InvalidParameter, "%v", err)
+	}
+	if notAllowedSendTopics[h.topic] {
+		return nil, 0, errResponse(remoting.NoPermission, "sending message to topic[%s] is forbidden: it is a system topic", h.topic)
+	}
+	tc := b.topics.get(h.topic)
+	if tc == nil {
+		var err error
+		switch {
+		case strings.HasPrefix(h.topic, RetryGroupPrefix):
+			tc, err = b.topics.createIfAbsent(h.topic, 1, PermRead|PermWrite, 0)
+		case b.cfg.AutoCreateTopicEnable && h.defaultTopic != "":
+			tc, err = b.topics.createInSendMessage(h.topic, h.defaultTopic, h.defaultTopicQueueNums, 0)
+		default:
+			return nil, 0, errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please! (autoCreateTopicEnable=false on broker %s)", h.topic, b.addr)
+		}
+		if err != nil {
+			return nil, 0, errResponse(remoting.TopicNotExist, "topic[%s] not exist and cannot be created: %v", h.topic, err)
+		}
+	}
+	if tc.Perm&PermWrite == 0 {
+		return nil, 0, errResponse(remoting.NoPermission, "the topic[%s] is not writable (perm %d)", h.topic, tc.Perm)
+	}
+	qid := h.queueID
+	if qid < 0 {
+		qid = rand.Int32N(max(tc.WriteQueueNums, 1))
+	}
+	if n := tc.QueueNums(); qid >= n {
+		return nil, 0, errResponse(remoting.SystemError, "request queueId[%d] is illegal, topic %s has %d queues (read %d, write %d), producer %s",
+			qid, h.topic, n, tc.ReadQueueNums, tc.WriteQueueNums, conn.RemoteAddr())
+	}
+	return tc, qid, nil
+}
+
+func (b *Broker) permission() int32 { return int32(b.cfg.BrokerPermission) }
+
+// processSend handles SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE. It answers from the store's
+// completion callback, so a SYNC_FLUSH send never holds a worker while it waits for the disk.
+func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h, err := parseSendHeader(req)
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "bad send header: %v", err)
+	}
+	_, qid, resp := b.checkSend(h, conn)
+	if resp != nil {
+		return resp
+	}
+	if h.sysFlag&store.SysFlagTransactionPrepared != 0 && b.cfg.RejectTransactionMessage {
+		return errResponse(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden (rejectTransactionMessage=true)", b.addr)
+	}
+	bornHost := addrPortOf(conn.RemoteAddr())
+	batch := remoting.RequestCode(req.Code) == remoting.SendBatchMessage
+	done := func(res store.PutResult, err error) {
+		if err := conn.Reply(req, b.sendResponse(h, qid, res, err)); err != nil {
+			b.log.Debug("send reply", "client", conn.RemoteAddr(), "err", err)
+		}
+	}
+	if batch {
+		msgs, err := decodeBatch(req.Body, h, qid, bornHost)
+		if err != nil {
+			return errResponse(remoting.MessageIllegal, "bad batch body from %s: %v", conn.RemoteAddr(), err)
+		}
+		for _, m := range msgs {
+			m.Properties = b.addBrokerProperties(m.Properties)
+		}
+		b.store.PutMessagesAsync(msgs, done)
+		return nil
+	}
+	m := &store.Message{
+		Topic:          h.topic,
+		QueueID:        qid,
+		Flag:           h.flag,
+		Body:           req.Body,
+		Properties:     b.addBrokerProperties(h.properties),
+		SysFlag:        h.sysFlag,
+		BornTimestamp:  h.bornTimestamp,
+		BornHost:       bornHost,
+		ReconsumeTimes: h.reconsumeTimes,
+	}
+	b.store.PutMessageAsync(m, done)
+	return nil
+}
+
+// addBrokerProperties adds what RocketMQ's broker adds to every message: CLUSTER (request-reply uses it)
+// and a UNIQ_KEY when the producer set none (batch members from the Go client have none).
+func (b *Broker) addBrokerProperties(props string) string {
+	var sb strings.Builder
+	sb.Grow(len(props) + 64)
+	sb.WriteString(props)
+	if !hasProperty(props, store.PropertyCluster) {
+		appendProperty(&sb, store.PropertyCluster, b.cfg.BrokerClusterName)
+	}
+	if !hasProperty(props, store.PropertyUniqKey) {
+		appendProperty(&sb, store.PropertyUniqKey, b.uniqIDs.next())
+	}
+	return sb.String()
+}
+
+func appendProperty(sb *strings.Builder, k, v string) {
+	s := sb.String()
+	if len(s) > 0 && s[len(s)-1] != store.PropertySeparator {
+		sb.WriteByte(store.PropertySeparator)
+	}
+	sb.WriteString(k)
+	sb.WriteByte(store.NameValueSeparator)
+	sb.WriteString(v)
+	sb.WriteByte(store.PropertySeparator)
+}
+
+// hasProperty reports whether the encoded properties hold key.
+func hasProperty(props, key string) bool {
+	for i := 0; i < len(props); {
+		j := strings.IndexByte(props[i:], store.PropertySeparator)
+		item := props[i:]
+		if j >= 0 {
+			item = props[i : i+j]
+		}
+		if k, _, ok := strings.Cut(item, string(store.NameValueSeparator)); ok && k == key {
+			return true
+		}
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return false
+}
+
+// sendResponse turns a store result into SEND_MESSAGE's answer.
+func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err error) *remoting.Command {
+	if err != nil {
+		return putErrorResponse(err, h.topic)
+	}
+	code := remoting.Success
+	remark := ""
+	switch res.Status {
+	case store.PutFlushDiskTimeout:
+		code, remark = remoting.FlushDiskTimeout, "the message is stored but the disk flush did not finish within syncFlushTimeout"
+	case store.PutFlushSlaveTimeout:
+		code, remark = remoting.FlushSlaveTimeout, "the message is stored but no slave acknowledged it in time"
+	case store.PutSlaveNotAvailable:
+		code, remark = remoting.SlaveNotAvailable, "the message is stored but no slave is available to replicate it"
+	}
+	resp := remoting.NewResponse(code, remark)
+	resp.SetExt("msgId", res.MsgID)
+	resp.SetExt("queueId", itoa(int64(qid)))
+	resp.SetExt("queueOffset", itoa(res.QueueOffset))
+	resp.SetExt("MSG_REGION", "DefaultRegion")
+	resp.SetExt("TRACE_ON", "true")
+	b.stats.recordPut(h.topic, res.Count, res.WroteBytes)
+	return resp
+}
+
+// putErrorResponse maps a store error to the response code RocketMQ uses for it.
+func putErrorResponse(err error, topic string) *remoting.Command {
+	switch {
+	case errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrPropertiesTooLarge), errors.Is(err, store.ErrTopicTooLong):
+		return errResponse(remoting.MessageIllegal, "message to topic %s refused: %v", topic, err)
+	case errors.Is(err, store.ErrDiskFull):
+		return errResponse(remoting.ServiceNotAvailable, "the disk is full, messages are refused: %v", err)
+	case errors.Is(err, store.ErrNotWritable):
+		return errResponse(remoting.ServiceNotAvailable, "the message store is not writable: %v", err)
+	case errors.Is(err, store.ErrServiceNotAvailable):
+		return errResponse(remoting.ServiceNotAvailable, "the message store is not available: %v", err)
+	default:
+		return errResponse(remoting.SystemError, "storing the message failed: %v", err)
+	}
+}
+
+// decodeBatch splits a SEND_BATCH_MESSAGE body into messages that share topic and queue.
+// Each record: totalSize int32 | magic int32 | bodyCRC int32 | flag int32 | bodyLen int32 | body | propsLen int16 | props.
+func decodeBatch(body []byte, h *sendHeader, qid int32, bornHost netip.AddrPort) ([]*store.Message, error) {
+	var out []*store.Message
+	for off := 0; off < len(body); {
+		if len(body)-off < 22 {
+			return nil, fmt.Errorf("message %d: %d bytes left, a record needs at least 22", len(out), len(body)-off)
+		}
+		rec := body[off:]
+		total := int(be32(rec[0:]))
+		if total < 22 || total > len(rec) {
+			return nil, fmt.Errorf("message %d: total size %d outside 22..%d", len(out), total, len(rec))
+		}
+		flag := int32(be32(rec[12:]))
+		bodyLen := int(be32(rec[16:]))
+		if bodyLen < 0 || 20+bodyLen+2 > total {
+			return nil, fmt.Errorf("message %d: body length %d does not fit its record of %d bytes", len(out), bodyLen, total)
+		}
+		propsLen := int(uint16(rec[20+bodyLen])<<8 | uint16(rec[21+bodyLen]))
+		if 22+bodyLen+propsLen != total {
+			return nil, fmt.Errorf("message %d: record of %d bytes does not match body %d + properties %d", len(out), total, bodyLen, propsLen)
+		}
+		out = append(out, &store.Message{
+			Topic:          h.topic,
+			QueueID:        qid,
+			Flag:           flag,
+			Body:           rec[20 : 20+bodyLen],
+			Properties:     string(rec[22+bodyLen : total]),
+			SysFlag:        h.sysFlag,
+			BornTimestamp:  h.bornTimestamp,
+			BornHost:       bornHost,
+			ReconsumeTimes: h.reconsumeTimes,
+		})
+		off += total
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the batch holds no message")
+	}
+	return out, nil
+}
+
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// addrPortOf parses "ip:port" (a connection's remote address); the zero value when it does not parse.
+func addrPortOf(s string) netip.AddrPort {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	if ap.Addr().Is4In6() {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return ap
+}

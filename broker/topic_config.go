@@ -1,0 +1,298 @@
+package broker
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Topic permission bits (PermName). Wire format: never change.
+const (
+	PermPriority = 8
+	PermRead     = 4
+	PermWrite    = 2
+	PermInherit  = 1
+)
+
+// System topic names, as RocketMQ spells them.
+const (
+	TopicAutoCreate    = "TBW102"
+	TopicSelfTest      = "SELF_TEST_TOPIC"
+	TopicOffsetMoved   = "OFFSET_MOVED_EVENT"
+	TopicSchedule      = "SCHEDULE_TOPIC_XXXX"
+	TopicTrace         = "RMQ_SYS_TRACE_TOPIC"
+	TopicTransHalf     = "RMQ_SYS_TRANS_HALF_TOPIC"
+	TopicTransOpHalf   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	TopicReplySuffix   = "_REPLY_TOPIC"
+	RetryGroupPrefix   = "%RETRY%"
+	DLQGroupPrefix     = "%DLQ%"
+	maxTopicNameLength = 127
+)
+
+var topicNameRE = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
+
+// ValidateTopicName checks a topic name the way RocketMQ's TopicValidator does.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("the topic name is empty")
+	case len(name) > maxTopicNameLength:
+		return fmt.Errorf("the topic name %q is %d bytes, longer than the limit of %d", name, len(name), maxTopicNameLength)
+	case !topicNameRE.MatchString(name):
+		return fmt.Errorf("the topic name %q contains characters other than %%|a-zA-Z0-9_-", name)
+	}
+	return nil
+}
+
+// notAllowedSendTopics may not be produced to directly by clients (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
+var notAllowedSendTopics = map[string]bool{
+	TopicSchedule: true, TopicTransHalf: true, TopicTransOpHalf: true, TopicAutoCreate: true,
+}
+
+// TopicConfig is one topic's configuration, in RocketMQ's JSON shape (topics.json, registration bodies,
+// GET_ALL_TOPIC_CONFIG answers).
+type TopicConfig struct {
+	TopicName       string            `json:"topicName"`
+	ReadQueueNums   int32             `json:"readQueueNums"`
+	WriteQueueNums  int32             `json:"writeQueueNums"`
+	Perm            int32             `json:"perm"`
+	TopicFilterType string            `json:"topicFilterType"`
+	TopicSysFlag    int32             `json:"topicSysFlag"`
+	Order           bool              `json:"order"`
+	Attributes      map[string]string `json:"attributes"`
+}
+
+// QueueNums is the number of queues a consumer or producer may address: max(read, write).
+func (t *TopicConfig) QueueNums() int32 { return max(t.ReadQueueNums, t.WriteQueueNums) }
+
+// DataVersion tells name servers and slaves whether a table changed (RocketMQ's DataVersion).
+type DataVersion struct {
+	StateVersion int64 `json:"stateVersion"`
+	Timestamp    int64 `json:"timestamp"`
+	Counter      int64 `json:"counter"`
+}
+
+func (d *DataVersion) next(now time.Time) {
+	d.Timestamp = now.UnixMilli()
+	d.Counter++
+}
+
+// TopicConfigWrapper is topics.json and the GET_ALL_TOPIC_CONFIG body.
+type TopicConfigWrapper struct {
+	TopicConfigTable map[string]*TopicConfig `json:"topicConfigTable"`
+	DataVersion      DataVersion             `json:"dataVersion"`
+}
+
+// topicConfigManager owns the topic table and topics.json.
+type topicConfigManager struct {
+	path      string
+	log       *slog.Logger
+	onChange  func() // called (outside the lock) after every change: the broker re-registers
+	mu        sync.RWMutex
+	table     map[string]*TopicConfig // guarded by mu
+	version   DataVersion             // guarded by mu
+	persistMu sync.Mutex              // serialises writes of topics.json
+}
+
+func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
+	m := &topicConfigManager{
+		path:  filepath.Join(cfg.StorePathRootDir, "config", "topics.json"),
+		log:   log,
+		table: map[string]*TopicConfig{},
+	}
+	sys := func(name string, queues int32, perm int32) {
+		m.table[name] = &TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
+			TopicFilterType: "SINGLE_TAG", Attributes: map[string]string{}}
+	}
+	sys(TopicSelfTest, 1, PermRead|PermWrite)
+	if cfg.AutoCreateTopicEnable {
+		sys(TopicAutoCreate, int32(cfg.DefaultTopicQueueNums), PermInherit|PermRead|PermWrite)
+	}
+	if cfg.ClusterTopicEnable {
+		sys(cfg.BrokerClusterName, 16, PermInherit|PermRead|PermWrite)
+	}
+	if cfg.BrokerTopicEnable {
+		sys(cfg.BrokerName, 1, PermInherit|PermRead|PermWrite)
+	}
+	sys(TopicOffsetMoved, 1, PermRead|PermWrite)
+	sys(TopicSchedule, 18, PermRead|PermWrite)
+	if cfg.TraceTopicEnable {
+		sys(TopicTrace, 1, PermRead|PermWrite)
+	}
+	sys(cfg.BrokerClusterName+TopicReplySuffix, 1, PermRead|PermWrite)
+	return m
+}
+
+// load reads topics.json over the built-in system topics.
+func (m *topicConfigManager) load() error {
+	var w TopicConfigWrapper
+	found, err := loadJSON(m.path, &w)
+	if err != nil || !found {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, tc := range w.TopicConfigTable {
+		if tc == nil {
+			continue
+		}
+		if tc.TopicName == "" {
+			tc.TopicName = name
+		}
+		if tc.Attributes == nil {
+			tc.Attributes = map[string]string{}
+		}
+		m.table[name] = tc
+	}
+	m.version = w.DataVersion
+	return nil
+}
+
+func (m *topicConfigManager) persist() error {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
+	data, err := json.MarshalIndent(m.snapshot(), "", "\t")
+	if err != nil {
+		return err
+	}
+	return writeConfigFile(m.path, data)
+}
+
+// snapshot returns a deep copy of the table and its version.
+func (m *topicConfigManager) snapshot() TopicConfigWrapper {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	w := TopicConfigWrapper{TopicConfigTable: make(map[string]*TopicConfig, len(m.table)), DataVersion: m.version}
+	for k, v := range m.table {
+		c := *v
+		w.TopicConfigTable[k] = &c
+	}
+	return w
+}
+
+// get returns a copy of a topic's config, or nil.
+func (m *topicConfigManager) get(topic string) *TopicConfig {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	tc, ok := m.table[topic]
+	if !ok {
+		return nil
+	}
+	c := *tc
+	return &c
+}
+
+func (m *topicConfigManager) names() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.table))
+	for k := range m.table {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// update creates or replaces a topic, persists and notifies.
+func (m *topicConfigManager) update(tc *TopicConfig) error {
+	c := *tc
+	if c.Attributes == nil {
+		c.Attributes = map[string]string{}
+	}
+	if c.TopicFilterType == "" {
+		c.TopicFilterType = "SINGLE_TAG"
+	}
+	m.mu.Lock()
+	m.table[c.TopicName] = &c
+	m.version.next(time.Now())
+	m.mu.Unlock()
+	return m.changed()
+}
+
+// delete removes a topic; it reports whether it existed.
+func (m *topicConfigManager) delete(topic string) (bool, error) {
+	m.mu.Lock()
+	_, ok := m.table[topic]
+	if ok {
+		delete(m.table, topic)
+		m.version.next(time.Now())
+	}
+	m.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	return true, m.changed()
+}
+
+func (m *topicConfigManager) changed() error {
+	err := m.persist()
+	if m.onChange != nil {
+		m.onChange()
+	}
+	return err
+}
+
+// createInSendMessage creates topic from the template topic (TBW102) the producer named, as RocketMQ's
+// createTopicInSendMessageMethod does. It returns the existing config when another request created it first.
+func (m *topicConfigManager) createInSendMessage(topic, template string, clientQueueNums int32, topicSysFlag int32) (*TopicConfig, error) {
+	if tc := m.get(topic); tc != nil {
+		return tc, nil
+	}
+	tmpl := m.get(template)
+	if tmpl == nil {
+		return nil, fmt.Errorf("the template topic %s does not exist on this broker", template)
+	}
+	if tmpl.Perm&PermInherit == 0 {
+		return nil, fmt.Errorf("the template topic %s has no INHERIT permission (perm %d)", template, tmpl.Perm)
+	}
+	queues := min(clientQueueNums, tmpl.WriteQueueNums)
+	if queues < 1 {
+		queues = 1
+	}
+	tc := &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues,
+		Perm: tmpl.Perm &^ PermInherit, TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag}
+	m.mu.Lock()
+	if existing, ok := m.table[topic]; ok { // lost the race
+		c := *existing
+		m.mu.Unlock()
+		return &c, nil
+	}
+	tc.Attributes = map[string]string{}
+	m.table[topic] = tc
+	m.version.next(time.Now())
+	m.mu.Unlock()
+	m.log.Info("topic created on send", "topic", topic, "template", template, "queues", queues)
+	c := *tc
+	return &c, m.changed()
+}
+
+// createIfAbsent creates a system-managed topic (retry, DLQ, transaction) with the given queues and perm.
+func (m *topicConfigManager) createIfAbsent(topic string, queues int32, perm int32, topicSysFlag int32) (*TopicConfig, error) {
+	if tc := m.get(topic); tc != nil {
+		return tc, nil
+	}
+	m.mu.Lock()
+	if existing, ok := m.table[topic]; ok {
+		c := *existing
+		m.mu.Unlock()
+		return &c, nil
+	}
+	tc := &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
+		TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
+	m.table[topic] = tc
+	m.version.next(time.Now())
+	m.mu.Unlock()
+	c := *tc
+	return &c, m.changed()
+}
+
+func (m *topicConfigManager) dataVersion() DataVersion {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.version
+}

@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/rocketraft/rocketraft/internal/cluster"
+)
+
+func TestMain(m *testing.M) {
+	rlog.SetLogLevel("error")
+	if os.Getenv("ROCKETRAFT_TEST_LOG") == "debug" {
+		rlog.SetLogLevel("info")
+	}
+	os.Exit(m.Run())
+}
+
+var instanceSeq atomic.Int64
+
+// instance gives each client in the process its own client id (the Go client keys instances by it).
+func instance(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), instanceSeq.Add(1))
+}
+
+func newProducer(t *testing.T, c *cluster.Cluster, opts ...producer.Option) rocketmq.Producer {
+	t.Helper()
+	base := []producer.Option{
+		producer.WithNsResolver(primitive.NewPassthroughResolver(c.NamesrvAddrs())),
+		producer.WithGroupName("PG_" + t.Name()),
+		producer.WithInstanceName(instance("p")),
+		producer.WithRetry(2),
+		producer.WithSendMsgTimeout(5 * time.Second),
+	}
+	p, err := rocketmq.NewProducer(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown() })
+	return p
+}
+
+func newPushConsumer(t *testing.T, c *cluster.Cluster, group string, opts ...consumer.Option) rocketmq.PushConsumer {
+	t.Helper()
+	base := []consumer.Option{
+		consumer.WithNsResolver(primitive.NewPassthroughResolver(c.NamesrvAddrs())),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(instance("c")),
+	}
+	pc, err := rocketmq.NewPushConsumer(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
+
+// createTopic creates topic on every broker of the cluster through the client's admin API.
+func createTopic(t *testing.T, c *cluster.Cluster, topic string, queues int) {
+	t.Helper()
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(c.NamesrvAddrs())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	for i := 0; ; i++ {
+		b := c.Broker(i)
+		if b == nil {
+			break
+		}
+		err := adm.CreateTopic(context.Background(), admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(b.Addr()),
+			admin.WithReadQueueNums(queues), admin.WithWriteQueueNums(queues))
+		if err != nil {
+			t.Fatalf("create topic %s on %s: %v", topic, b.Addr(), err)
+		}
+		if i+1 >= c.BrokerCount() {
+			break
+		}
+	}
+	c.WaitTopicRoute(topic)
+}
+
+// received collects consumed messages by body, safe for the client's consume goroutines.
+type received struct {
+	mu     sync.Mutex
+	bodies map[string]int
+	msgs   []*primitive.MessageExt
+	ch     chan struct{}
+}
+
+func newReceived() *received { return &received{bodies: map[string]int{}, ch: make(chan struct{}, 1)} }
+
+func (r *received) add(msgs ...*primitive.MessageExt) {
+	r.mu.Lock()
+	for _, m := range msgs {
+		r.bodies[string(m.Body)]++
+		r.msgs = append(r.msgs, m)
+	}
+	r.mu.Unlock()
+	select {
+	case r.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (r *received) handler() func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	return func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		r.add(msgs...)
+		return consumer.ConsumeSuccess, nil
+	}
+}
+
+func (r *received) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.bodies)
+}
+
+func (r *received) has(body string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bodies[body] > 0
+}
+
+func (r *received) snapshot() []*primitive.MessageExt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*primitive.MessageExt(nil), r.msgs...)
+}
+
+// waitDistinct waits until n distinct bodies arrived.
+func (r *received) waitDistinct(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for r.distinct() < n {
+		select {
+		case <-r.ch:
+		case <-deadline.C:
+			t.Fatalf("received %d distinct messages, want %d within %v", r.distinct(), n, timeout)
+		}
+	}
+}
