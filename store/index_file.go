@@ -83,8 +83,6 @@ func (f *indexFile) entryPos(n int32) int64 {
 	return indexHeaderSize + int64(f.slots)*indexSlotSize + int64(n)*indexEntrySize
 }
 
-func (f *indexFile) full() bool { return int(f.indexCount()) >= f.entries }
-
 // putKey adds an entry for key (RocketMQ IndexFile.putKey).
 func (f *indexFile) putKey(key string, phy, storeTimestamp int64) bool {
 	count := f.indexCount()
@@ -256,13 +254,13 @@ func (s *indexService) load() error {
 	return nil
 }
 
-// lastWritable returns the file to write to, creating one when there is none or it is full.
-// Lock held.
-func (s *indexService) lastWritableLocked() (*indexFile, error) {
+// lastWritableLocked returns the file to write to, creating one when there is none or the
+// last one has no room for need more entries. Lock held.
+func (s *indexService) lastWritableLocked(need int) (*indexFile, error) {
 	var prev *indexFile
 	if n := len(s.files); n > 0 {
 		prev = s.files[n-1]
-		if !prev.full() {
+		if int(prev.indexCount())+need <= prev.entries {
 			return prev, nil
 		}
 	}
@@ -330,22 +328,22 @@ func (s *indexService) build(r indexRecord) error {
 	if r.phy <= s.indexedThrough {
 		return nil
 	}
-	f, err := s.lastWritableLocked()
+	f, err := s.lastWritableLocked(0)
 	if err != nil {
 		return err
 	}
 	if r.sysFlag&SysFlagTransactionMask != SysFlagTransactionRollback {
-		topic := string(r.topic)
-		if uniq, ok := propertyValue(r.properties, PropertyUniqKey); ok && len(uniq) > 0 {
-			if f, err = s.putKeyLocked(f, topic+"#"+string(uniq), r); err != nil {
+		keys := recordIndexKeys(r)
+		// A record's keys do not span two files (unless they outnumber a file's entries), so
+		// a file's endPhyOffset names a record indexed in full: recovery resumes after it.
+		if n := int(f.indexCount()); n > 1 && n+len(keys) > f.entries && len(keys) < f.entries {
+			if f, err = s.lastWritableLocked(len(keys)); err != nil {
 				return err
 			}
 		}
-		if keys, ok := propertyValue(r.properties, PropertyKeys); ok {
-			for _, k := range splitKeys(keys) {
-				if f, err = s.putKeyLocked(f, topic+"#"+string(k), r); err != nil {
-					return err
-				}
+		for _, k := range keys {
+			if f, err = s.putKeyLocked(f, k, r); err != nil {
+				return err
 			}
 		}
 	}
@@ -359,11 +357,26 @@ func (s *indexService) build(r indexRecord) error {
 func (s *indexService) putKeyLocked(f *indexFile, key string, r indexRecord) (*indexFile, error) {
 	for !f.putKey(key, r.phy, r.storeTimestamp) {
 		var err error
-		if f, err = s.lastWritableLocked(); err != nil {
+		if f, err = s.lastWritableLocked(1); err != nil {
 			return f, err
 		}
 	}
 	return f, nil
+}
+
+// recordIndexKeys are the index keys of a record: topic#UNIQ_KEY and topic#key per KEYS key.
+func recordIndexKeys(r indexRecord) []string {
+	var keys []string
+	topic := string(r.topic)
+	if uniq, ok := propertyValue(r.properties, PropertyUniqKey); ok && len(uniq) > 0 {
+		keys = append(keys, topic+"#"+string(uniq))
+	}
+	if ks, ok := propertyValue(r.properties, PropertyKeys); ok {
+		for _, k := range splitKeys(ks) {
+			keys = append(keys, topic+"#"+string(k))
+		}
+	}
+	return keys
 }
 
 // splitKeys splits the KEYS property on spaces, dropping empty keys.

@@ -55,7 +55,7 @@ func checkAll(t testing.TB, s *Store, puts []putRecord) {
 			if id := CreateOffsetMsgID(testStoreHost, m.PhysicalOffset); id != w.res.MsgID {
 				t.Fatalf("msg id %s, put returned %s", id, w.res.MsgID)
 			}
-			if props := ParseProperties(m.Properties); props[PropertyTags] != w.tag {
+			if props := ParseProperties(m.Properties); w.tag != "" && props[PropertyTags] != w.tag {
 				t.Fatalf("tags %q, want %q", props[PropertyTags], w.tag)
 			}
 		}
