@@ -130,12 +130,16 @@ func (a *allocator) nextPending() *allocRequest {
 	return next
 }
 
-// run serves requests until ctx ends, then fails the queued ones and deletes the files made
-// ahead that nobody took.
-func (a *allocator) run(ctx context.Context) {
+// start makes get queue requests for run instead of creating files inline.
+func (a *allocator) start() {
 	a.mu.Lock()
 	a.mu.running = true
 	a.mu.Unlock()
+}
+
+// run serves requests until ctx ends, then fails the queued ones and deletes the files made
+// ahead that nobody took. start must have been called.
+func (a *allocator) run(ctx context.Context) {
 	defer a.stop()
 	for {
 		if req := a.nextPending(); req != nil {

@@ -238,6 +238,7 @@ func (s *Store) Start() error {
 	s.cancel = cancel
 	// The first clean run decides the disk state before the first put.
 	s.checkDisk()
+	s.alloc.start()
 	s.goService(ctx, "allocate", s.alloc.run)
 	s.goService(ctx, "reput", s.runReput)
 	s.goService(ctx, "flushConsumeQueue", s.runConsumeQueueFlush)
