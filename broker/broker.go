@@ -96,7 +96,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return b.store.MaxOffsetInQueue(t, q)
 	}, b.rerunPull)
 	st, err := store.Open(cfg.Config, store.Options{
-		Logger:           b.log.With("component", "store"),
+		Logger:           b.log,
 		StoreHost:        b.storeHost,
 		ArrivingListener: b.pullHold.arrived,
 	})

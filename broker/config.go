@@ -11,11 +11,11 @@ import (
 	"github.com/rocketraft/rocketraft/store"
 )
 
-// Broker roles (brokerRole).
+// Broker roles (brokerRole, a key of the embedded store config: a SLAVE store refuses puts).
 const (
-	RoleAsyncMaster = "ASYNC_MASTER"
-	RoleSyncMaster  = "SYNC_MASTER"
-	RoleSlave       = "SLAVE"
+	RoleAsyncMaster = store.RoleAsyncMaster
+	RoleSyncMaster  = store.RoleSyncMaster
+	RoleSlave       = store.RoleSlave
 )
 
 // Config is a broker's configuration: RocketMQ's BrokerConfig keys, with the message store's keys
@@ -30,7 +30,6 @@ type Config struct {
 	BrokerIP1         string `mapstructure:"brokerIP1"`         // address clients use; "" = first non-loopback IPv4 (127.0.0.1 if none)
 	ListenPort        int    `mapstructure:"listenPort"`        // client port (10911)
 	NamesrvAddr       string `mapstructure:"namesrvAddr"`       // name servers, "host:port;host:port"
-	BrokerRole        string `mapstructure:"brokerRole"`        // ASYNC_MASTER, SYNC_MASTER or SLAVE
 	BrokerPermission  int    `mapstructure:"brokerPermission"`  // 6 = read + write
 
 	AutoCreateTopicEnable        bool  `mapstructure:"autoCreateTopicEnable"`        // create unknown topics on send through TBW102
@@ -78,7 +77,6 @@ func DefaultConfig() Config {
 		BrokerName:                   host,
 		BrokerID:                     0,
 		ListenPort:                   10911,
-		BrokerRole:                   RoleAsyncMaster,
 		BrokerPermission:             PermRead | PermWrite,
 		AutoCreateTopicEnable:        true,
 		AutoCreateSubscriptionGroup:  true,

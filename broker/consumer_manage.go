@@ -7,9 +7,9 @@ import (
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET. With no committed offset, a queue whose first
-// message is still at offset 0 answers 0, so a new group sees what was sent before it started (RocketMQ's
-// rule); otherwise QUERY_NOT_FOUND lets the client apply its consumeFromWhere.
+// processQueryConsumerOffset answers QUERY_CONSUMER_OFFSET. With no committed offset, a queue that still
+// starts at offset 0 with its first message in memory answers 0, so a new group sees what was sent before
+// it started (RocketMQ's rule); otherwise QUERY_NOT_FOUND lets the client apply its consumeFromWhere.
 func (b *Broker) processQueryConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group, topic, qid, errResp := groupTopicQueue(req, "consumerGroup")
 	if errResp != nil {
@@ -18,7 +18,7 @@ func (b *Broker) processQueryConsumerOffset(ctx context.Context, conn *remoting.
 	if off := b.offsets.query(group, topic, qid); off >= 0 {
 		return remoting.NewResponse(remoting.Success, "").SetExt("offset", itoa(off))
 	}
-	if b.store.MinOffsetInQueue(topic, qid) <= 0 {
+	if b.store.MinOffsetInQueue(topic, qid) <= 0 && !b.store.CheckInDiskByConsumeOffset(topic, qid, 0) {
 		return remoting.NewResponse(remoting.Success, "").SetExt("offset", "0")
 	}
 	return errResponse(remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")

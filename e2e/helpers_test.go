@@ -54,6 +54,12 @@ func newProducer(t *testing.T, c *cluster.Cluster, opts ...producer.Option) rock
 	return p
 }
 
+func producerNS(addrs []string) producer.Option {
+	return producer.WithNsResolver(primitive.NewPassthroughResolver(addrs))
+}
+func producerGroup(g string) producer.Option    { return producer.WithGroupName(g) }
+func producerInstance(i string) producer.Option { return producer.WithInstanceName(i) }
+
 func newPushConsumer(t *testing.T, c *cluster.Cluster, group string, opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
 	base := []consumer.Option{

@@ -8,7 +8,8 @@ ns_port="${NAMESRV_PORT:-9876}"
 broker_port="${BROKER_PORT:-10911}"
 mkdir -p "$data/namesrv" "$data/broker"
 
-./bin/mqnamesrv --listenPort="$ns_port" --rocketmqHome="$data/namesrv" --kvConfigPath="$data/namesrv/kvConfig.json" &
+# setsid: Ctrl-C reaches only the broker; the name server is stopped after it (ordered shutdown).
+setsid ./bin/mqnamesrv --listenPort="$ns_port" --rocketmqHome="$data/namesrv" --kvConfigPath="$data/namesrv/kvConfig.json" &
 ns_pid=$!
 trap 'kill -TERM "$ns_pid" 2>/dev/null; wait "$ns_pid" 2>/dev/null || true' EXIT
 
