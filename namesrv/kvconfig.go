@@ -30,6 +30,7 @@ type KVConfigManager struct {
 	mu    sync.RWMutex
 	table map[string]map[string]string
 	// persistMu serializes writes of the file, so that a slower older snapshot never replaces a newer one.
+	// Lock order: persistMu before mu.
 	persistMu sync.Mutex
 }
 

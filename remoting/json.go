@@ -62,7 +62,7 @@ func sortedKeys(m map[string]string) []string {
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and control characters escaped, invalid
-// UTF-8 replaced by U+FFFD, U+2028/U+2029 escaped (as encoding/json does).
+// UTF-8 bytes replaced by U+FFFD, U+2028/U+2029 escaped (as encoding/json does).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -93,7 +93,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = append(dst, string(utf8.RuneError)...) // as UTF-8, so that a re-encoding is byte-identical
 			i += size
 			start = i
 			continue

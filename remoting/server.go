@@ -81,7 +81,8 @@ type Server struct {
 	tr     tracker // connection goroutines and async callbacks
 	routes atomic.Pointer[map[RequestCode]route]
 
-	regMu      sync.Mutex // serializes Register and OnConnClose
+	// regMu serializes Register and OnConnClose. Lock order: regMu before mu (Register records its pool).
+	regMu      sync.Mutex
 	onClose    atomic.Pointer[[]func(*Conn)]
 	acceptDone chan struct{} // closed when the accept loop returns
 	stopAccept chan struct{} // closed by StopAccepting
