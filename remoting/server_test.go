@@ -471,3 +471,40 @@ func TestPool(t *testing.T) {
 		t.Fatal("task accepted after Close")
 	}
 }
+
+// A peer that stops reading: frames pile up in the writer's queue until MaxQueuedFrames, then the connection is
+// closed; every frame's Release runs once, written or dropped.
+func TestStuckPeerOverflowsWriteQueue(t *testing.T) {
+	conns := make(chan *Conn, 1)
+	s := startServer(t, ServerConfig{MaxQueuedFrames: 4, WriteTimeout: -1}, nil, func(s *Server) {
+		s.Register(HeartBeat, NewPool("hb", 1, 4), func(_ context.Context, c *Conn, _ *Command) *Command {
+			conns <- c
+			return nil
+		})
+	})
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	frame, _ := EncodeFrame(nil, NewRequest(HeartBeat, nil, nil))
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	sc := <-conns
+	var sent, released atomic.Int32
+	part := make([]byte, 1<<20)
+	var sendErr error
+	for i := 0; i < 1000 && sendErr == nil; i++ { // the socket buffers take some MiB first
+		cmd := NewRequest(NotifyConsumerIDsChanged, nil, nil)
+		cmd.BodyParts = [][]byte{part}
+		cmd.Release = func() { released.Add(1) }
+		sent.Add(1)
+		sendErr = sc.SendOneway(cmd)
+	}
+	if !errors.Is(sendErr, ErrWriteQueueFull) {
+		t.Fatalf("after %d frames to a peer that does not read: %v", sent.Load(), sendErr)
+	}
+	<-sc.Closed()
+	waitFor(t, "every Release", func() bool { return released.Load() == sent.Load() })
+}
