@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 func TestMain(m *testing.M) {
@@ -159,4 +161,28 @@ func (r *received) waitDistinct(t *testing.T, n int, timeout time.Duration) {
 			t.Fatalf("received %d distinct messages, want %d within %v", r.distinct(), n, timeout)
 		}
 	}
+}
+
+func newWireClient(t *testing.T) *remoting.Client {
+	c := remoting.NewClient(remoting.ClientConfig{DialTimeout: time.Second}, cluster.TestLogger(t, 0))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// committedSum adds up a group's committed offsets over queues 0..queues-1, asking the broker over the wire.
+func committedSum(t *testing.T, c *remoting.Client, addr, group, topic string, queues int) int64 {
+	t.Helper()
+	var sum int64
+	for q := 0; q < queues; q++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.QueryConsumerOffset,
+			map[string]string{"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(q)}, nil))
+		cancel()
+		if err != nil || resp.Code != int32(remoting.Success) {
+			continue
+		}
+		n, _ := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+		sum += n
+	}
+	return sum
 }

@@ -38,32 +38,38 @@ func TestPullConsumer(t *testing.T) {
 	if err != nil || len(mqs) != 2 {
 		t.Fatalf("route of %s: %v queues, err %v", topic, len(mqs), err)
 	}
+	// A send is acknowledged once it is in the CommitLog; dispatch to the ConsumeQueue follows a moment
+	// later. Pull every queue until all 30 have been read; a pull at the end of a queue is held (long
+	// polling) until dispatch brings more.
 	got := map[string]bool{}
-	for _, mq := range mqs {
-		offset := int64(0)
-		for {
-			res, err := pc.PullFrom(context.Background(), mq, offset, 8)
+	next := make([]int64, len(mqs))
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		for i, mq := range mqs {
+			ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+			res, err := pc.PullFrom(ctx, mq, next[i], 8)
+			cancel()
 			if err != nil {
-				t.Fatalf("pull %v at %d: %v", mq, offset, err)
+				t.Fatalf("pull %v at %d: %v", mq, next[i], err)
 			}
-			if res.Status != primitive.PullFound {
-				if res.Status != primitive.PullNoNewMsg {
-					t.Fatalf("pull %v at %d: status %v", mq, offset, res.Status)
+			switch res.Status {
+			case primitive.PullFound:
+				for _, m := range res.GetMessageExts() {
+					if m.QueueOffset != next[i] {
+						t.Fatalf("queue %d: message at offset %d, expected %d", mq.QueueId, m.QueueOffset, next[i])
+					}
+					got[string(m.Body)] = true
+					next[i]++
 				}
+				if res.NextBeginOffset != next[i] {
+					t.Fatalf("nextBeginOffset %d, want %d", res.NextBeginOffset, next[i])
+				}
+			case primitive.PullNoNewMsg:
+			default:
+				t.Fatalf("pull %v at %d: status %v", mq, next[i], res.Status)
+			}
+			if len(got) == len(want) {
 				break
-			}
-			for _, m := range res.GetMessageExts() {
-				if m.QueueOffset != offset {
-					t.Fatalf("queue %d: message at offset %d, expected %d", mq.QueueId, m.QueueOffset, offset)
-				}
-				got[string(m.Body)] = true
-				offset++
-			}
-			if res.NextBeginOffset != offset {
-				t.Fatalf("nextBeginOffset %d, want %d", res.NextBeginOffset, offset)
-			}
-			if offset >= res.MaxOffset {
-				break // caught up: another pull would be held by long polling until its timeout
 			}
 		}
 	}
@@ -92,14 +98,22 @@ func TestBrokerRestartKeepsMessagesAndOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.waitDistinct(t, 40, 30*time.Second)
-	// Shutdown persists the consumer's offsets to the broker before it returns.
+	// Shutdown sends the consumer's offsets to the broker (fire and forget): wait until the broker has
+	// them all, so the test is about the broker keeping committed offsets, not about that race.
 	if err := pc.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
+	w := newWireClient(t)
+	cluster.Eventually(t, 10*time.Second, func() bool {
+		return committedSum(t, w, c.Broker(0).Addr(), "CG_restart", topic, 4) == 40
+	}, "the broker has CG_restart's offsets for all 40 messages")
 
 	c.StopBroker(0)
 	c.StartBroker(0)
 	c.WaitTopicRoute(topic)
+	if n := committedSum(t, w, c.Broker(0).Addr(), "CG_restart", topic, 4); n != 40 {
+		t.Fatalf("after the restart CG_restart's committed offsets add up to %d, want 40", n)
+	}
 
 	// Every message is still readable from offset 0 by a fresh group.
 	all := newReceived()
