@@ -22,6 +22,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childBrokerEnv) != "" {
+		runChildBroker()
+		return
+	}
 	rlog.SetLogLevel("error")
 	if os.Getenv("ROCKETRAFT_TEST_LOG") == "debug" {
 		rlog.SetLogLevel("info")
@@ -185,4 +189,10 @@ func committedSum(t *testing.T, c *remoting.Client, addr, group, topic string, q
 		sum += n
 	}
 	return sum
+}
+
+// remotingTopicCreate is an UPDATE_AND_CREATE_TOPIC request for a 4-queue topic.
+func remotingTopicCreate(topic string) *remoting.Command {
+	return remoting.NewRequest(remoting.UpdateAndCreateTopic, map[string]string{"topic": topic,
+		"readQueueNums": "4", "writeQueueNums": "4", "perm": "6"}, nil)
 }

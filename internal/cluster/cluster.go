@@ -20,6 +20,7 @@ import (
 type Options struct {
 	NameServers int                           // default 1
 	Brokers     int                           // default 1
+	NoBrokers   bool                          // name servers only (tests that run brokers as child processes)
 	Configure   func(i int, c *broker.Config) // adjusts broker i's config before it starts
 	LogLevel    slog.Level                    // default slog.LevelWarn: test output stays readable
 }
@@ -42,7 +43,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.NameServers == 0 {
 		opts.NameServers = 1
 	}
-	if opts.Brokers == 0 {
+	if opts.Brokers == 0 && !opts.NoBrokers {
 		opts.Brokers = 1
 	}
 	c := &Cluster{t: t, log: TestLogger(t, opts.LogLevel)}

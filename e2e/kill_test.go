@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/conf"
+)
+
+// childBrokerEnv, when set, makes the test binary run a broker (config from the command line after "--")
+// instead of the tests: the SIGKILL test needs a broker in a process of its own.
+const childBrokerEnv = "ROCKETRAFT_E2E_CHILD_BROKER"
+
+func runChildBroker() {
+	args := os.Args[1:]
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	a, err := conf.ParseArgs(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	cfg := broker.DefaultConfig()
+	if _, err := conf.Load(a, &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	b, err := broker.New(cfg, broker.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := b.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	select {} // until killed
+}
+
+func startChildBroker(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), childBrokerEnv+"=1")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// TestKill9DuringSyncFlushLoad: a SYNC_FLUSH broker in its own process is killed with SIGKILL while
+// producers send; after a restart on the same data, every message the client saw acknowledged is consumed.
+func TestKill9DuringSyncFlushLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	c := cluster.Start(t, cluster.Options{NoBrokers: true})
+	port := cluster.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	args := []string{"-n", c.NamesrvAddr(), "--brokerName=broker-k", "--brokerIP1=127.0.0.1",
+		"--listenPort=" + strconv.Itoa(port), "--storePathRootDir=" + filepath.Join(t.TempDir(), "store"),
+		"--flushDiskType=SYNC_FLUSH", "--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536", "--registerNameServerPeriod=1000"}
+	child := startChildBroker(t, args...)
+	w := newWireClient(t)
+	waitBroker := func() {
+		cluster.Eventually(t, 20*time.Second, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			resp, err := w.Invoke(ctx, addr, remotingTopicCreate("Kill9"))
+			return err == nil && resp.Code == 0
+		}, "child broker at %s serving", addr)
+		c.WaitTopicRoute("Kill9")
+	}
+	waitBroker()
+
+	p := newProducer(t, c, producer.WithRetry(0), producer.WithSendMsgTimeout(3*time.Second))
+	padding := strings.Repeat("p", 400) // ~600-byte records: 3000 of them span two 1 MiB CommitLog files
+	var (
+		mu    sync.Mutex
+		acked []string
+		seq   atomic.Int64
+		stop  atomic.Bool
+		wg    sync.WaitGroup
+	)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				body := fmt.Sprintf("k9-%d-%s", seq.Add(1), padding)
+				res, err := p.SendSync(context.Background(), primitive.NewMessage("Kill9", []byte(body)))
+				if err == nil && res.Status == primitive.SendOK {
+					mu.Lock()
+					acked = append(acked, body)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	// Kill once a few hundred sends were acknowledged, in the middle of the stream (and past several
+	// 1 MiB CommitLog files).
+	cluster.Eventually(t, 60*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) >= 3000 }, "3000 acknowledged sends")
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	stop.Store(true)
+	wg.Wait()
+	mu.Lock()
+	want := append([]string(nil), acked...)
+	mu.Unlock()
+	t.Logf("%d sends acknowledged before SIGKILL (of %d attempted)", len(want), seq.Load())
+
+	startChildBroker(t, args...)
+	waitBroker()
+	got := newReceived()
+	startConsumer(t, c, "CG_kill9", "Kill9", consumer.MessageSelector{}, got, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		missing := 0
+		for _, b := range want {
+			if !got.has(b) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		select {
+		case <-got.ch:
+		case <-time.After(time.Second):
+		}
+	}
+	var missing []string
+	for _, b := range want {
+		if !got.has(b) {
+			missing = append(missing, b)
+		}
+	}
+	t.Fatalf("%d of %d acknowledged messages were not consumed after the restart, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
+}
