@@ -93,26 +93,16 @@ func isSystemTopic(topic, cluster string) bool {
 	return strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_")
 }
 
-func jsonResponse(v any) *remoting.Command {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return errResponse(remoting.SystemError, "encode answer: %v", err)
-	}
-	resp := remoting.NewResponse(remoting.Success, "")
-	resp.Body = body
-	return resp
-}
-
 func (b *Broker) processGetAllTopicConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return jsonResponse(b.topics.snapshot())
+	return remoting.NewJSONResponse(b.topics.snapshot())
 }
 
 func (b *Broker) processGetAllSubscriptionGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return jsonResponse(b.groups.snapshot())
+	return remoting.NewJSONResponse(b.groups.snapshot())
 }
 
 func (b *Broker) processGetAllConsumerOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return jsonResponse(b.offsets.snapshot())
+	return remoting.NewJSONResponse(b.offsets.snapshot())
 }
 
 func (b *Broker) processUpdateSubscriptionGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -153,7 +143,7 @@ func (b *Broker) processGetBrokerConfig(ctx context.Context, conn *remoting.Conn
 // processGetBrokerRuntimeInfo answers a table of runtime figures (GET_BROKER_RUNTIME_INFO), as RocketMQ's
 // KVTable: {"table":{"key":"value",...}}.
 func (b *Broker) processGetBrokerRuntimeInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return jsonResponse(struct {
+	return remoting.NewJSONResponse(struct {
 		Table map[string]string `json:"table"`
 	}{b.runtimeInfo()})
 }

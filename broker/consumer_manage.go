@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -90,12 +89,9 @@ func (b *Broker) processGetConsumerListByGroup(ctx context.Context, conn *remoti
 	if len(ids) == 0 {
 		return errResponse(remoting.SystemError, "no consumer for this group, %s", group)
 	}
-	body, _ := json.Marshal(struct {
+	return remoting.NewJSONResponse(struct {
 		ConsumerIDList []string `json:"consumerIdList"`
 	}{ids})
-	resp := remoting.NewResponse(remoting.Success, "")
-	resp.Body = body
-	return resp
 }
 
 func topicQueue(req *remoting.Command) (string, int32, *remoting.Command) {

@@ -87,12 +87,9 @@ func (b *Broker) processLockBatchMQ(ctx context.Context, conn *remoting.Conn, re
 		return errResponse(remoting.SystemError, "bad LOCK_BATCH_MQ body: %v", err)
 	}
 	locked := b.locks.tryLock(body.ConsumerGroup, body.ClientID, body.MQSet)
-	out, _ := json.Marshal(struct {
+	return remoting.NewJSONResponse(struct {
 		LockOKMQSet []MessageQueue `json:"lockOKMQSet"`
 	}{locked})
-	resp := remoting.NewResponse(remoting.Success, "")
-	resp.Body = out
-	return resp
 }
 
 func (b *Broker) processUnlockBatchMQ(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {

@@ -2,9 +2,11 @@ package broker_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // wire is a raw protocol client for broker tests: requests built by hand, as a client would send them.
@@ -94,8 +97,6 @@ func TestSendErrorsNameTheProblem(t *testing.T) {
 	expectCode(t, "slave", w2.send("Anything", 0, []byte("x"), ""), remoting.ServiceNotAvailable, "slave")
 
 	// Too big: the store's maxMessageSize, named with the size and the limit.
-	w3 := newWire(t, c.Broker(1).Addr())
-	_ = w3
 	limit := broker.DefaultConfig().MaxMessageSize
 	big := make([]byte, limit+1)
 	resp := w.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": "Big", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil)
@@ -281,5 +282,104 @@ func TestQueryConsumerOffsetRule(t *testing.T) {
 	expectCode(t, "update", w.call(remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "G", "topic": "Q", "queueId": "0", "commitOffset": "7"}, nil), remoting.Success)
 	if got := w.call(remoting.QueryConsumerOffset, q, nil).ExtFields["offset"]; got != "7" {
 		t.Fatalf("offset after commit %s, want 7", got)
+	}
+}
+
+// TestQueriesAndAdmin covers SEND_MESSAGE_V2, the offset and time queries, QUERY_MESSAGE,
+// VIEW_MESSAGE_BY_ID and topic deletion over the wire.
+func TestQueriesAndAdmin(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{})
+	w := newWire(t, c.Broker(0).Addr())
+	expectCode(t, "create", w.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": "QA", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil), remoting.Success)
+	before := time.Now().UnixMilli()
+	var ids []string
+	for i := 0; i < 3; i++ {
+		props := fmt.Sprintf("KEYS\x01order-%d\x02TAGS\x01T\x02", i)
+		resp := w.call(remoting.SendMessageV2, map[string]string{"a": "PG", "b": "QA", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+			"g": fmt.Sprint(time.Now().UnixMilli()), "h": "0", "i": props, "j": "0", "k": "false", "m": "false"}, []byte(fmt.Sprintf("body-%d", i)))
+		expectCode(t, "send v2", resp, remoting.Success)
+		if resp.ExtFields["queueOffset"] != fmt.Sprint(i) || len(resp.ExtFields["msgId"]) != 32 {
+			t.Fatalf("send v2 answer %v", resp.ExtFields)
+		}
+		ids = append(ids, resp.ExtFields["msgId"])
+	}
+	q := map[string]string{"topic": "QA", "queueId": "0"}
+	cluster.Eventually(t, 5*time.Second, func() bool {
+		return w.call(remoting.GetMaxOffset, q, nil).ExtFields["offset"] == "3"
+	}, "three messages dispatched")
+	if got := w.call(remoting.GetMinOffset, q, nil).ExtFields["offset"]; got != "0" {
+		t.Errorf("min offset %s", got)
+	}
+	earliest := w.call(remoting.GetEarliestMsgStoreTime, q, nil)
+	expectCode(t, "earliest", earliest, remoting.Success)
+	if ts, _ := strconv.ParseInt(earliest.ExtFields["timestamp"], 10, 64); ts < before {
+		t.Errorf("earliest store time %d before the first send at %d", ts, before)
+	}
+	if got := w.call(remoting.SearchOffsetByTimestamp, map[string]string{"topic": "QA", "queueId": "0", "timestamp": fmt.Sprint(before)}, nil).ExtFields["offset"]; got != "0" {
+		t.Errorf("offset at the first send's time: %s, want 0", got)
+	}
+
+	// By key, through the index.
+	cluster.Eventually(t, 5*time.Second, func() bool {
+		resp := w.call(remoting.QueryMessage, map[string]string{"topic": "QA", "key": "order-1", "maxNum": "32",
+			"beginTimestamp": "0", "endTimestamp": fmt.Sprint(time.Now().Add(time.Minute).UnixMilli())}, nil)
+		return resp.Code == int32(remoting.Success) && strings.Contains(string(resp.Body), "body-1") && !strings.Contains(string(resp.Body), "body-2")
+	}, "QUERY_MESSAGE finds order-1")
+	expectCode(t, "query missing key", w.call(remoting.QueryMessage, map[string]string{"topic": "QA", "key": "nope", "maxNum": "32",
+		"beginTimestamp": "0", "endTimestamp": fmt.Sprint(time.Now().UnixMilli())}, nil), remoting.QueryNotFound)
+
+	// By offset message id.
+	_, phy, err := store.DecodeOffsetMsgID(ids[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := w.call(remoting.ViewMessageByID, map[string]string{"offset": fmt.Sprint(phy)}, nil)
+	expectCode(t, "view", view, remoting.Success)
+	m, err := store.DecodeMessage(view.Body, true)
+	if err != nil || string(m.Body) != "body-2" || m.Topic != "QA" {
+		t.Fatalf("viewed message %+v, err %v", m, err)
+	}
+	expectCode(t, "view bad offset", w.call(remoting.ViewMessageByID, map[string]string{"offset": "123456789"}, nil), remoting.SystemError, "123456789")
+
+	// Delete: the config, the queue and the offsets go.
+	expectCode(t, "delete", w.call(remoting.DeleteTopicInBroker, map[string]string{"topic": "QA"}, nil), remoting.Success)
+	var all broker.TopicConfigWrapper
+	if err := json.Unmarshal(w.call(remoting.GetAllTopicConfig, nil, nil).Body, &all); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := all.TopicConfigTable["QA"]; ok {
+		t.Fatal("deleted topic still in GET_ALL_TOPIC_CONFIG")
+	}
+	if _, ok := all.TopicConfigTable["TBW102"]; !ok {
+		t.Fatal("TBW102 missing from GET_ALL_TOPIC_CONFIG")
+	}
+	expectCode(t, "delete system topic", w.call(remoting.DeleteTopicInBroker, map[string]string{"topic": "TBW102"}, nil), remoting.InvalidParameter)
+}
+
+// TestBatchBodyErrors: a malformed SEND_BATCH_MESSAGE body is refused as a whole, naming the record.
+func TestBatchBodyErrors(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{})
+	w := newWire(t, c.Broker(0).Addr())
+	ext := map[string]string{"a": "PG", "b": "Batch", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0", "i": "", "j": "0", "k": "false", "m": "true"}
+	rec := func(body string) []byte {
+		b := make([]byte, 22+len(body))
+		binary.BigEndian.PutUint32(b, uint32(len(b)))
+		binary.BigEndian.PutUint32(b[16:], uint32(len(body)))
+		copy(b[20:], body)
+		return b
+	}
+	good := append(rec("one"), rec("two")...)
+	resp := w.call(remoting.SendBatchMessage, ext, good)
+	expectCode(t, "good batch", resp, remoting.Success)
+	if n := len(strings.Split(resp.ExtFields["msgId"], ",")); n != 2 {
+		t.Fatalf("batch of 2 answered %d ids", n)
+	}
+	bad := append(rec("three"), 0, 0, 0, 99) // a truncated second record
+	expectCode(t, "truncated batch", w.call(remoting.SendBatchMessage, ext, bad), remoting.MessageIllegal, "message 1")
+	// Nothing of the refused batch was stored: the next message gets queue offset 2.
+	resp = w.call(remoting.SendBatchMessage, ext, rec("four"))
+	expectCode(t, "batch of one", resp, remoting.Success)
+	if resp.ExtFields["queueOffset"] != "2" {
+		t.Fatalf("after a refused batch the next message got queue offset %s, want 2", resp.ExtFields["queueOffset"])
 	}
 }

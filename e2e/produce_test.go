@@ -195,3 +195,48 @@ func TestUserErrors(t *testing.T) {
 	}
 	t.Logf("bad name: %v", err)
 }
+
+// TestAutoCreateTopic: a producer's first send to an unknown topic goes through the TBW102 route; the
+// broker creates the topic and registers it, and a consumer started afterwards reads from the start.
+func TestAutoCreateTopic(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{})
+	const topic = "AutoCreated"
+	p := newProducer(t, c)
+	want := sendN(t, p, topic, "auto", 5)
+	c.WaitTopicRoute(topic)
+	got := newReceived()
+	startConsumer(t, c, "CG_auto", topic, consumer.MessageSelector{}, got)
+	got.waitDistinct(t, len(want), 30*time.Second)
+}
+
+// TestOrderlyConsumer: an orderly push consumer locks its queues on the broker and sees each queue's
+// messages in send order.
+func TestOrderlyConsumer(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{})
+	const topic = "Orderly"
+	createTopic(t, c, topic, 4)
+	p := newProducer(t, c, producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	const perKey = 25
+	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5"}
+	for i := 0; i < perKey; i++ {
+		for _, k := range keys {
+			m := primitive.NewMessage(topic, []byte(fmt.Sprintf("%s:%03d", k, i)))
+			m.WithShardingKey(k)
+			if _, err := p.SendSync(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := newReceived()
+	startConsumer(t, c, "CG_orderly", topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumerOrder(true), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, perKey*len(keys), 60*time.Second)
+	last := map[string]string{}
+	for _, m := range got.snapshot() {
+		k, seq, _ := strings.Cut(string(m.Body), ":")
+		if prev, ok := last[k]; ok && seq <= prev {
+			t.Fatalf("key %s: %s consumed after %s", k, seq, prev)
+		}
+		last[k] = seq
+	}
+}

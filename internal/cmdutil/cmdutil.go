@@ -32,13 +32,6 @@ func LoadConfig(prog, usage string, argv []string, stdout, stderr io.Writer, tar
 		fmt.Fprintf(stderr, "%s: %v\n", prog, strings.ReplaceAll(err.Error(), "\n", "\n  "))
 		return nil, true, 2
 	}
-	if args.Print {
-		if err := conf.Print(stdout, targets...); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-			return nil, true, 1
-		}
-		return nil, true, 0
-	}
 	level := slog.LevelInfo
 	if os.Getenv("ROCKETRAFT_LOG") == "debug" {
 		level = slog.LevelDebug
@@ -46,6 +39,13 @@ func LoadConfig(prog, usage string, argv []string, stdout, stderr io.Writer, tar
 	log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	for _, k := range res.UnknownKeys {
 		log.Warn("unknown config key ignored", "key", k)
+	}
+	if args.Print {
+		if err := conf.Print(stdout, targets...); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+			return nil, true, 1
+		}
+		return nil, true, 0
 	}
 	return log, false, 0
 }

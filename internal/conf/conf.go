@@ -84,6 +84,7 @@ func Load(args Args, targets ...any) (Result, error) {
 		return res, err
 	}
 	values := map[string]string{} // lower-case key -> raw value
+	spelled := map[string]string{} // lower-case key -> the key as the user wrote it
 	if args.ConfigFile != "" {
 		v := newViper()
 		v.SetConfigFile(args.ConfigFile)
@@ -102,10 +103,12 @@ func Load(args Args, targets ...any) (Result, error) {
 		}
 		for _, k := range v.AllKeys() {
 			values[strings.ToLower(k)] = rawString(v.Get(k))
+			spelled[strings.ToLower(k)] = k
 		}
 	}
 	for _, k := range args.order {
 		values[strings.ToLower(k)] = args.Overrides[k]
+		spelled[strings.ToLower(k)] = k
 	}
 	if args.NamesrvAddr != "" {
 		values["namesrvaddr"] = args.NamesrvAddr
@@ -119,7 +122,11 @@ func Load(args Args, targets ...any) (Result, error) {
 	for _, k := range keys {
 		fs, ok := fields[k]
 		if !ok {
-			res.UnknownKeys = append(res.UnknownKeys, k)
+			name := spelled[k]
+			if name == "" {
+				name = k
+			}
+			res.UnknownKeys = append(res.UnknownKeys, name)
 			continue
 		}
 		for _, f := range fs {

@@ -57,7 +57,7 @@ func TestLoadPropertiesFileAndOverrides(t *testing.T) {
 	if len(c.Peers) != 2 || c.Peers[1] != "b:2" {
 		t.Fatalf("peers = %v", c.Peers)
 	}
-	if len(res.UnknownKeys) != 1 || res.UnknownKeys[0] != "brokerip2" {
+	if len(res.UnknownKeys) != 1 || !strings.EqualFold(res.UnknownKeys[0], "brokerIP2") {
 		t.Fatalf("unknown keys = %v", res.UnknownKeys)
 	}
 }
