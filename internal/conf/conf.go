@@ -83,7 +83,7 @@ func Load(args Args, targets ...any) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	values := map[string]string{} // lower-case key -> raw value
+	values := map[string]string{}  // lower-case key -> raw value
 	spelled := map[string]string{} // lower-case key -> the key as the user wrote it
 	if args.ConfigFile != "" {
 		v := newViper()
