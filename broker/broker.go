@@ -225,8 +225,9 @@ func (b *Broker) Start() error {
 }
 
 // Close shuts down in this order: unregister from the name servers (clients stop routing here), stop
-// accepting connections, stop the services and answer held pulls, persist offsets and configs, close the
-// connections, then close the store (flush everything and remove the abort file).
+// accepting connections, stop the services and answer the held pulls, run the requests already queued,
+// flush the store (so SYNC_FLUSH sends are answered), persist consumer offsets, write what the connections
+// still hold and close them, then close the store (final flush, abort file removed).
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
@@ -239,14 +240,17 @@ func (b *Broker) Close() error {
 		close(b.stop)
 		b.wg.Wait()
 		b.pullHold.close()
+		for _, p := range b.pools {
+			p.Drain()
+		}
+		if err := b.store.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("flush store: %w", err))
+		}
 		if err := b.offsets.persist(true); err != nil {
 			errs = append(errs, fmt.Errorf("persist consumer offsets: %w", err))
 		}
-		if err := b.server.Close(); err != nil {
+		if err := b.server.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
-		}
-		for _, p := range b.pools {
-			p.Close()
 		}
 		if err := b.nsClient.Close(); err != nil {
 			errs = append(errs, err)

@@ -60,6 +60,7 @@ type Conn struct {
 		sync.Mutex
 		closed  bool
 		queue   []*Command      // frames waiting for the writer
+		writing bool            // the writer holds a batch it has not finished writing
 		pending map[int32]*call // requests of ours awaiting their response, by opaque
 		reason  string          // why the connection closed, for logs
 		values  map[string]any  // owner-defined attachments

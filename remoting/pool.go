@@ -15,6 +15,7 @@ type Pool struct {
 	once     sync.Once
 	wg       sync.WaitGroup
 	rejected atomic.Int64
+	draining atomic.Bool // Drain: run the queued tasks before the workers exit
 }
 
 // NewPool starts workers goroutines (at least 1) that take tasks from a queue of queue slots (at least 0; with
@@ -33,6 +34,14 @@ func (p *Pool) work() {
 	for {
 		select {
 		case <-p.done:
+			for p.draining.Load() {
+				select {
+				case task := <-p.tasks:
+					task()
+				default:
+					return
+				}
+			}
 			return
 		case task := <-p.tasks:
 			task()
@@ -56,6 +65,14 @@ func (p *Pool) Submit(task func()) bool {
 		p.rejected.Add(1)
 		return false
 	}
+}
+
+// Drain stops taking new tasks, runs every task already queued, and waits for the workers (a graceful stop:
+// requests a client already sent are answered). It may be called more than once, and before Close.
+func (p *Pool) Drain() {
+	p.draining.Store(true)
+	p.once.Do(func() { close(p.done) })
+	p.wg.Wait()
 }
 
 // Close stops the workers once their current task returns, drops the queued tasks and waits for the workers.

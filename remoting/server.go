@@ -281,6 +281,63 @@ func (s *Server) StopAccepting() error {
 	return err
 }
 
+// Shutdown stops gracefully: it stops accepting, runs the requests already queued on the registered pools
+// (their answers are queued for writing), waits until every connection has written what it holds or ctx
+// is done, then closes as Close does. Answers a handler sends later (from another goroutine) are dropped.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.StopAccepting()
+	s.mu.Lock()
+	pools := make([]*Pool, 0, len(s.mu.pools))
+	for p := range s.mu.pools {
+		pools = append(pools, p)
+	}
+	s.mu.Unlock()
+	for _, p := range pools {
+		p.Drain()
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !s.writesIdle() {
+		select {
+		case <-ctx.Done():
+			s.logger.Warn("remoting: shutdown: closing connections with frames still unwritten", "err", ctx.Err())
+			return errors.Join(err, s.Close())
+		case <-tick.C:
+		}
+	}
+	return errors.Join(err, s.Close())
+}
+
+// queuedTasks is the number of requests waiting in the registered pools.
+func (s *Server) queuedTasks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for p := range s.mu.pools {
+		n += p.Queued()
+	}
+	return n
+}
+
+// writesIdle reports whether no connection has a frame queued or being written.
+func (s *Server) writesIdle() bool {
+	s.mu.Lock()
+	conns := make([]*Conn, 0, len(s.mu.conns))
+	for _, c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		busy := !c.mu.closed && (len(c.mu.queue) > 0 || c.mu.writing)
+		c.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	return true
+}
+
 // Close stops accepting, closes every connection, closes the registered pools and waits for every goroutine
 // the server started. It may be called more than once.
 func (s *Server) Close() error {

@@ -508,3 +508,57 @@ func TestStuckPeerOverflowsWriteQueue(t *testing.T) {
 	<-sc.Closed()
 	waitFor(t, "every Release", func() bool { return released.Load() == sent.Load() })
 }
+
+// TestShutdownAnswersQueuedRequests: a graceful shutdown runs the requests already queued and writes their
+// answers before it closes the connections.
+func TestShutdownAnswersQueuedRequests(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var s *Server
+	s = startServer(t, ServerConfig{}, nil, func(srv *Server) {
+		pool := NewPool("one", 1, 16)
+		srv.Register(RequestCode(500), pool, func(ctx context.Context, c *Conn, req *Command) *Command {
+			select {
+			case started <- struct{}{}:
+				<-release // the first request holds the only worker while the others queue
+			default:
+			}
+			return NewResponse(Success, "done "+req.ExtFields["n"])
+		})
+	})
+	c := newClient(t, ClientConfig{})
+	const n = 5
+	type result struct {
+		resp *Command
+		err  error
+	}
+	results := make(chan result, n)
+	for i := 0; i < n; i++ {
+		req := NewRequest(RequestCode(500), map[string]string{"n": fmt.Sprint(i)}, nil)
+		if err := c.InvokeAsync(ctxTimeout(t, 10*time.Second), s.Addr().String(), req, func(r *Command, err error) {
+			results <- result{r, err}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			<-started
+		}
+	}
+	// The four later requests are read and queued before shutdown starts.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.queuedTasks() < n-1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctxTimeout(t, 10*time.Second)) }()
+	close(release)
+	for i := 0; i < n; i++ {
+		r := <-results
+		if r.err != nil || r.resp.Code != int32(Success) {
+			t.Fatalf("request answered %v, %v during graceful shutdown", r.resp, r.err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

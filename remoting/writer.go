@@ -99,6 +99,7 @@ func (c *Conn) writeLoop() {
 		}
 		c.mu.Lock()
 		batch, c.mu.queue = c.mu.queue, batch[:0]
+		c.mu.writing = len(batch) > 0
 		c.mu.Unlock()
 		if len(batch) == 0 {
 			continue
@@ -108,6 +109,9 @@ func (c *Conn) writeLoop() {
 		}
 		releaseAll(batch)
 		clear(batch)
+		c.mu.Lock()
+		c.mu.writing = false
+		c.mu.Unlock()
 	}
 }
 
