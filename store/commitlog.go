@@ -27,10 +27,14 @@ type commitLog struct {
 	storeHost      netip.AddrPort
 	hostBytes      []byte // encoded store host, the prefix of every offset msg id
 	clock          Clock
+	// writeWithoutMmap writes records with pwrite instead of copying into the mapping.
+	writeWithoutMmap bool
 
 	putMu struct {
 		sync.Mutex
 		closed bool
+		// scratch holds the records being written with writeWithoutMmap.
+		scratch []byte
 		// queueOffsets is the next queue offset to assign per topic/queue (RocketMQ's
 		// topicQueueTable).
 		queueOffsets map[queueKey]int64
@@ -39,7 +43,7 @@ type commitLog struct {
 
 func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFileQueue) *commitLog {
 	c := &commitLog{q: q, fileSize: cfg.MappedFileSizeCommitLog, maxMessageSize: cfg.MaxMessageSize,
-		storeHost: storeHost, clock: clock}
+		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.WriteWithoutMmap}
 	var hb [hostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)
@@ -113,7 +117,15 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 	key := queueKey{first.Topic, first.QueueID}
 	next := c.putMu.queueOffsets[key]
 	res = appendResult{physicalOffset: f.from + pos, queueOffset: next, wroteBytes: total, count: len(enc), storeTimestamp: now}
-	buf := f.writeSlice(pos, int64(total))
+	var buf []byte
+	if c.writeWithoutMmap && f.writeBuf == nil {
+		if cap(c.putMu.scratch) < total {
+			c.putMu.scratch = make([]byte, total)
+		}
+		buf = c.putMu.scratch[:total]
+	} else {
+		buf = f.writeSlice(pos, int64(total))
+	}
 	off := 0
 	for i := range enc {
 		qo := next
@@ -127,6 +139,11 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 		}
 		encodeRecordAt(buf[off:], &enc[i], qo, res.physicalOffset+int64(off), now)
 		off += enc[i].length
+	}
+	if c.writeWithoutMmap && f.writeBuf == nil {
+		if _, err := f.file.WriteAt(buf, pos); err != nil {
+			return appendResult{}, fmt.Errorf("%w: write %s at %d: %v", errWriteFault, f.path, pos, err)
+		}
 	}
 	c.putMu.queueOffsets[key] = next
 	f.storeTimestamp.Store(now)
@@ -196,7 +213,11 @@ func (c *commitLog) putMessages(msgs []*Message) (PutResult, error) {
 // msgIDs is the offset msg id of each record, comma-joined for a batch.
 func (c *commitLog) msgIDs(enc []encodedMessage, phy int64) string {
 	idLen := 2 * (len(c.hostBytes) + 8)
-	b := make([]byte, 0, len(enc)*(idLen+1))
+	var stack [2 * (hostV6Length + 8)]byte
+	b := stack[:0]
+	if n := len(enc)*(idLen+1) - 1; n > len(stack) {
+		b = make([]byte, 0, n)
+	}
 	for i := range enc {
 		if i > 0 {
 			b = append(b, ',')

@@ -75,7 +75,7 @@ type consumeQueue struct {
 func newConsumeQueue(root, topic string, queueID int32, fileSize int64, log *slog.Logger) *consumeQueue {
 	dir := filepath.Join(root, topic, strconv.Itoa(int(queueID)))
 	cq := &consumeQueue{topic: topic, queueID: queueID, log: log,
-		q: newMappedFileQueue(dir, fileSize, true, log)}
+		q: newMappedFileQueue(dir, fileSize, preallocateFiles, log)}
 	cq.maxPhysicOffset.Store(-1)
 	return cq
 }

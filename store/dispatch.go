@@ -21,6 +21,16 @@ type reputService struct {
 	wake               chan struct{}
 	// stuckAt is the offset of the last record dispatch failed on (logged once per offset).
 	stuckAt atomic.Int64
+	// lastTopic saves a string allocation per record for runs of one topic (dispatch only).
+	lastTopic string
+}
+
+// topicString returns b as a string, reusing the previous record's topic when equal.
+func (r *reputService) topicString(b []byte) string {
+	if string(b) != r.lastTopic {
+		r.lastTopic = string(b)
+	}
+	return r.lastTopic
 }
 
 func newReputService() *reputService {
@@ -131,7 +141,7 @@ func (s *Store) dispatchRecord(v *recordView, phy int64, notify bool) error {
 		if t, ok := propertyValue(v.properties, PropertyTags); ok && len(t) > 0 {
 			tags = int64(javaStringHash(t))
 		}
-		topic := string(v.topic)
+		topic := s.reput.topicString(v.topic)
 		if s.opts.TagsCode != nil {
 			if code, ok := s.opts.TagsCode(topic, props, v.storeTimestamp); ok {
 				tags = code

@@ -45,8 +45,9 @@
 //
 // A record never spans two files: when one does not fit (with 8 bytes to spare), the rest of
 // the file gets a blank record, totalSize = bytes left and magic 0xCBD43194, and the record
-// goes to the next file. Files are preallocated (fallocate) so writes through the mapping
-// cannot hit ENOSPC.
+// goes to the next file. Files are sparse, as in RocketMQ (fallocated files made every
+// SYNC_FLUSH flush commit the ext4 journal); a write fault on a full disk is caught and turns
+// the store read-only, and puts are refused with ErrDiskFull well before the disk is full.
 //
 // # ConsumeQueue unit (consumequeue/TOPIC/QUEUEID/, 300,000 units per file by default)
 //

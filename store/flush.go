@@ -32,8 +32,12 @@ func (w *flushWaiter) complete(status PutStatus) {
 // each flush covers everything written so far and completes every waiter it covers, so one
 // fsync serves all the writers that queued while the previous one ran.
 type groupCommit struct {
-	timeout time.Duration
-	wake    chan struct{}
+	timeout  time.Duration
+	wake     chan struct{}
+	gathered chan struct{}
+	// expected and lastFlush belong to the flusher goroutine (see waitForBatch).
+	expected  int
+	lastFlush time.Duration
 
 	mu struct {
 		sync.Mutex
@@ -42,11 +46,13 @@ type groupCommit struct {
 		inflight []*flushWaiter
 		spare    []*flushWaiter
 		closed   bool
+		// target is the queue length the waiting flusher wants signalled (0: none).
+		target int
 	}
 }
 
 func newGroupCommit(timeout time.Duration) *groupCommit {
-	return &groupCommit{timeout: timeout, wake: make(chan struct{}, 1)}
+	return &groupCommit{timeout: timeout, wake: make(chan struct{}, 1), gathered: make(chan struct{}, 1)}
 }
 
 func (g *groupCommit) wakeup() { wake(g.wake) }
@@ -71,6 +77,10 @@ func (g *groupCommit) add(s *Store, res PutResult, done func(PutResult, error)) 
 	}
 	w.deadline = time.Now().Add(g.timeout)
 	g.mu.pending = append(g.mu.pending, w)
+	if g.mu.target > 0 && len(g.mu.pending) >= g.mu.target {
+		g.mu.target = 0
+		wake(g.gathered)
+	}
 	g.mu.Unlock()
 	g.wakeup()
 }
@@ -78,19 +88,24 @@ func (g *groupCommit) add(s *Store, res PutResult, done func(PutResult, error)) 
 // runGroupCommit is the SYNC_FLUSH flusher.
 func (s *Store) runGroupCommit(ctx context.Context) {
 	g := s.group
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.wake:
 		}
+		g.waitForBatch(ctx, timer)
 		g.mu.Lock()
 		batch := g.mu.pending
 		g.mu.pending = g.mu.spare[:0]
 		g.mu.inflight = batch
 		g.mu.Unlock()
 
+		start := time.Now()
 		err := s.flushCommitLog(0)
+		g.lastFlush = time.Since(start)
 		flushed := s.commitLog.q.flushedWhere.Load()
 		for _, w := range batch {
 			if err == nil && flushed >= w.need {
@@ -100,11 +115,48 @@ func (s *Store) runGroupCommit(ctx context.Context) {
 			}
 		}
 		g.mu.Lock()
+		g.expected = len(batch) + len(g.mu.pending)
 		g.mu.inflight = nil
 		clear(batch)
 		g.mu.spare = batch[:0]
 		g.mu.Unlock()
 	}
+}
+
+// maxGatherWait caps how long the flusher waits for a batch to fill.
+const maxGatherWait = time.Millisecond
+
+// waitForBatch delays a flush, by at most half the last flush time, until as many writers
+// have queued as the last flush saw active (its batch plus those that queued during it).
+// Closed-loop writers released by a flush come back within microseconds; without the wait
+// the first of them starts the next flush alone and the writers split into two cohorts that
+// alternate, each flush serving half of them. With a single writer it never waits.
+func (g *groupCommit) waitForBatch(ctx context.Context, t *time.Timer) {
+	wait := min(g.lastFlush/2, maxGatherWait)
+	if g.expected <= 1 || wait <= 0 {
+		return
+	}
+	select {
+	case <-g.gathered:
+	default:
+	}
+	g.mu.Lock()
+	if len(g.mu.pending) >= g.expected {
+		g.mu.Unlock()
+		return
+	}
+	g.mu.target = g.expected
+	g.mu.Unlock()
+	t.Reset(wait)
+	select {
+	case <-g.gathered:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	g.mu.Lock()
+	g.mu.target = 0
+	g.mu.Unlock()
 }
 
 // runFlushWatcher completes the waiters whose syncFlushTimeout passed, even while a flush

@@ -41,7 +41,17 @@ func indexFileSize(slots, entries int) int64 {
 
 // indexKeyHash is RocketMQ's indexKeyHashMethod: |String.hashCode(key)|, MIN_VALUE -> 0.
 func indexKeyHash(key string) int32 {
-	h := javaStringHash(key)
+	return positiveHash(javaStringHash(key))
+}
+
+// indexKeyHashParts is indexKeyHash(topic + "#" + key) without building the string.
+func indexKeyHashParts(topic, key []byte) int32 {
+	h := javaStringHashAppend(0, topic)
+	h = 31*h + '#'
+	return positiveHash(javaStringHashAppend(h, key))
+}
+
+func positiveHash(h int32) int32 {
 	if h < 0 {
 		h = -h
 	}
@@ -83,13 +93,12 @@ func (f *indexFile) entryPos(n int32) int64 {
 	return indexHeaderSize + int64(f.slots)*indexSlotSize + int64(n)*indexEntrySize
 }
 
-// putKey adds an entry for key (RocketMQ IndexFile.putKey).
-func (f *indexFile) putKey(key string, phy, storeTimestamp int64) bool {
+// putKey adds an entry for the key of the given indexKeyHash (RocketMQ IndexFile.putKey).
+func (f *indexFile) putKey(hash int32, phy, storeTimestamp int64) bool {
 	count := f.indexCount()
 	if int(count) >= f.entries {
 		return false
 	}
-	hash := indexKeyHash(key)
 	sp := f.slotPos(hash)
 	prev := f.u32(sp)
 	if prev <= indexInvalid || prev > count {
@@ -126,9 +135,8 @@ func (f *indexFile) timeMatched(begin, end int64) bool {
 	return (begin < b && end > e) || (begin >= b && begin <= e) || (end >= b && end <= e)
 }
 
-// selectPhyOffsets appends the physical offsets of entries for key within [begin, end].
-func (f *indexFile) selectPhyOffsets(out []int64, key string, maxNum int, begin, end int64) []int64 {
-	hash := indexKeyHash(key)
+// selectPhyOffsets appends the physical offsets of entries for a key hash within [begin, end].
+func (f *indexFile) selectPhyOffsets(out []int64, hash int32, maxNum int, begin, end int64) []int64 {
 	count := f.indexCount()
 	next := f.u32(f.slotPos(hash))
 	if next <= indexInvalid || next > count || count <= 1 {
@@ -333,16 +341,26 @@ func (s *indexService) build(r indexRecord) error {
 		return err
 	}
 	if r.sysFlag&SysFlagTransactionMask != SysFlagTransactionRollback {
-		keys := recordIndexKeys(r)
+		uniq, _ := propertyValue(r.properties, PropertyUniqKey)
+		keys, _ := propertyValue(r.properties, PropertyKeys)
+		n := countKeys(keys)
+		if len(uniq) > 0 {
+			n++
+		}
 		// A record's keys do not span two files (unless they outnumber a file's entries), so
 		// a file's endPhyOffset names a record indexed in full: recovery resumes after it.
-		if n := int(f.indexCount()); n > 1 && n+len(keys) > f.entries && len(keys) < f.entries {
-			if f, err = s.lastWritableLocked(len(keys)); err != nil {
+		if c := int(f.indexCount()); c > 1 && c+n > f.entries && n < f.entries {
+			if f, err = s.lastWritableLocked(n); err != nil {
 				return err
 			}
 		}
-		for _, k := range keys {
-			if f, err = s.putKeyLocked(f, k, r); err != nil {
+		if len(uniq) > 0 {
+			if f, err = s.putKeyLocked(f, indexKeyHashParts(r.topic, uniq), r); err != nil {
+				return err
+			}
+		}
+		for k, rest := nextKey(keys); k != nil; k, rest = nextKey(rest) {
+			if f, err = s.putKeyLocked(f, indexKeyHashParts(r.topic, k), r); err != nil {
 				return err
 			}
 		}
@@ -354,8 +372,8 @@ func (s *indexService) build(r indexRecord) error {
 	return nil
 }
 
-func (s *indexService) putKeyLocked(f *indexFile, key string, r indexRecord) (*indexFile, error) {
-	for !f.putKey(key, r.phy, r.storeTimestamp) {
+func (s *indexService) putKeyLocked(f *indexFile, hash int32, r indexRecord) (*indexFile, error) {
+	for !f.putKey(hash, r.phy, r.storeTimestamp) {
 		var err error
 		if f, err = s.lastWritableLocked(1); err != nil {
 			return f, err
@@ -364,35 +382,27 @@ func (s *indexService) putKeyLocked(f *indexFile, key string, r indexRecord) (*i
 	return f, nil
 }
 
-// recordIndexKeys are the index keys of a record: topic#UNIQ_KEY and topic#key per KEYS key.
-func recordIndexKeys(r indexRecord) []string {
-	var keys []string
-	topic := string(r.topic)
-	if uniq, ok := propertyValue(r.properties, PropertyUniqKey); ok && len(uniq) > 0 {
-		keys = append(keys, topic+"#"+string(uniq))
-	}
-	if ks, ok := propertyValue(r.properties, PropertyKeys); ok {
-		for _, k := range splitKeys(ks) {
-			keys = append(keys, topic+"#"+string(k))
-		}
-	}
-	return keys
-}
-
-// splitKeys splits the KEYS property on spaces, dropping empty keys.
-func splitKeys(keys []byte) [][]byte {
-	var out [][]byte
-	for len(keys) > 0 {
-		i := indexByte(keys, ' ')
+// nextKey returns the first non-empty space-separated key of ks (nil when none) and the rest.
+func nextKey(ks []byte) (key, rest []byte) {
+	for len(ks) > 0 {
+		i := indexByte(ks, ' ')
 		if i < 0 {
-			i = len(keys)
+			return ks, nil
 		}
 		if i > 0 {
-			out = append(out, keys[:i])
+			return ks[:i], ks[i+1:]
 		}
-		keys = keys[min(i+1, len(keys)):]
+		ks = ks[1:]
 	}
-	return out
+	return nil, nil
+}
+
+func countKeys(ks []byte) int {
+	n := 0
+	for k, rest := nextKey(ks); k != nil; k, rest = nextKey(rest) {
+		n++
+	}
+	return n
 }
 
 // query returns up to maxNum physical offsets for topic#key stored within [begin, end],
@@ -403,11 +413,11 @@ func (s *indexService) query(topic, key string, maxNum int, begin, end int64) (o
 	if n := len(s.files); n > 0 {
 		lastTs, lastPhy = s.files[n-1].endTimestamp(), s.files[n-1].endPhyOffset()
 	}
-	full := topic + "#" + key
+	hash := indexKeyHash(topic + "#" + key)
 	for i := len(s.files) - 1; i >= 0 && len(offs) < maxNum; i-- {
 		f := s.files[i]
 		if f.timeMatched(begin, end) {
-			offs = f.selectPhyOffsets(offs, full, maxNum, begin, end)
+			offs = f.selectPhyOffsets(offs, hash, maxNum, begin, end)
 		}
 		if f.beginTimestamp() < begin {
 			break

@@ -536,7 +536,12 @@ func indexByte(b []byte, c byte) int {
 
 // javaStringHash is Java's String.hashCode: 31*h + c over the UTF-16 code units of s.
 func javaStringHash[T string | []byte](s T) int32 {
-	var h int32
+	return javaStringHashAppend(0, s)
+}
+
+// javaStringHashAppend continues a String.hashCode h over the UTF-16 code units of s, so the
+// hash of a concatenation needs no concatenated string.
+func javaStringHashAppend[T string | []byte](h int32, s T) int32 {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x80 {

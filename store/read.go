@@ -381,11 +381,10 @@ func recordHasKey(rec []byte, topic, key string) bool {
 	if u, ok := propertyValue(v.properties, PropertyUniqKey); ok && string(u) == key {
 		return true
 	}
-	if keys, ok := propertyValue(v.properties, PropertyKeys); ok {
-		for _, k := range splitKeys(keys) {
-			if string(k) == key {
-				return true
-			}
+	keys, _ := propertyValue(v.properties, PropertyKeys)
+	for k, rest := nextKey(keys); k != nil; k, rest = nextKey(rest) {
+		if string(k) == key {
+			return true
 		}
 	}
 	return false
