@@ -148,11 +148,3 @@ func (d checkpointData) safeOffset(indexSafe bool) int64 {
 	}
 	return max(off, 0)
 }
-
-func (cp *checkpoint) close() error {
-	err := cp.flush()
-	if cerr := cp.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}

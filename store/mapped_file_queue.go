@@ -402,8 +402,3 @@ func (q *mappedFileQueue) destroyAll() error {
 	}
 	return firstErr
 }
-
-// dirtyBytes is how much is written but not yet durable.
-func (q *mappedFileQueue) dirtyBytes() int64 {
-	return q.maxWrote() - q.flushedWhere.Load()
-}

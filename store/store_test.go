@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -369,5 +371,115 @@ func TestSelectRecordAndOffsets(t *testing.T) {
 	}
 	if ts, err := s.EarliestMessageTime("T", 2); err != nil || ts != puts[0].StoreTimestamp {
 		t.Errorf("EarliestMessageTime = %d, %v", ts, err)
+	}
+}
+
+func TestConfirmOffsetLimitsDispatch(t *testing.T) {
+	s := openStore(t, smallConfig(t), testOptions(t))
+	if s.ConfirmOffset() != -1 {
+		t.Fatalf("confirm offset %d before any SetConfirmOffset", s.ConfirmOffset())
+	}
+	var puts []PutResult
+	for i := 0; i < 10; i++ {
+		puts = append(puts, mustPut(t, s, testMessage("T", 0, bodyOf(i, 100), nil)))
+	}
+	waitDispatched(t, s)
+	limit := puts[9].PhysicalOffset + int64(puts[9].WroteBytes)
+	s.SetConfirmOffset(limit)
+	for i := 10; i < 20; i++ {
+		puts = append(puts, mustPut(t, s, testMessage("T", 0, bodyOf(i, 100), nil)))
+	}
+	// Nothing past the confirm offset is dispatched, however long we wait for it.
+	waitFor(t, "dispatch to reach the confirm offset", func() bool { return s.reput.from.Load() == limit })
+	s.reput.wakeup()
+	if got := s.MaxOffsetInQueue("T", 0); got != 10 {
+		t.Fatalf("max offset %d past the confirm offset, want 10", got)
+	}
+	if s.DispatchBehindBytes() != 0 {
+		t.Fatalf("dispatch behind %d bytes with everything up to the confirm offset dispatched", s.DispatchBehindBytes())
+	}
+	// A confirm offset inside a record stops before it.
+	s.SetConfirmOffset(puts[14].PhysicalOffset + 10)
+	waitFor(t, "dispatch to reach record 14", func() bool { return s.MaxOffsetInQueue("T", 0) == 14 })
+	s.SetConfirmOffset(s.MaxPhyOffset())
+	waitFor(t, "dispatch of everything", func() bool { return s.MaxOffsetInQueue("T", 0) == 20 })
+}
+
+func TestDeleteTopics(t *testing.T) {
+	cfg := smallConfig(t)
+	s := openStore(t, cfg, testOptions(t))
+	for i := 0; i < 5; i++ {
+		mustPut(t, s, testMessage("Gone", 1, bodyOf(i, 100), nil))
+		mustPut(t, s, testMessage("Kept", 1, bodyOf(i, 100), nil))
+	}
+	waitDispatched(t, s)
+	if err := s.DeleteTopics([]string{"Gone"}); err != nil {
+		t.Fatal(err)
+	}
+	if s.MaxOffsetInQueue("Gone", 1) != 0 || s.MaxOffsetInQueue("Kept", 1) != 5 {
+		t.Fatalf("after delete: Gone %d, Kept %d", s.MaxOffsetInQueue("Gone", 1), s.MaxOffsetInQueue("Kept", 1))
+	}
+	if _, err := os.Stat(filepath.Join(cfg.consumeQueueDir(), "Gone")); !os.IsNotExist(err) {
+		t.Fatalf("consume queue folder of a deleted topic: %v", err)
+	}
+	if r := mustPut(t, s, testMessage("Gone", 1, "reborn", nil)); r.QueueOffset != 0 {
+		t.Fatalf("recreated topic starts at queue offset %d", r.QueueOffset)
+	}
+	waitDispatched(t, s)
+	if got := readQueue(t, s, "Gone", 1); len(got) != 1 || string(got[0].Body) != "reborn" {
+		t.Fatalf("recreated topic reads %d messages", len(got))
+	}
+}
+
+func TestPutMessagesAsyncAndStats(t *testing.T) {
+	for _, flush := range []string{AsyncFlush, SyncFlush} {
+		cfg := smallConfig(t)
+		cfg.FlushDiskType = flush
+		s := openStore(t, cfg, testOptions(t))
+		done := make(chan PutResult, 1)
+		batch := []*Message{testMessage("T", 3, "a", nil), testMessage("T", 3, "b", nil)}
+		s.PutMessagesAsync(batch, func(r PutResult, err error) {
+			if err != nil {
+				t.Errorf("%s: %v", flush, err)
+			}
+			done <- r
+		})
+		if r := <-done; r.Status != PutOK || r.Count != 2 || len(strings.Split(r.MsgID, ",")) != 2 {
+			t.Fatalf("%s: async batch %+v", flush, r)
+		}
+		s.PutMessagesAsync(nil, func(_ PutResult, err error) {
+			if !errors.Is(err, ErrBatchMismatch) {
+				t.Errorf("%s: empty batch: %v", flush, err)
+			}
+		})
+		waitDispatched(t, s)
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stats()
+		if st.PutMessages != 2 || st.PutBytes <= 0 || st.PutLatency.Count != 1 || st.MaxPhyOffset != s.MaxPhyOffset() ||
+			st.FlushLagBytes != 0 || st.DispatchBehindBytes != 0 || !st.Writable || st.TransientPoolFree != -1 || st.FlushLatency.Count == 0 {
+			t.Fatalf("%s: stats %+v", flush, st)
+		}
+		if n := st.PutLatency.Counts; len(n) != len(st.PutLatency.Bounds)+1 {
+			t.Fatalf("histogram has %d counts for %d bounds", len(n), len(st.PutLatency.Bounds))
+		}
+	}
+}
+
+func TestTransientPool(t *testing.T) {
+	p, err := newTransientPool(2, 64<<10, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	a, b := p.get(), p.get()
+	if a == nil || b == nil || len(a) != 64<<10 || p.get() != nil || p.available() != 0 {
+		t.Fatal("pool did not hand out exactly two buffers")
+	}
+	a[0], b[len(b)-1] = 1, 2
+	p.put(a)
+	if p.available() != 1 || p.get()[0] != 1 {
+		t.Fatal("returned buffer not handed out again")
 	}
 }
