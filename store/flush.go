@@ -212,53 +212,50 @@ func (g *groupCommit) failAll(s *Store) {
 	}
 }
 
-// runAsyncFlush is the ASYNC_FLUSH flusher (RocketMQ FlushRealTimeService): every
-// flushIntervalCommitLog when flushCommitLogLeastPages pages are dirty, everything every
-// flushCommitLogThoroughInterval.
-func (s *Store) runAsyncFlush(ctx context.Context) {
-	t := time.NewTicker(time.Duration(s.cfg.FlushIntervalCommitLog) * time.Millisecond)
+// runPeriodic calls fn every interval ms (and on each wake-up, when wakeUp is not nil) with
+// leastPages, or with 0 once thorough ms have passed since the last such call: RocketMQ's
+// flush and commit services all work this way.
+func runPeriodic(ctx context.Context, interval, thorough int64, leastPages int, wakeUp <-chan struct{}, fn func(leastPages int)) {
+	t := time.NewTicker(time.Duration(interval) * time.Millisecond)
 	defer t.Stop()
-	thorough := time.Duration(s.cfg.FlushCommitLogThoroughInterval) * time.Millisecond
+	every := time.Duration(thorough) * time.Millisecond
 	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wakeUp:
 		}
-		least := s.cfg.FlushCommitLogLeastPages
-		if time.Since(last) >= thorough {
+		least := leastPages
+		if time.Since(last) >= every {
 			least, last = 0, time.Now()
 		}
-		_ = s.flushCommitLog(least)
+		fn(least)
 	}
+}
+
+// runAsyncFlush is the ASYNC_FLUSH flusher (RocketMQ FlushRealTimeService): every
+// flushIntervalCommitLog when flushCommitLogLeastPages pages are dirty, everything every
+// flushCommitLogThoroughInterval.
+func (s *Store) runAsyncFlush(ctx context.Context) {
+	c := s.cfg
+	runPeriodic(ctx, c.FlushIntervalCommitLog, c.FlushCommitLogThoroughInterval, c.FlushCommitLogLeastPages, nil,
+		func(least int) { _ = s.flushCommitLog(least) })
 }
 
 // runCommit copies the transient pool buffers into the files (RocketMQ
 // CommitRealTimeService): woken by puts, it commits when commitCommitLogLeastPages pages are
 // waiting, and everything every commitCommitLogThoroughInterval.
 func (s *Store) runCommit(ctx context.Context) {
-	t := time.NewTicker(time.Duration(s.cfg.CommitIntervalCommitLog) * time.Millisecond)
-	defer t.Stop()
-	thorough := time.Duration(s.cfg.CommitCommitLogThoroughInterval) * time.Millisecond
-	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.wakeCommit:
-		}
-		least := s.cfg.CommitCommitLogLeastPages
-		if time.Since(last) >= thorough {
-			least, last = 0, time.Now()
-		}
-		q := s.commitLog.q
-		before := q.committedWhere.Load()
-		if q.commit(least) > before {
-			s.reput.wakeup()
-		}
-	}
+	c := s.cfg
+	q := s.commitLog.q
+	runPeriodic(ctx, c.CommitIntervalCommitLog, c.CommitCommitLogThoroughInterval, c.CommitCommitLogLeastPages, s.wakeCommit,
+		func(least int) {
+			if before := q.committedWhere.Load(); q.commit(least) > before {
+				s.reput.wakeup()
+			}
+		})
 }
 
 // flushCommitLog flushes the CommitLog, times it and moves the checkpoint. A failed flush
@@ -294,24 +291,13 @@ func (s *Store) flushCommitLog(leastPages int) error {
 // flushConsumeQueueLeastPages pages are dirty) and everything, with the index and the
 // checkpoint, every flushConsumeQueueThoroughInterval.
 func (s *Store) runConsumeQueueFlush(ctx context.Context) {
-	t := time.NewTicker(time.Duration(s.cfg.FlushIntervalConsumeQueue) * time.Millisecond)
-	defer t.Stop()
-	thorough := time.Duration(s.cfg.FlushConsumeQueueThoroughInterval) * time.Millisecond
-	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		least := s.cfg.FlushConsumeQueueLeastPages
-		if time.Since(last) >= thorough {
-			least, last = 0, time.Now()
-		}
-		if err := s.flushConsumeQueues(least); err != nil {
-			s.log.Error("flush consume queues", "err", err)
-		}
-	}
+	c := s.cfg
+	runPeriodic(ctx, c.FlushIntervalConsumeQueue, c.FlushConsumeQueueThoroughInterval, c.FlushConsumeQueueLeastPages, nil,
+		func(least int) {
+			if err := s.flushConsumeQueues(least); err != nil {
+				s.log.Error("flush consume queues", "err", err)
+			}
+		})
 }
 
 // flushConsumeQueues flushes every ConsumeQueue. A thorough flush (leastPages 0) also

@@ -385,32 +385,21 @@ func (s *Store) markNotWritable(err error) {
 // but not confirmed durable returns Status PutFlushDiskTimeout and no error. An error means
 // nothing was written.
 func (s *Store) PutMessage(ctx context.Context, m *Message) (PutResult, error) {
-	if err := ctx.Err(); err != nil {
-		return PutResult{}, err
-	}
 	one := [1]*Message{m}
-	res, err := s.put(one[:])
-	if err != nil || !s.waitsForFlush(m) {
-		return res, err
-	}
-	ch := make(chan PutResult, 1)
-	s.group.add(s, res, func(r PutResult, _ error) { ch <- r })
-	select {
-	case r := <-ch:
-		return r, nil
-	case <-ctx.Done():
-		res.Status = PutFlushDiskTimeout
-		return res, nil
-	}
+	return s.putAndWait(ctx, one[:])
 }
 
 // PutMessages stores a batch for one topic and queue: consecutive queue offsets, one lock
 // hold, all or nothing. Flush waiting is as for PutMessage (the first message's WAIT).
 func (s *Store) PutMessages(ctx context.Context, msgs []*Message) (PutResult, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checkBatch(msgs); err != nil {
 		return PutResult{}, err
 	}
-	if err := checkBatch(msgs); err != nil {
+	return s.putAndWait(ctx, msgs)
+}
+
+func (s *Store) putAndWait(ctx context.Context, msgs []*Message) (PutResult, error) {
+	if err := ctx.Err(); err != nil {
 		return PutResult{}, err
 	}
 	res, err := s.put(msgs)
