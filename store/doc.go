@@ -110,7 +110,20 @@
 //
 // With SYNC_FLUSH a put returns PutOK only after a flush (msync) covered its record, so
 // every acknowledged message survives a process or machine crash. ASYNC_FLUSH loses at most
-// the last flushIntervalCommitLog of writes on a machine crash, nothing on a process crash.
+// the last flushIntervalCommitLog of writes on a machine crash, nothing on a process crash
+// (with transientStorePoolEnable, also what was not yet committed from the pool, at most
+// commitCommitLogThoroughInterval of writes, on a process crash too).
+//
+// # Writing and flushing
+//
+// The CommitLog lock covers offset assignment and the copy of the encoded record into the
+// mapping (or into a transient pool buffer, or, with writeWithoutMmap, a pwrite of it);
+// validation, CRC and sizing come before it, the flush wait after it. SYNC_FLUSH puts queue a
+// waiter for the group-commit flusher; each flush (msync of the dirty page range) completes
+// every waiter it covers. Before flushing, the flusher waits briefly (at most half the last
+// flush, 1 ms) for as many writers as the last flush saw active, so closed-loop writers do
+// not split into two cohorts that alternate. Every flush is timed into Stats and flushes over
+// 500 ms are logged.
 //
 // # Services
 //

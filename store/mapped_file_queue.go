@@ -31,6 +31,10 @@ type mappedFileQueue struct {
 	// retired are deleted files readers may still hold (guarded by mu).
 	retired []*mappedFile
 
+	// flushMu and commitMu serialise flushes (flush service, Flush, Close) and commits, so
+	// the positions only grow.
+	flushMu        sync.Mutex
+	commitMu       sync.Mutex
 	flushedWhere   atomic.Int64
 	committedWhere atomic.Int64
 }
@@ -320,6 +324,8 @@ func (q *mappedFileQueue) hangingFiles(d time.Duration) []string {
 // flush makes the committed bytes durable, file after file, honouring leastPages on the last
 // one. It returns the flushed offset.
 func (q *mappedFileQueue) flush(leastPages int) (int64, error) {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
 	for {
 		where := q.flushedWhere.Load()
 		f := q.find(where)
@@ -347,6 +353,8 @@ func (q *mappedFileQueue) flush(leastPages int) (int64, error) {
 
 // commit copies pool-buffered writes into the files (transient pool only).
 func (q *mappedFileQueue) commit(leastPages int) int64 {
+	q.commitMu.Lock()
+	defer q.commitMu.Unlock()
 	for {
 		where := q.committedWhere.Load()
 		f := q.find(where)
