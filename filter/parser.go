@@ -277,33 +277,19 @@ func (p *parser) parseRelational() (*node, error) {
 		t := p.tok
 		switch t.kind {
 		case tokLt, tokLe, tokGt, tokGe:
-			o := tokenOp(t.kind, false)
-			if err := p.advance(); err != nil {
-				return nil, err
-			}
-			right, err := p.parseUnary()
-			if err != nil {
-				return nil, err
-			}
-			if err := p.checkOrdered(o, left); err != nil {
-				return nil, err
-			}
-			if err := p.checkOrdered(o, right); err != nil {
-				return nil, err
-			}
-			left, err = p.newNode(o, left.pos, left, right)
+			left, err = p.parseOrdered(left, tokenOp(t.kind, false))
 		case tokNot:
 			if err := p.advance(); err != nil {
 				return nil, err
 			}
 			switch p.tok.kind {
 			case tokBetween, tokIn, tokContains, tokStartsWith, tokEndsWith:
-				left, err = p.parsePredicate(left, true)
+				left, err = p.parsePredicate(left, true, t.pos)
 			default:
 				return nil, p.expected("BETWEEN, IN, CONTAINS, STARTSWITH or ENDSWITH")
 			}
 		case tokBetween, tokIn, tokContains, tokStartsWith, tokEndsWith:
-			left, err = p.parsePredicate(left, false)
+			left, err = p.parsePredicate(left, false, t.pos)
 		default:
 			return left, nil
 		}
@@ -313,9 +299,28 @@ func (p *parser) parseRelational() (*node, error) {
 	}
 }
 
+// parseOrdered parses the right operand of left < right and the like, p.tok being the
+// operator.
+func (p *parser) parseOrdered(left *node, o op) (*node, error) {
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	right, err := p.parseUnary()
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range []*node{left, right} {
+		if err := p.checkOrdered(o, x); err != nil {
+			return nil, err
+		}
+	}
+	return p.newNode(o, left.pos, left, right)
+}
+
 // parsePredicate parses the rest of a BETWEEN, IN, CONTAINS, STARTSWITH or ENDSWITH
-// predicate on left, p.tok being its keyword; not is whether NOT came before it.
-func (p *parser) parsePredicate(left *node, not bool) (*node, error) {
+// predicate on left, p.tok being its keyword; not is whether NOT came before it, and pos
+// where the operator (NOT included) starts.
+func (p *parser) parsePredicate(left *node, not bool, pos int) (*node, error) {
 	t := p.tok
 	if err := p.advance(); err != nil {
 		return nil, err
@@ -326,7 +331,7 @@ func (p *parser) parsePredicate(left *node, not bool) (*node, error) {
 	case tokIn:
 		o := tokenOp(tokIn, not)
 		if left.op != opProperty {
-			return nil, p.errorf(t.pos, "%s needs a property on its left, not %s", o.symbol(), left.describe())
+			return nil, p.errorf(pos, "%s needs a property on its left, not %s", o.symbol(), left.describe())
 		}
 		list, err := p.parseStringList()
 		if err != nil {
@@ -347,7 +352,7 @@ func (p *parser) parsePredicate(left *node, not bool) (*node, error) {
 	}
 	o := tokenOp(t.kind, not)
 	if typ := left.typ(); typ != typProperty && typ != typString {
-		return nil, p.errorf(t.pos, "%s needs a property or a string on its left, not %s", o.symbol(), left.describe())
+		return nil, p.errorf(pos, "%s needs a property or a string on its left, not %s", o.symbol(), left.describe())
 	}
 	if p.tok.kind != tokString {
 		return nil, p.expected("a string literal")
