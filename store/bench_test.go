@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -79,9 +80,9 @@ func BenchmarkRawWrite(b *testing.B) {
 	}
 }
 
-func benchStore(b *testing.B, flushDiskType string) *Store {
+func benchStore(b *testing.B, flushDiskType string, writeWithoutMmap bool) *Store {
 	cfg := DefaultConfig()
-	cfg.WriteWithoutMmap = os.Getenv("BENCH_PWRITE") != ""
+	cfg.WriteWithoutMmap = writeWithoutMmap
 	cfg.StorePathRootDir = b.TempDir()
 	cfg.FlushDiskType = flushDiskType
 	cfg.MappedFileSizeCommitLog = benchFileSize
@@ -103,37 +104,51 @@ func BenchmarkPutMessage(b *testing.B) {
 		for _, writers := range []int{1, 16} {
 			for _, flush := range []string{AsyncFlush, SyncFlush} {
 				b.Run(fmt.Sprintf("%s/writers=%d/%s", bs.name, writers, flush), func(b *testing.B) {
-					s := benchStore(b, flush)
-					b.SetBytes(int64(benchRecordSize(b, bs.size)))
-					b.ReportAllocs()
-					ctx := context.Background()
-					put := func(m *Message) {
-						res, err := s.PutMessage(ctx, m)
-						if err != nil || res.Status != PutOK {
-							b.Errorf("put: %v %v", res.Status, err)
-						}
-					}
-					b.ResetTimer()
-					if writers == 1 {
-						m := benchMessage(bs.size)
-						for i := 0; i < b.N; i++ {
-							put(m)
-						}
-					} else {
-						b.SetParallelism((writers + 1) / 2)
-						b.RunParallel(func(pb *testing.PB) {
-							m := benchMessage(bs.size)
-							for pb.Next() {
-								put(m)
-							}
-						})
-					}
-					b.StopTimer()
-					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+					benchPut(b, benchStore(b, flush, false), bs.size, writers)
 				})
 			}
 		}
 	}
+}
+
+// BenchmarkPutMessageWriteWithoutMmap is the SYNC_FLUSH part of BenchmarkPutMessage with
+// writeWithoutMmap (records written with pwrite).
+func BenchmarkPutMessageWriteWithoutMmap(b *testing.B) {
+	for _, writers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("1KiB/writers=%d/%s", writers, SyncFlush), func(b *testing.B) {
+			benchPut(b, benchStore(b, SyncFlush, true), 1024, writers)
+		})
+	}
+}
+
+func benchPut(b *testing.B, s *Store, bodySize, writers int) {
+	b.SetBytes(int64(benchRecordSize(b, bodySize)))
+	b.ReportAllocs()
+	ctx := context.Background()
+	put := func(m *Message) {
+		res, err := s.PutMessage(ctx, m)
+		if err != nil || res.Status != PutOK {
+			b.Errorf("put: %v %v", res.Status, err)
+		}
+	}
+	b.ResetTimer()
+	if writers == 1 {
+		m := benchMessage(bodySize)
+		for i := 0; i < b.N; i++ {
+			put(m)
+		}
+	} else {
+		// RunParallel starts parallelism x GOMAXPROCS goroutines.
+		b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) {
+			m := benchMessage(bodySize)
+			for pb.Next() {
+				put(m)
+			}
+		})
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
 // BenchmarkSyncFlushMode compares msync of the dirty range with fdatasync of the file for
@@ -144,7 +159,7 @@ func BenchmarkSyncFlushMode(b *testing.B) {
 		mode flushMode
 	}{{"msync", flushMsync}, {"fdatasync", flushFdatasync}} {
 		b.Run(mode.name, func(b *testing.B) {
-			s := benchStore(b, SyncFlush)
+			s := benchStore(b, SyncFlush, false)
 			s.commitLog.q.flushMode = mode.mode
 			m := benchMessage(1024)
 			b.SetBytes(int64(benchRecordSize(b, 1024)))
@@ -183,7 +198,7 @@ func BenchmarkEncodeDecode(b *testing.B) {
 
 // BenchmarkGetMessage pulls 32 messages at a time from a queue of 1 KiB messages.
 func BenchmarkGetMessage(b *testing.B) {
-	s := benchStore(b, AsyncFlush)
+	s := benchStore(b, AsyncFlush, false)
 	const n = 4096
 	for i := 0; i < n; i++ {
 		if _, err := s.PutMessage(context.Background(), benchMessage(1024)); err != nil {

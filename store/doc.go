@@ -108,7 +108,7 @@
 // may be missing. Dispatch is idempotent: existing units (by queue offset) and index entries
 // (by physical offset) are skipped.
 //
-// With SYNC_FLUSH a put returns PutOK only after a flush (msync) covered its record, so
+// With SYNC_FLUSH a put returns PutOK only after a flush (fdatasync) covered its record, so
 // every acknowledged message survives a process or machine crash. ASYNC_FLUSH loses at most
 // the last flushIntervalCommitLog of writes on a machine crash, nothing on a process crash
 // (with transientStorePoolEnable, also what was not yet committed from the pool, at most
@@ -119,11 +119,11 @@
 // The CommitLog lock covers offset assignment and the copy of the encoded record into the
 // mapping (or into a transient pool buffer, or, with writeWithoutMmap, a pwrite of it);
 // validation, CRC and sizing come before it, the flush wait after it. SYNC_FLUSH puts queue a
-// waiter for the group-commit flusher; each flush (msync of the dirty page range) completes
-// every waiter it covers. Before flushing, the flusher waits briefly (at most half the last
-// flush, 1 ms) for as many writers as the last flush saw active, so closed-loop writers do
-// not split into two cohorts that alternate. Every flush is timed into Stats and flushes over
-// 500 ms are logged.
+// waiter for the group-commit flusher; each flush (fdatasync, measured faster here than msync
+// of the dirty range) completes every waiter it covers. Before flushing, the flusher waits
+// briefly (at most half the last flush, 1 ms) for as many writers as the last flush saw
+// active, so closed-loop writers do not split into two cohorts that alternate. Every flush is
+// timed into Stats; flushes over 500 ms are logged.
 //
 // # Services
 //

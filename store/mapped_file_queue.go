@@ -40,7 +40,7 @@ type mappedFileQueue struct {
 }
 
 func newMappedFileQueue(dir string, fileSize int64, preallocate bool, log *slog.Logger) *mappedFileQueue {
-	q := &mappedFileQueue{dir: dir, fileSize: fileSize, preallocate: preallocate, log: log}
+	q := &mappedFileQueue{dir: dir, fileSize: fileSize, preallocate: preallocate, flushMode: flushFdatasync, log: log}
 	q.files.Store(&[]*mappedFile{})
 	return q
 }
