@@ -176,6 +176,7 @@ func TestCompileErrors(t *testing.T) {
 		{"NULL <> a", "at column 1: NULL cannot be compared with '<>': use IS NULL or IS NOT NULL"},
 		{"1 = 'a'", "at column 3: the number 1 cannot be compared with the string 'a'"},
 		{"TRUE = 1", "at column 6: the boolean TRUE cannot be compared with the number 1"},
+		{"(a = 1) = 5", "at column 9: the condition a = 1 cannot be compared with the number 5"},
 		{"(a > 1) = 'x'", "at column 9: the condition a > 1 cannot be compared with the string 'x'"},
 		{"a IS 5", "at column 6: expected NULL after IS, found number 5"},
 		{"a IS NOT 5", "at column 10: expected NULL after NOT, found number 5"},
