@@ -1,0 +1,136 @@
+// Command mqbench is RocketRaft's benchmark tool, modelled on RocketMQ's benchmark Producer and Consumer:
+//
+//	mqbench producer -n 127.0.0.1:9876 -t BenchmarkTest -w 16 -s 1024 --duration 60s [--client native|official]
+//	mqbench consumer -n 127.0.0.1:9876 -t BenchmarkTest -g benchmark_consumer --idle 3s
+//
+// Each prints a line per second (messages/s, MB/s, latency p50/p99/p999/max, failures) and a summary at the
+// end; --json prints the summary as one JSON object instead. internal/bench does the work.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/rocketraft/rocketraft/internal/bench"
+)
+
+const usage = `usage: mqbench producer|consumer [flags]   (mqbench producer -h lists the flags)
+
+  producer  sends -q messages or for --duration from -w goroutines, --mode sync|async|oneway|batch
+  consumer  consumes the topic as group -g until --duration, -q messages, or --idle without messages
+
+Both create the topic (--queues) when it is missing, print a line per --interval and a summary.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// command is a parsed subcommand.
+type command struct {
+	fs       *flag.FlagSet
+	out      *output
+	validate func() error
+	describe func() string // the settings, printed before the run as RocketMQ's tool does
+	exec     func(ctx context.Context, opts bench.Options) (*bench.Summary, error)
+}
+
+func newCommand(name string, stderr io.Writer) (*command, bool) {
+	switch name {
+	case "producer":
+		fs, cfg, out := producerFlags(stderr)
+		return &command{fs: fs, out: out, validate: cfg.Validate,
+			describe: func() string {
+				return fmt.Sprintf("client: %s, namesrv: %s, topic: %s, threadCount: %d, messageSize: %d, keyEnable: %t, tagCount: %d, mode: %s, batchSize: %d, rate: %g, messageQuantity: %d, duration: %v",
+					cfg.Client, strings.Join(cfg.NamesrvAddrs, ";"), cfg.Topic, cfg.Threads, cfg.MessageSize, cfg.Keys,
+					cfg.TagCount, cfg.Mode, cfg.BatchSize, cfg.Rate, cfg.Total, cfg.Duration)
+			},
+			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
+				return bench.RunProducer(ctx, *cfg, opts)
+			}}, true
+	case "consumer":
+		fs, cfg, out := consumerFlags(stderr)
+		return &command{fs: fs, out: out, validate: cfg.Validate,
+			describe: func() string {
+				return fmt.Sprintf("client: %s, namesrv: %s, topic: %s, threadCount: %d, group: %s, from: %s, messageQuantity: %d, idle: %v, duration: %v",
+					cfg.Client, strings.Join(cfg.NamesrvAddrs, ";"), cfg.Topic, cfg.Threads, cfg.Group, cfg.From, cfg.Total,
+					cfg.Idle, cfg.Duration)
+			},
+			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
+				return bench.RunConsumer(ctx, *cfg, opts)
+			}}, true
+	}
+	return nil, false
+}
+
+// run is the whole command; ctx ending (Ctrl-C) ends the run early and still prints the summary. Exit codes:
+// 0 done, 1 the run failed, 2 bad usage.
+func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+	if len(argv) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch argv[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, ok := newCommand(argv[0], stderr)
+	if !ok {
+		fmt.Fprintf(stderr, "mqbench: unknown command %q\n%s", argv[0], usage)
+		return 2
+	}
+	prog := "mqbench " + argv[0]
+	if err := parse(cmd.fs, argv[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 2
+	}
+	if err := cmd.validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", prog, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return 2
+	}
+	level, clientLevel := slog.LevelWarn, "error"
+	if cmd.out.verbose {
+		level, clientLevel = slog.LevelInfo, "warn"
+	}
+	rlog.SetLogLevel(clientLevel)
+	opts := bench.Options{Report: stdout, Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+	if cmd.out.json {
+		opts.Report = stderr
+	}
+	fmt.Fprintln(opts.Report, cmd.describe())
+	sum, err := cmd.exec(ctx, opts)
+	if sum != nil {
+		var werr error
+		if cmd.out.json {
+			werr = sum.WriteJSON(stdout)
+		} else {
+			werr = sum.WriteText(stdout)
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "%s: write summary: %v\n", prog, werr)
+			return 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,34 @@
+// Package bench is the load generator behind cmd/mqbench, modelled on RocketMQ's benchmark tool
+// (example/.../benchmark/Producer.java and Consumer.java): producers and consumers driven either by our own
+// remoting.Client ("native": requests built by hand, the fastest a Go client can be) or by the official
+// Apache RocketMQ Go client ("official": what a user runs).
+//
+// # What is measured
+//
+//	producer  messages/s and MB/s of acknowledged sends; send latency from the moment a goroutine
+//	          builds the request to the moment the answer is handed back (for oneway sends, to the
+//	          moment the request is queued on the connection); sends that got no answer ("failed":
+//	          connection errors, timeouts) and sends answered with an error code ("rejected",
+//	          FLUSH_DISK_TIMEOUT and the other non-SEND_OK statuses included)
+//	consumer  messages/s and MB/s of consumed messages, from the first message consumed to the last
+//	          (start-up and the wait after a drained backlog do not count); born-to-consume and
+//	          store-to-consume delays: now minus the producer's born timestamp and minus the broker's
+//	          store timestamp, both millisecond clocks of this machine
+//
+// Latencies go into HdrHistograms (1 µs to 5 min, 3 significant digits): one per worker goroutine, so
+// recording never contends, merged by the reporter once per interval. A line is printed per interval and a
+// Summary at the end.
+//
+// # The native client's requests
+//
+// Producer: the route from GET_ROUTEINFO_BY_TOPIC; the topic's write queues on broker masters taken round
+// robin, each goroutine starting at its own index; SEND_MESSAGE_V2 with the one-letter header keys (as
+// RocketMQ's tool with sendSmartMsg) or SEND_BATCH_MESSAGE, ROCKETMQ binary headers by default (as the tool);
+// every message carries a UNIQ_KEY, KEYS and TAGS as the flags ask. Consumer: every read queue owned by one
+// worker, one PULL_MESSAGE outstanding per queue with long polling (suspend 20 s) and the subscription "*" in
+// the request, answers decoded with store.DecodeMessage; offsets start at the group's committed offset, else
+// the queue's min (--from first) or max, and are committed with each pull and at the end.
+//
+// Topics are created when missing: UPDATE_AND_CREATE_TOPIC to the master of every broker that
+// GET_BROKER_CLUSTER_INFO lists, then a wait until every name server routes the topic.
+package bench
