@@ -98,27 +98,9 @@ func (n *node) test(props map[string]string) truth {
 	case opNot:
 		return n.kids[0].test(props).not()
 	case opAnd:
-		result := truthTrue
-		for _, k := range n.kids {
-			switch k.test(props) {
-			case truthFalse:
-				return truthFalse
-			case truthUnknown:
-				result = truthUnknown
-			}
-		}
-		return result
+		return n.chain(props, truthFalse, truthTrue)
 	case opOr:
-		result := truthFalse
-		for _, k := range n.kids {
-			switch k.test(props) {
-			case truthTrue:
-				return truthTrue
-			case truthUnknown:
-				result = truthUnknown
-			}
-		}
-		return result
+		return n.chain(props, truthTrue, truthFalse)
 	case opEq:
 		return equal(n.kids[0].eval(props), n.kids[1].eval(props))
 	case opNe:
@@ -145,6 +127,22 @@ func (n *node) test(props map[string]string) truth {
 		return n.match(n.kids[0].eval(props))
 	}
 	return truthUnknown
+}
+
+// chain computes an AND (dominant FALSE, otherwise TRUE) or an OR (dominant TRUE, otherwise
+// FALSE) over the operands of n, stopping at the first dominant one; an UNKNOWN operand and
+// no dominant one give UNKNOWN.
+func (n *node) chain(props map[string]string, dominant, otherwise truth) truth {
+	result := otherwise
+	for _, k := range n.kids {
+		switch k.test(props) {
+		case dominant:
+			return dominant
+		case truthUnknown:
+			result = truthUnknown
+		}
+	}
+	return result
 }
 
 // and is Kleene conjunction of two truths.

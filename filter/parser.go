@@ -97,6 +97,20 @@ func (p *parser) enter() error {
 	return nil
 }
 
+// nested consumes p.tok (a '(', NOT or sign) and parses what follows with parse, counting
+// one level of nesting.
+func (p *parser) nested(parse func() (*node, error)) (*node, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	x, err := parse()
+	p.nesting--
+	return x, err
+}
+
 // newNode builds an operator node over kids, checking the tree height.
 func (p *parser) newNode(o op, pos int, kids ...*node) (*node, error) {
 	n := &node{op: o, pos: pos, kids: kids}
@@ -154,13 +168,15 @@ func (p *parser) parseChain(sep tokenKind, o op, operand func() (*node, error)) 
 				return nil, err
 			}
 		}
+		height := right.height + 1
 		if right.op == o {
 			left.kids = append(left.kids, right.kids...)
+			height = right.height
 		} else {
 			left.kids = append(left.kids, right)
 		}
-		if left.height = max(left.height, right.height+1); left.height > MaxDepth {
-			return nil, p.errorf(right.pos, "expression nested more than %d levels deep", MaxDepth)
+		if left.height = max(left.height, height); left.height > MaxDepth {
+			return nil, p.errorf(left.pos, "expression nested more than %d levels deep", MaxDepth)
 		}
 	}
 	return left, nil
@@ -172,17 +188,10 @@ func (p *parser) parseNot() (*node, error) {
 		return p.parseEquality()
 	}
 	pos := p.tok.pos
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	if err := p.advance(); err != nil {
-		return nil, err
-	}
-	x, err := p.parseNot()
+	x, err := p.nested(p.parseNot)
 	if err != nil {
 		return nil, err
 	}
-	p.nesting--
 	if x, err = p.condition(x, "the operand of NOT"); err != nil {
 		return nil, err
 	}
@@ -460,22 +469,18 @@ func (p *parser) parseUnary() (*node, error) {
 	if t.kind != tokMinus && t.kind != tokPlus {
 		return p.parsePrimary()
 	}
-	if err := p.enter(); err != nil {
-		return nil, err
+	signed := false
+	x, err := p.nested(func() (*node, error) {
+		if t.kind == tokMinus && p.tok.kind == tokInt {
+			// The literal takes the sign, so that -9223372036854775808 is in range.
+			signed = true
+			return p.parseLong(t.pos, "-")
+		}
+		return p.parseUnary()
+	})
+	if err != nil || signed {
+		return x, err
 	}
-	if err := p.advance(); err != nil {
-		return nil, err
-	}
-	if t.kind == tokMinus && p.tok.kind == tokInt {
-		// The literal takes the sign, so that -9223372036854775808 is in range.
-		p.nesting--
-		return p.parseLong(t.pos, "-")
-	}
-	x, err := p.parseUnary()
-	if err != nil {
-		return nil, err
-	}
-	p.nesting--
 	if typ := x.typ(); typ != typNumber && typ != typProperty {
 		return nil, p.errorf(t.pos, "sign '%s' needs a number or a property, not %s", p.src[t.pos:t.end], x.describe())
 	}
@@ -521,20 +526,13 @@ func (p *parser) parsePrimary() (*node, error) {
 	case tokIdent:
 		return &node{op: opProperty, pos: t.pos, height: 1, name: t.text}, p.advance()
 	case tokLParen:
-		if err := p.enter(); err != nil {
-			return nil, err
-		}
-		if err := p.advance(); err != nil {
-			return nil, err
-		}
-		x, err := p.parseOr()
+		x, err := p.nested(p.parseOr)
 		if err != nil {
 			return nil, err
 		}
 		if p.tok.kind != tokRParen {
 			return nil, p.expected(fmt.Sprintf("')' to close the '(' at column %d", errorAt(p.src, t.pos, "").Column))
 		}
-		p.nesting--
 		return x, p.advance()
 	}
 	return nil, p.expected("a value")

@@ -271,6 +271,10 @@ func TestCompileLimits(t *testing.T) {
 		{"a = 1" + strings.Repeat(" = TRUE", MaxDepth-1), "at column 1: expression nested more than 64 levels deep"},
 		{"a IS NULL" + strings.Repeat(" IS NULL", MaxDepth), "at column 1: expression nested more than 64 levels deep"},
 		{strings.Repeat("a = 1 OR ", 5000) + "a = 1", ""},
+		// a parenthesised chain of the same operator merges without adding a level
+		{strings.Repeat("a OR (", MaxDepth) + "a" + strings.Repeat(")", MaxDepth), ""},
+		{strings.Repeat("a OR (b AND (", MaxDepth/2-1) + "a" + strings.Repeat("))", MaxDepth/2-1), ""},
+		{strings.Repeat("a OR (b AND (", MaxDepth/2) + "a" + strings.Repeat("))", MaxDepth/2), "at column 1: expression nested more than 64 levels deep"},
 		{strings.Repeat("NOT (a AND ", MaxDepth/2) + "b" + strings.Repeat(")", MaxDepth/2), "at column 1: expression nested more than 64 levels deep"},
 	} {
 		_, err := Compile(tc.in)
