@@ -42,3 +42,21 @@ func errorAt(src string, pos int, msg string) *SyntaxError {
 	}
 	return &SyntaxError{Offset: pos, Line: line, Column: 1 + utf8.RuneCountInString(src[lineStart:pos]), Msg: msg}
 }
+
+// clipLength is the most characters of expression text an error message quotes.
+const clipLength = 48
+
+// clip shortens s to clipLength characters for an error message, marking the cut with "...".
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= clipLength {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == clipLength-3 {
+			return s[:i] + "..."
+		}
+		n++
+	}
+	return s
+}

@@ -167,16 +167,16 @@ func (n *node) describe() string {
 	case typNull:
 		return "NULL"
 	case typNumber:
-		return "the number " + n.String()
+		return "the number " + clip(n.String())
 	case typString:
-		return "the string " + n.String()
+		return "the string " + clip(n.String())
 	case typProperty:
-		return "the property " + n.name
+		return "the property " + clip(n.name)
 	}
 	if n.op == opLiteral {
 		return "the boolean " + n.String()
 	}
-	return "the condition " + n.String()
+	return "the condition " + clip(n.String())
 }
 
 // String returns the canonical text of the subtree at n.

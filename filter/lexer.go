@@ -91,11 +91,11 @@ func (t token) describe(src string) string {
 	case tokEOF:
 		return "end of expression"
 	case tokIdent:
-		return fmt.Sprintf("property %s", t.text)
+		return "property " + clip(t.text)
 	case tokString:
-		return fmt.Sprintf("string %s", quote(t.text))
+		return "string " + clip(quote(t.text))
 	case tokInt, tokFloat:
-		return fmt.Sprintf("number %s", src[t.pos:t.end])
+		return "number " + clip(src[t.pos:t.end])
 	}
 	if t.kind >= tokNot {
 		return strings.ToUpper(src[t.pos:t.end])
@@ -276,7 +276,7 @@ func (l *lexer) number() (token, error) {
 		l.pos++
 	}
 	if c := l.peek(0); isIdentChar(c) || c == '.' {
-		return token{}, errorAt(l.src, start, fmt.Sprintf("malformed number %q", l.src[start:l.pos+1]))
+		return token{}, errorAt(l.src, start, fmt.Sprintf("malformed number %q", clip(l.src[start:l.pos+1])))
 	}
 	return token{kind: kind, pos: start, end: l.pos, text: text}, nil
 }

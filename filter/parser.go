@@ -514,7 +514,7 @@ func (p *parser) parsePrimary() (*node, error) {
 	case tokFloat:
 		f, err := strconv.ParseFloat(t.text, 64)
 		if err != nil { // the lexer checked the syntax: only a value beyond the double range fails
-			return nil, p.errorf(t.pos, "decimal %s is out of range (a double holds at most %g)", t.text, math.MaxFloat64)
+			return nil, p.errorf(t.pos, "decimal %s is out of range (a double holds at most %g)", clip(t.text), math.MaxFloat64)
 		}
 		return literal(value{kind: kindFloat, f: f}) // a decimal too small for a double is 0
 	case tokTrue:
@@ -543,7 +543,7 @@ func (p *parser) parsePrimary() (*node, error) {
 func (p *parser) parseLong(pos int, sign string) (*node, error) {
 	i, err := strconv.ParseInt(sign+p.tok.text, 10, 64)
 	if err != nil {
-		return nil, p.errorf(pos, "integer %s%s is out of range (a long holds %d to %d)", sign, p.tok.text, int64(minInt64), int64(math.MaxInt64))
+		return nil, p.errorf(pos, "integer %s%s is out of range (a long holds %d to %d)", sign, clip(p.tok.text), int64(minInt64), int64(math.MaxInt64))
 	}
 	n := &node{op: opLiteral, pos: pos, height: 1, lit: value{kind: kindInt, i: i}}
 	return n, p.advance()

@@ -202,6 +202,9 @@ func TestCompileErrors(t *testing.T) {
 		{"TRUE NOT BETWEEN 1 AND 2", "at column 1: the boolean TRUE cannot be compared with 'NOT BETWEEN': only numbers and properties can"},
 		{"-'x' = a", "at column 1: sign '-' needs a number or a property, not the string 'x'"},
 		{"a = +TRUE", "at column 5: sign '+' needs a number or a property, not the boolean TRUE"},
+		{"a = 1 AND b > '" + strings.Repeat("x", 1000) + "'", "at column 15: the string 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... cannot be compared with '>': only numbers and properties can"},
+		{"(a = '" + strings.Repeat("é", 1000) + "') > 1", "at column 2: the condition a = 'éééééééééééééééééééééééééééééééééééééééé... cannot be compared with '>': only numbers and properties can"},
+		{"a > 1 " + strings.Repeat("b", 1000), "at column 7: unexpected property bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb... after number 1"},
 		{"-(a > 1) = 1", "at column 1: sign '-' needs a number or a property, not the condition a > 1"},
 	} {
 		_, err := Compile(tc.in)
