@@ -97,13 +97,17 @@
 //     (NOT a) IS NULL, TRUE when a is absent, where here it is TRUE when a is present. NOT
 //     before a parenthesised condition, the usual way to write it, means the same in both,
 //     and String() always writes it that way.
-//   - Extensions: "!=" for "<>"; dots in property names (a.b); the L suffix on any integer;
-//     a -- comment may end the expression without a newline; 0.0 is accepted (RocketMQ
-//     refuses a decimal literal smaller than Double.MIN_VALUE, zero included).
+//   - Extensions: "!=" for "<>"; dots in property names (a.b); the L suffix on any integer,
+//     and leading zeros (007); a -- comment may end the expression without a newline; 0.0
+//     is accepted (RocketMQ refuses a decimal literal smaller than Double.MIN_VALUE, zero
+//     included).
 //   - A property that is not a number where one is needed makes that comparison UNKNOWN;
 //     RocketMQ throws, which fails the whole selector even where OR would have matched.
 //     Against a long literal RocketMQ also parses the property as an int or long only, so
 //     "price > 10" fails for price "10.5"; here it is read as a decimal and matches.
+//   - A property value read as a number must be plain decimal text as described above;
+//     Java's Double.valueOf, which RocketMQ uses when both sides are properties, also
+//     takes surrounding white space, hexadecimal, "NaN" and "Infinity".
 //   - NULL compares UNKNOWN on either side; RocketMQ's 'x' = a gives FALSE, not UNKNOWN,
 //     when a is absent (so 'x' <> a is TRUE), while a = 'x' gives UNKNOWN.
 //   - A property used as a condition is TRUE for "true"; in RocketMQ it is always FALSE
