@@ -88,7 +88,7 @@
 //
 // # Differences from RocketMQ
 //
-// The language is a superset of RocketMQ's, with these differences:
+// The language is RocketMQ's with a few extensions. Where they differ:
 //
 //   - NOT binds looser than comparisons, as in SQL: "NOT a = 'x'" is NOT (a = 'x').
 //     RocketMQ's grammar binds NOT tightest, so there the same text is (NOT a) = 'x', a
@@ -113,9 +113,10 @@
 //   - A property used as a condition is TRUE for "true"; in RocketMQ it is always FALSE
 //     when present, since property values are strings. -a reads a as a number; in RocketMQ
 //     it is always NULL.
-//   - Compile refuses some expressions RocketMQ accepts but can never match: a sign before
-//     a string, boolean or condition; = between operands of different known types
-//     (1 = 'a', TRUE = 1); CONTAINS and its kin on a number or condition.
+//   - Compile refuses some type errors RocketMQ lets through to evaluation: a sign
+//     before a string, boolean or condition; = and <> between operands of different
+//     known types (1 = 'a', 1 = TRUE; RocketMQ already refuses TRUE = 1); CONTAINS
+//     and its kin on a number or condition.
 //   - Errors: RocketMQ wraps a JavaCC message; here the message names the column and what
 //     was expected.
 //   - The bloom-filter pre-check on the ConsumeQueue (RocketMQ's optional
