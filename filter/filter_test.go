@@ -10,7 +10,8 @@ import (
 	"github.com/rocketraft/rocketraft/store"
 )
 
-var testStoreHost = netip.MustParseAddrPort("10.0.0.5:10911")
+// testStoreHost is the broker address written into test records.
+func testStoreHost() netip.AddrPort { return netip.MustParseAddrPort("10.0.0.5:10911") }
 
 func testMessage(topic string, queueID int32, body string, props map[string]string) *store.Message {
 	return &store.Message{
@@ -25,7 +26,7 @@ func testMessage(topic string, queueID int32, body string, props map[string]stri
 
 func encodeRecord(t testing.TB, props map[string]string) []byte {
 	t.Helper()
-	rec, err := store.EncodeRecord(nil, &store.MessageExt{Message: *testMessage("T", 0, "body", props), StoreHost: testStoreHost})
+	rec, err := store.EncodeRecord(nil, &store.MessageExt{Message: *testMessage("T", 0, "body", props), StoreHost: testStoreHost()})
 	if err != nil {
 		t.Fatalf("EncodeRecord: %v", err)
 	}
@@ -76,7 +77,7 @@ func TestFilterGetMessage(t *testing.T) {
 	cfg.MappedFileSizeConsumeQueue = 64 * 20
 	cfg.MaxHashSlotNum = 64
 	cfg.MaxIndexNum = 128
-	s, err := store.Open(cfg, store.Options{StoreHost: testStoreHost})
+	s, err := store.Open(cfg, store.Options{StoreHost: testStoreHost()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
