@@ -186,6 +186,42 @@ func runProducerWorker(ctx context.Context, cfg *ProducerConfig, w producerWorke
 	}
 }
 
+// sendByMode sends one request of n messages the way mode asks, through one of a client's three calls: async
+// (the callback gets the answer), oneway, or sync. outcome records an answer in the worker's Meter; a oneway
+// send counts as sent once queued. done is called when the request is finished with. The result is false
+// when the send failed at once.
+func sendByMode[R any](mode Mode, m *Meter, n, size int, start time.Time, done func(),
+	async func(cb func(R, error)) error, oneway func() error, sync func() (R, error),
+	outcome func(R, error) bool) bool {
+	switch mode {
+	case ModeAsync:
+		err := async(func(r R, err error) {
+			outcome(r, err)
+			done()
+		})
+		if err != nil {
+			m.Failed(err)
+			done()
+			return false
+		}
+		return true
+	case ModeOneway:
+		err := oneway()
+		if err != nil {
+			m.Failed(err)
+		} else {
+			m.Sent(n, size, time.Since(start))
+		}
+		done()
+		return err == nil
+	default: // sync, batch
+		r, err := sync()
+		ok := outcome(r, err)
+		done()
+		return ok
+	}
+}
+
 // pause waits for d or until ctx ends.
 func pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)

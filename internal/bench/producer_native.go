@@ -84,33 +84,11 @@ func (w *nativeProducerWorker) send(ctx context.Context, n int, done func()) boo
 	w.next++
 	start := time.Now()
 	req := w.request(q, n, start)
-	switch p.cfg.Mode {
-	case ModeAsync:
-		err := p.w.rc.InvokeAsync(ctx, q.addr, req, func(resp *remoting.Command, err error) {
-			w.outcome(n, start, resp, err)
-			done()
-		})
-		if err != nil {
-			w.m.Failed(err)
-			done()
-			return false
-		}
-		return true
-	case ModeOneway:
-		err := p.w.rc.InvokeOneway(ctx, q.addr, req)
-		if err != nil {
-			w.m.Failed(err)
-		} else {
-			w.m.Sent(n, p.cfg.MessageSize, time.Since(start))
-		}
-		done()
-		return err == nil
-	default: // sync, batch
-		resp, err := p.w.rc.Invoke(ctx, q.addr, req)
-		ok := w.outcome(n, start, resp, err)
-		done()
-		return ok
-	}
+	return sendByMode(p.cfg.Mode, w.m, n, p.cfg.MessageSize, start, done,
+		func(cb func(*remoting.Command, error)) error { return p.w.rc.InvokeAsync(ctx, q.addr, req, cb) },
+		func() error { return p.w.rc.InvokeOneway(ctx, q.addr, req) },
+		func() (*remoting.Command, error) { return p.w.rc.Invoke(ctx, q.addr, req) },
+		func(resp *remoting.Command, err error) bool { return w.outcome(n, start, resp, err) })
 }
 
 // outcome records a send's answer: SUCCESS counts the messages; any other code (FLUSH_DISK_TIMEOUT too: the

@@ -83,33 +83,14 @@ func (w *officialProducerWorker) messages(n int, now time.Time) []*primitive.Mes
 func (w *officialProducerWorker) send(ctx context.Context, n int, done func()) bool {
 	start := time.Now()
 	msgs := w.messages(n, start)
-	switch w.p.cfg.Mode {
-	case ModeAsync:
-		err := w.p.p.SendAsync(ctx, func(_ context.Context, res *primitive.SendResult, err error) {
-			w.outcome(n, start, res, err)
-			done()
-		}, msgs...)
-		if err != nil {
-			w.m.Failed(err)
-			done()
-			return false
-		}
-		return true
-	case ModeOneway:
-		err := w.p.p.SendOneWay(ctx, msgs...)
-		if err != nil {
-			w.m.Failed(err)
-		} else {
-			w.m.Sent(n, w.p.cfg.MessageSize, time.Since(start))
-		}
-		done()
-		return err == nil
-	default: // sync, batch
-		res, err := w.p.p.SendSync(ctx, msgs...)
-		ok := w.outcome(n, start, res, err)
-		done()
-		return ok
-	}
+	p := w.p.p
+	return sendByMode(w.p.cfg.Mode, w.m, n, w.p.cfg.MessageSize, start, done,
+		func(cb func(*primitive.SendResult, error)) error {
+			return p.SendAsync(ctx, func(_ context.Context, res *primitive.SendResult, err error) { cb(res, err) }, msgs...)
+		},
+		func() error { return p.SendOneWay(ctx, msgs...) },
+		func() (*primitive.SendResult, error) { return p.SendSync(ctx, msgs...) },
+		func(res *primitive.SendResult, err error) bool { return w.outcome(n, start, res, err) })
 }
 
 // outcome records a send's result as the native producer does: a broker error or a status other than
