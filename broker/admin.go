@@ -105,6 +105,10 @@ func (b *Broker) processGetAllConsumerOffset(ctx context.Context, conn *remoting
 	return remoting.NewJSONResponse(b.offsets.snapshot())
 }
 
+func (b *Broker) processGetAllDelayOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return remoting.NewJSONResponse(b.schedule.snapshot())
+}
+
 func (b *Broker) processUpdateSubscriptionGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var g SubscriptionGroupConfig
 	if err := json.Unmarshal(req.Body, &g); err != nil {

@@ -40,16 +40,21 @@ type Broker struct {
 	clients  *clientManager
 	locks    *rebalanceLockManager
 	pullHold *pullHoldService
+	schedule *scheduleService
+	timer    *timerService
 	uniqIDs  *uniqIDGenerator
 	stats    *brokerStats
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool
 
-	registerWake chan struct{}
-	stop         chan struct{}
-	wg           sync.WaitGroup
-	closeOnce    sync.Once
-	closeErr     error
+	delayLevels []time.Duration // messageDelayLevel, parsed
+
+	masterServices bool // schedule and timer services started (not on a slave)
+	registerWake   chan struct{}
+	stop           chan struct{}
+	wg             sync.WaitGroup
+	closeOnce      sync.Once
+	closeErr       error
 
 	mu           sync.Mutex
 	masterAddr   string // guarded by mu: the master's client address (slaves), from the name server
@@ -80,6 +85,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		stats:        newBrokerStats(),
 	}
 	b.addr = b.storeHost.String()
+	b.delayLevels, _ = parseDelayLevels(cfg.MessageDelayLevel) // validated above
 	b.haAddr = net.JoinHostPort(ip.String(), strconv.Itoa(cfg.ListenPort+1))
 	b.topics = newTopicConfigManager(&b.cfg, b.log)
 	b.topics.onChange = b.triggerRegister
@@ -87,7 +93,9 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.groups = newSubscriptionGroupManager(&b.cfg, b.log)
 	b.clients = newClientManager(b.log)
 	b.locks = newRebalanceLockManager(ms(cfg.RebalanceLockMaxLiveTime))
-	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load} {
+	b.schedule = newScheduleService(b, b.delayLevels)
+	b.timer = newTimerService(b)
+	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load, b.schedule.load, b.timer.load} {
 		if err := load(); err != nil {
 			return nil, err
 		}
@@ -98,7 +106,8 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	st, err := store.Open(cfg.Config, store.Options{
 		Logger:           b.log,
 		StoreHost:        b.storeHost,
-		ArrivingListener: b.pullHold.arrived,
+		ArrivingListener: b.arrived,
+		TagsCode:         b.scheduleTagsCode,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
@@ -161,6 +170,7 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.SendMessageV2, send, b.processSend)
 	s.Register(remoting.SendBatchMessage, send, b.processSend)
 	s.Register(remoting.PullMessage, pull, b.processPull)
+	s.Register(remoting.ConsumerSendMsgBack, send, b.processConsumerSendMsgBack)
 	s.Register(remoting.QueryMessage, query, b.processQueryMessage)
 	s.Register(remoting.ViewMessageByID, query, b.processViewMessageByID)
 	s.Register(remoting.HeartBeat, client, b.processHeartbeat)
@@ -179,11 +189,24 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.GetAllTopicConfig, admin, b.processGetAllTopicConfig)
 	s.Register(remoting.GetAllSubscriptionGroupConfig, admin, b.processGetAllSubscriptionGroup)
 	s.Register(remoting.GetAllConsumerOffset, admin, b.processGetAllConsumerOffset)
+	s.Register(remoting.GetAllDelayOffset, admin, b.processGetAllDelayOffset)
 	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.processUpdateSubscriptionGroup)
 	s.Register(remoting.DeleteSubscriptionGroup, admin, b.processDeleteSubscriptionGroup)
 	s.Register(remoting.GetBrokerConfig, admin, b.processGetBrokerConfig)
 	s.Register(remoting.GetBrokerRuntimeInfo, admin, b.processGetBrokerRuntimeInfo)
 	s.OnConnClose(b.connClosed)
+}
+
+// arrived is the store's arrival listener (dispatch goroutine; must not block): it wakes held pulls and
+// the delay and timer services.
+func (b *Broker) arrived(a store.Arrival) {
+	switch a.Topic {
+	case TopicSchedule:
+		b.schedule.arrived(a.QueueID)
+	case TopicTimer:
+		b.timer.arrived()
+	}
+	b.pullHold.arrived(a)
 }
 
 // rerunPull answers a held pull: it runs the pull again (without suspending) on the pull pool.
@@ -215,6 +238,11 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("broker: listen on port %d (listenPort): %w", b.cfg.ListenPort, err)
 	}
 	b.pullHold.start()
+	if b.cfg.BrokerRole != RoleSlave {
+		b.schedule.start()
+		b.timer.start()
+		b.masterServices = true
+	}
 	b.wg.Add(3)
 	go b.registerLoop()
 	go b.persistLoop()
@@ -239,6 +267,14 @@ func (b *Broker) Close() error {
 		}
 		close(b.stop)
 		b.wg.Wait()
+		if b.masterServices {
+			if err := b.schedule.close(); err != nil {
+				errs = append(errs, fmt.Errorf("persist delay offsets: %w", err))
+			}
+			if err := b.timer.close(); err != nil {
+				errs = append(errs, fmt.Errorf("persist timer checkpoint: %w", err))
+			}
+		}
 		b.pullHold.close()
 		for _, p := range b.pools {
 			p.Drain()

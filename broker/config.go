@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,37 +33,43 @@ type Config struct {
 	NamesrvAddr       string `mapstructure:"namesrvAddr"`       // name servers, "host:port;host:port"
 	BrokerPermission  int    `mapstructure:"brokerPermission"`  // 6 = read + write
 
-	AutoCreateTopicEnable        bool  `mapstructure:"autoCreateTopicEnable"`        // create unknown topics on send through TBW102
-	AutoCreateSubscriptionGroup  bool  `mapstructure:"autoCreateSubscriptionGroup"`  // create unknown consumer groups on use
-	DefaultTopicQueueNums        int   `mapstructure:"defaultTopicQueueNums"`        // queues of TBW102 and of auto-created topics
-	ClusterTopicEnable           bool  `mapstructure:"clusterTopicEnable"`           // a topic named after the cluster
-	BrokerTopicEnable            bool  `mapstructure:"brokerTopicEnable"`            // a topic named after the broker
-	TraceTopicEnable             bool  `mapstructure:"traceTopicEnable"`             // RMQ_SYS_TRACE_TOPIC
-	RejectTransactionMessage     bool  `mapstructure:"rejectTransactionMessage"`     // refuse half messages
-	MaxReconsumeTimes            int   `mapstructure:"maxReconsumeTimes"`            // default retry budget of a group
-	LongPollingEnable            bool  `mapstructure:"longPollingEnable"`            // hold pulls that find nothing
-	ShortPollingTimeMills        int64 `mapstructure:"shortPollingTimeMills"`        // hold time when long polling is off
-	RegisterNameServerPeriod     int64 `mapstructure:"registerNameServerPeriod"`     // re-registration interval (30 s)
-	RegisterBrokerTimeoutMills   int64 `mapstructure:"registerBrokerTimeoutMills"`   // per name server request timeout
-	FlushConsumerOffsetInterval  int64 `mapstructure:"flushConsumerOffsetInterval"`  // consumerOffset.json persistence (5 s)
-	ChannelExpiredTimeout        int64 `mapstructure:"channelExpiredTimeout"`        // close silent client connections (120 s)
-	ClientHousekeepingInterval   int64 `mapstructure:"clientHousekeepingInterval"`   // scan for silent clients (10 s)
-	PullHoldRecheckInterval      int64 `mapstructure:"pullHoldRecheckInterval"`      // re-check held pulls (5 s)
-	RebalanceLockMaxLiveTime     int64 `mapstructure:"rebalanceLockMaxLiveTime"`     // orderly queue lock lease (60 s)
-	SendMessageThreadPoolNums    int   `mapstructure:"sendMessageThreadPoolNums"`    // send workers
-	PullMessageThreadPoolNums    int   `mapstructure:"pullMessageThreadPoolNums"`    // pull workers
-	AdminBrokerThreadPoolNums    int   `mapstructure:"adminBrokerThreadPoolNums"`    // admin workers
-	ClientManageThreadPoolNums   int   `mapstructure:"clientManageThreadPoolNums"`   // heartbeat / client workers
-	ConsumerManageThreadPoolNums int   `mapstructure:"consumerManageThreadPoolNums"` // offset / consumer-list workers
-	QueryMessageThreadPoolNums   int   `mapstructure:"queryMessageThreadPoolNums"`   // query workers
-	SendThreadPoolQueueCapacity  int   `mapstructure:"sendThreadPoolQueueCapacity"`  // queued sends before SYSTEM_BUSY
-	PullThreadPoolQueueCapacity  int   `mapstructure:"pullThreadPoolQueueCapacity"`  // queued pulls before SYSTEM_BUSY
-	TransferMsgByHeap            bool  `mapstructure:"transferMsgByHeap"`            // false: pull answers are written from the mapped file
-	DiskFallRecorded             bool  `mapstructure:"diskFallRecorded"`             // kept for config compatibility
-	StoreReplyMessageEnable      bool  `mapstructure:"storeReplyMessageEnable"`      // keep replies in the store too
-	EnablePropertyFilter         bool  `mapstructure:"enablePropertyFilter"`         // SQL92 subscriptions
-	MetricsPort                  int   `mapstructure:"metricsPort"`                  // Prometheus endpoint (0 = off)
-	ShutdownTimeoutMillis        int64 `mapstructure:"shutdownTimeoutMillis"`        // budget for an ordered shutdown
+	AutoCreateTopicEnable        bool   `mapstructure:"autoCreateTopicEnable"`        // create unknown topics on send through TBW102
+	AutoCreateSubscriptionGroup  bool   `mapstructure:"autoCreateSubscriptionGroup"`  // create unknown consumer groups on use
+	DefaultTopicQueueNums        int    `mapstructure:"defaultTopicQueueNums"`        // queues of TBW102 and of auto-created topics
+	ClusterTopicEnable           bool   `mapstructure:"clusterTopicEnable"`           // a topic named after the cluster
+	BrokerTopicEnable            bool   `mapstructure:"brokerTopicEnable"`            // a topic named after the broker
+	TraceTopicEnable             bool   `mapstructure:"traceTopicEnable"`             // RMQ_SYS_TRACE_TOPIC
+	RejectTransactionMessage     bool   `mapstructure:"rejectTransactionMessage"`     // refuse half messages
+	MaxReconsumeTimes            int    `mapstructure:"maxReconsumeTimes"`            // default retry budget of a group
+	LongPollingEnable            bool   `mapstructure:"longPollingEnable"`            // hold pulls that find nothing
+	ShortPollingTimeMills        int64  `mapstructure:"shortPollingTimeMills"`        // hold time when long polling is off
+	RegisterNameServerPeriod     int64  `mapstructure:"registerNameServerPeriod"`     // re-registration interval (30 s)
+	RegisterBrokerTimeoutMills   int64  `mapstructure:"registerBrokerTimeoutMills"`   // per name server request timeout
+	FlushConsumerOffsetInterval  int64  `mapstructure:"flushConsumerOffsetInterval"`  // consumerOffset.json persistence (5 s)
+	ChannelExpiredTimeout        int64  `mapstructure:"channelExpiredTimeout"`        // close silent client connections (120 s)
+	ClientHousekeepingInterval   int64  `mapstructure:"clientHousekeepingInterval"`   // scan for silent clients (10 s)
+	PullHoldRecheckInterval      int64  `mapstructure:"pullHoldRecheckInterval"`      // re-check held pulls (5 s)
+	RebalanceLockMaxLiveTime     int64  `mapstructure:"rebalanceLockMaxLiveTime"`     // orderly queue lock lease (60 s)
+	SendMessageThreadPoolNums    int    `mapstructure:"sendMessageThreadPoolNums"`    // send workers
+	PullMessageThreadPoolNums    int    `mapstructure:"pullMessageThreadPoolNums"`    // pull workers
+	AdminBrokerThreadPoolNums    int    `mapstructure:"adminBrokerThreadPoolNums"`    // admin workers
+	ClientManageThreadPoolNums   int    `mapstructure:"clientManageThreadPoolNums"`   // heartbeat / client workers
+	ConsumerManageThreadPoolNums int    `mapstructure:"consumerManageThreadPoolNums"` // offset / consumer-list workers
+	QueryMessageThreadPoolNums   int    `mapstructure:"queryMessageThreadPoolNums"`   // query workers
+	SendThreadPoolQueueCapacity  int    `mapstructure:"sendThreadPoolQueueCapacity"`  // queued sends before SYSTEM_BUSY
+	PullThreadPoolQueueCapacity  int    `mapstructure:"pullThreadPoolQueueCapacity"`  // queued pulls before SYSTEM_BUSY
+	TransferMsgByHeap            bool   `mapstructure:"transferMsgByHeap"`            // false: pull answers are written from the mapped file
+	DiskFallRecorded             bool   `mapstructure:"diskFallRecorded"`             // kept for config compatibility
+	StoreReplyMessageEnable      bool   `mapstructure:"storeReplyMessageEnable"`      // keep replies in the store too
+	EnablePropertyFilter         bool   `mapstructure:"enablePropertyFilter"`         // SQL92 subscriptions
+	MetricsPort                  int    `mapstructure:"metricsPort"`                  // Prometheus endpoint (0 = off)
+	MessageDelayLevel            string `mapstructure:"messageDelayLevel"`            // delay of each level, "1s 5s 10s ... 2h"
+	FlushDelayOffsetInterval     int64  `mapstructure:"flushDelayOffsetInterval"`     // delayOffset.json persistence (10 s)
+	TimerMaxDelaySec             int64  `mapstructure:"timerMaxDelaySec"`             // furthest delivery time accepted (3 days)
+	TransactionCheckInterval     int64  `mapstructure:"transactionCheckInterval"`     // check-back scan period (60 s)
+	TransactionTimeOut           int64  `mapstructure:"transactionTimeOut"`           // a half message younger than this is not checked (6 s)
+	TransactionCheckMax          int    `mapstructure:"transactionCheckMax"`          // checks before a half message is given up (15)
+	ShutdownTimeoutMillis        int64  `mapstructure:"shutdownTimeoutMillis"`        // budget for an ordered shutdown
 }
 
 // DefaultConfig returns RocketMQ's defaults, with the store under $HOME/store.
@@ -104,6 +111,12 @@ func DefaultConfig() Config {
 		PullThreadPoolQueueCapacity:  100_000,
 		StoreReplyMessageEnable:      true,
 		MetricsPort:                  0,
+		MessageDelayLevel:            "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+		FlushDelayOffsetInterval:     10_000,
+		TimerMaxDelaySec:             3 * 24 * 3600,
+		TransactionCheckInterval:     60_000,
+		TransactionTimeOut:           6_000,
+		TransactionCheckMax:          15,
 		ShutdownTimeoutMillis:        10_000,
 	}
 }
@@ -182,6 +195,9 @@ func (c Config) Validate() error {
 			bad(k, "%d must be positive", positive[k])
 		}
 	}
+	if _, err := parseDelayLevels(c.MessageDelayLevel); err != nil {
+		bad("messageDelayLevel", "%v", err)
+	}
 	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
 		bad("metricsPort", "%d is not a TCP port (0 = off)", c.MetricsPort)
 	}
@@ -200,3 +216,26 @@ func (c Config) NamesrvAddrs() []string {
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// parseDelayLevels reads messageDelayLevel: durations with unit s, m, h or d, separated by spaces.
+func parseDelayLevels(text string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Fields(text) {
+		if len(f) < 2 {
+			return nil, fmt.Errorf("%q is not a duration like 5s, 2m, 1h or 1d", f)
+		}
+		n, err := strconv.Atoi(f[:len(f)-1])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a duration like 5s, 2m, 1h or 1d", f)
+		}
+		unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}[f[len(f)-1]]
+		if unit == 0 {
+			return nil, fmt.Errorf("%q has unit %q; the units are s, m, h and d", f, f[len(f)-1:])
+		}
+		out = append(out, time.Duration(n)*unit)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no delay level in %q", text)
+	}
+	return out, nil
+}

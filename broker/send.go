@@ -177,7 +177,10 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		BornHost:       bornHost,
 		ReconsumeTimes: h.reconsumeTimes,
 	}
-	b.store.PutMessageAsync(m, done)
+	if resp := b.redirectRetry(h, m, req.Version); resp != nil {
+		return resp
+	}
+	b.putAsync(m, done)
 	return nil
 }
 
@@ -207,25 +210,6 @@ func appendProperty(sb *strings.Builder, k, v string) {
 	sb.WriteByte(store.PropertySeparator)
 }
 
-// hasProperty reports whether the encoded properties hold key.
-func hasProperty(props, key string) bool {
-	for i := 0; i < len(props); {
-		j := strings.IndexByte(props[i:], store.PropertySeparator)
-		item := props[i:]
-		if j >= 0 {
-			item = props[i : i+j]
-		}
-		if k, _, ok := strings.Cut(item, string(store.NameValueSeparator)); ok && k == key {
-			return true
-		}
-		if j < 0 {
-			break
-		}
-		i += j + 1
-	}
-	return false
-}
-
 // sendResponse turns a store result into SEND_MESSAGE's answer.
 func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err error) *remoting.Command {
 	if err != nil {
@@ -253,7 +237,10 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 
 // putErrorResponse maps a store error to the response code RocketMQ uses for it.
 func putErrorResponse(err error, topic string) *remoting.Command {
+	var pe *putError
 	switch {
+	case errors.As(err, &pe):
+		return errResponse(remoting.MessageIllegal, "message to topic %s refused: %v", topic, err)
 	case errors.Is(err, store.ErrMessageTooLarge), errors.Is(err, store.ErrPropertiesTooLarge), errors.Is(err, store.ErrTopicTooLong):
 		return errResponse(remoting.MessageIllegal, "message to topic %s refused: %v", topic, err)
 	case errors.Is(err, store.ErrDiskFull):

@@ -26,6 +26,7 @@ const (
 	TopicOffsetMoved   = "OFFSET_MOVED_EVENT"
 	TopicSchedule      = "SCHEDULE_TOPIC_XXXX"
 	TopicTrace         = "RMQ_SYS_TRACE_TOPIC"
+	TopicTimer         = "rmq_sys_wheel_timer"
 	TopicTransHalf     = "RMQ_SYS_TRANS_HALF_TOPIC"
 	TopicTransOpHalf   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 	TopicReplySuffix   = "_REPLY_TOPIC"
@@ -51,7 +52,7 @@ func ValidateTopicName(name string) error {
 
 // notAllowedSendTopics may not be produced to directly by clients (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
 var notAllowedSendTopics = map[string]bool{
-	TopicSchedule: true, TopicTransHalf: true, TopicTransOpHalf: true, TopicAutoCreate: true,
+	TopicSchedule: true, TopicTransHalf: true, TopicTransOpHalf: true, TopicAutoCreate: true, TopicTimer: true,
 }
 
 // TopicConfig is one topic's configuration, in RocketMQ's JSON shape (topics.json, registration bodies,
@@ -120,7 +121,9 @@ func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
 		sys(cfg.BrokerName, 1, PermInherit|PermRead|PermWrite)
 	}
 	sys(TopicOffsetMoved, 1, PermRead|PermWrite)
-	sys(TopicSchedule, 18, PermRead|PermWrite)
+	levels, _ := parseDelayLevels(cfg.MessageDelayLevel) // validated with the config
+	sys(TopicSchedule, int32(max(len(levels), 1)), PermRead|PermWrite)
+	sys(TopicTimer, 1, PermRead|PermWrite)
 	if cfg.TraceTopicEnable {
 		sys(TopicTrace, 1, PermRead|PermWrite)
 	}

@@ -196,3 +196,16 @@ func remotingTopicCreate(topic string) *remoting.Command {
 	return remoting.NewRequest(remoting.UpdateAndCreateTopic, map[string]string{"topic": topic,
 		"readQueueNums": "4", "writeQueueNums": "4", "perm": "6"}, nil)
 }
+
+// queueMaxOffset is the max offset of queue 0 of topic (how many messages reached it).
+func queueMaxOffset(t *testing.T, c *remoting.Client, addr, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil))
+	if err != nil {
+		return -1
+	}
+	n, _ := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+	return n
+}

@@ -1,0 +1,243 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// DelayOffsetWrapper is delayOffset.json and the GET_ALL_DELAY_OFFSET body: the next SCHEDULE_TOPIC_XXXX
+// queue offset of each delay level.
+type DelayOffsetWrapper struct {
+	OffsetTable map[int]int64 `json:"offsetTable"`
+}
+
+// scheduleService is RocketMQ's ScheduleMessageService: one loop per delay level reads its queue of
+// SCHEDULE_TOPIC_XXXX in order and, when a message is due (its ConsumeQueue tag code holds the delivery
+// time), stores it again in its real topic and queue. A level's offset moves only after the re-put
+// succeeded and is persisted every flushDelayOffsetInterval and at close, so a restart re-delivers at most
+// what was delivered since the last persist (at-least-once), and loses nothing.
+type scheduleService struct {
+	b       *Broker
+	log     *slog.Logger
+	levels  []time.Duration
+	path    string
+	wakes   []chan struct{} // per level, capacity 1: a message arrived in its queue
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	offsets map[int]int64 // level -> next queue offset; guarded by mu
+}
+
+func newScheduleService(b *Broker, levels []time.Duration) *scheduleService {
+	s := &scheduleService{b: b, log: b.log.With("service", "schedule"), levels: levels,
+		path: filepath.Join(b.cfg.StorePathRootDir, "config", "delayOffset.json"),
+		stop: make(chan struct{}), offsets: map[int]int64{}}
+	for range levels {
+		s.wakes = append(s.wakes, make(chan struct{}, 1))
+	}
+	return s
+}
+
+func (s *scheduleService) load() error {
+	var w DelayOffsetWrapper
+	found, err := loadJSON(s.path, &w)
+	if err != nil || !found {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for level, off := range w.OffsetTable {
+		s.offsets[level] = off
+	}
+	return nil
+}
+
+func (s *scheduleService) snapshot() DelayOffsetWrapper {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := DelayOffsetWrapper{OffsetTable: make(map[int]int64, len(s.offsets))}
+	for k, v := range s.offsets {
+		w.OffsetTable[k] = v
+	}
+	return w
+}
+
+func (s *scheduleService) persist() error {
+	data, err := json.MarshalIndent(s.snapshot(), "", "\t")
+	if err != nil {
+		return err
+	}
+	return writeConfigFile(s.path, data)
+}
+
+func (s *scheduleService) offset(level int) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offsets[level]
+}
+
+func (s *scheduleService) setOffset(level int, off int64) {
+	s.mu.Lock()
+	s.offsets[level] = off
+	s.mu.Unlock()
+}
+
+func (s *scheduleService) start() {
+	for i := range s.levels {
+		s.wg.Add(1)
+		go s.levelLoop(i + 1)
+	}
+	s.wg.Add(1)
+	go s.persistLoop()
+}
+
+func (s *scheduleService) close() error {
+	close(s.stop)
+	s.wg.Wait()
+	return s.persist()
+}
+
+// arrived wakes the loop of the level whose queue got a message.
+func (s *scheduleService) arrived(queueID int32) {
+	if int(queueID) < len(s.wakes) {
+		wake(s.wakes[queueID])
+	}
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (s *scheduleService) persistLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(ms(s.b.cfg.FlushDelayOffsetInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.persist(); err != nil {
+				s.log.Error("persist delay offsets", "err", err)
+			}
+		}
+	}
+}
+
+// idleRecheck bounds how long a level waits without a wake-up (it re-checks its queue after it).
+const idleRecheck = time.Second
+
+// retryBackoff is the pause after a failed re-put (RocketMQ's DELAY_FOR_A_PERIOD is 10 s; shorter here,
+// the store usually recovers faster).
+const retryBackoff = time.Second
+
+func (s *scheduleService) levelLoop(level int) {
+	defer s.wg.Done()
+	queueID := int32(level - 1)
+	delay := s.levels[level-1]
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	wait := func(d time.Duration) bool {
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(d)
+		select {
+		case <-s.stop:
+			return false
+		case <-s.wakes[queueID]:
+		case <-timer.C:
+		}
+		return true
+	}
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		off := s.offset(level)
+		if min := s.b.store.MinOffsetInQueue(TopicSchedule, queueID); off < min {
+			s.log.Warn("delay level offset below the queue's minimum (expired): skipping ahead", "level", level, "offset", off, "min", min)
+			s.setOffset(level, min)
+			continue
+		}
+		u, err := s.b.store.ConsumeQueueUnit(TopicSchedule, queueID, off)
+		if err != nil {
+			if !wait(idleRecheck) {
+				return
+			}
+			continue
+		}
+		now := time.Now().UnixMilli()
+		due := u.TagsCode
+		if due > now+delay.Milliseconds() { // the clock went back: never wait longer than the level's delay
+			due = now + delay.Milliseconds()
+		}
+		if due > now {
+			if !wait(time.Duration(due-now) * time.Millisecond) {
+				return
+			}
+			continue
+		}
+		if err := s.deliver(u.PhysicalOffset); err != nil {
+			s.log.Error("deliver delayed message failed; retrying", "level", level, "offset", off, "err", err)
+			if !wait(retryBackoff) {
+				return
+			}
+			continue
+		}
+		s.setOffset(level, off+1)
+	}
+}
+
+// deliver stores the delayed message at phy again, in its real topic and queue.
+func (s *scheduleService) deliver(phy int64) error {
+	m, err := s.b.store.LookMessageByOffset(phy)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			s.log.Warn("delayed message no longer in the CommitLog; skipped", "phyOffset", phy)
+			return nil
+		}
+		return err
+	}
+	real := restoreReal(m, store.PropertyDelayLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = s.b.put(ctx, real)
+	return err
+}
+
+// restoreReal rebuilds the message parked under SCHEDULE_TOPIC_XXXX, the timer topic or the transaction
+// half topic: its REAL_TOPIC and REAL_QID become topic and queue again, and the properties named in drop
+// (what parked it) go.
+func restoreReal(m *store.MessageExt, drop ...string) *store.Message {
+	var topic string
+	qid := int32(0)
+	props := editProperties(m.Properties, func(p map[string]string) {
+		topic = p[store.PropertyRealTopic]
+		if n, err := strconv.Atoi(p[store.PropertyRealQueueID]); err == nil {
+			qid = int32(n)
+		}
+		for _, k := range drop {
+			delete(p, k)
+		}
+	})
+	out := m.Message
+	out.Topic, out.QueueID, out.Properties = topic, qid, props
+	return &out
+}

@@ -1,0 +1,220 @@
+package broker
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// timerService delivers messages with an arbitrary delivery time (TIMER_DELIVER_MS, TIMER_DELAY_SEC,
+// TIMER_DELAY_MS, __STARTDELIVERTIME). They are stored in the timer topic, whose ConsumeQueue tag code is
+// the delivery time; the service loads the queue into a min-heap ordered by delivery time and sleeps on a
+// single timer until the earliest is due: no timer per message. Its progress (the lowest queue offset not
+// yet delivered, and what was delivered above it) is persisted in timerCheckpoint.json every
+// flushDelayOffsetInterval and at close; a restart re-delivers at most what was delivered since then.
+type timerService struct {
+	b    *Broker
+	log  *slog.Logger
+	path string
+	wake chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	pending   timerHeap      // guarded by mu
+	scanned   int64          // guarded by mu: next queue offset to load
+	lowWater  int64          // guarded by mu: every offset below is delivered
+	delivered map[int64]bool // guarded by mu: delivered offsets >= lowWater
+}
+
+// TimerCheckpoint is timerCheckpoint.json.
+type TimerCheckpoint struct {
+	LowWater  int64   `json:"lowWater"`
+	Delivered []int64 `json:"delivered"`
+}
+
+type timerEntry struct {
+	due, queueOffset, phy int64
+}
+
+type timerHeap []timerEntry
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	return h[i].due < h[j].due || (h[i].due == h[j].due && h[i].queueOffset < h[j].queueOffset)
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func newTimerService(b *Broker) *timerService {
+	return &timerService{b: b, log: b.log.With("service", "timer"),
+		path: filepath.Join(b.cfg.StorePathRootDir, "config", "timerCheckpoint.json"),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), delivered: map[int64]bool{}}
+}
+
+func (s *timerService) load() error {
+	var cp TimerCheckpoint
+	found, err := loadJSON(s.path, &cp)
+	if err != nil || !found {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lowWater, s.scanned = cp.LowWater, cp.LowWater
+	for _, off := range cp.Delivered {
+		if off >= cp.LowWater {
+			s.delivered[off] = true
+		}
+	}
+	return nil
+}
+
+func (s *timerService) persist() error {
+	s.mu.Lock()
+	cp := TimerCheckpoint{LowWater: s.lowWater, Delivered: make([]int64, 0, len(s.delivered))}
+	for off := range s.delivered {
+		cp.Delivered = append(cp.Delivered, off)
+	}
+	s.mu.Unlock()
+	sort.Slice(cp.Delivered, func(i, j int) bool { return cp.Delivered[i] < cp.Delivered[j] })
+	data, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	return writeConfigFile(s.path, data)
+}
+
+func (s *timerService) start() {
+	s.wg.Add(2)
+	go s.loop()
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(ms(s.b.cfg.FlushDelayOffsetInterval))
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				if err := s.persist(); err != nil {
+					s.log.Error("persist timer checkpoint", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+func (s *timerService) close() error {
+	close(s.stop)
+	s.wg.Wait()
+	return s.persist()
+}
+
+func (s *timerService) arrived() { wake(s.wake) }
+
+// scan loads the units dispatched since the last scan into the heap.
+func (s *timerService) scan() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if min := s.b.store.MinOffsetInQueue(TopicTimer, 0); s.scanned < min {
+		s.log.Warn("timer queue expired below its checkpoint: skipping ahead", "checkpoint", s.scanned, "min", min)
+		s.scanned = min
+		if s.lowWater < min {
+			s.lowWater = min
+		}
+	}
+	max := s.b.store.MaxOffsetInQueue(TopicTimer, 0)
+	for ; s.scanned < max; s.scanned++ {
+		if s.delivered[s.scanned] {
+			continue
+		}
+		u, err := s.b.store.ConsumeQueueUnit(TopicTimer, 0, s.scanned)
+		if err != nil {
+			s.log.Warn("timer queue unit unreadable; skipped", "offset", s.scanned, "err", err)
+			s.markDeliveredLocked(s.scanned)
+			continue
+		}
+		heap.Push(&s.pending, timerEntry{due: u.TagsCode, queueOffset: s.scanned, phy: u.PhysicalOffset})
+	}
+}
+
+func (s *timerService) markDeliveredLocked(off int64) {
+	s.delivered[off] = true
+	for s.delivered[s.lowWater] {
+		delete(s.delivered, s.lowWater)
+		s.lowWater++
+	}
+}
+
+func (s *timerService) loop() {
+	defer s.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		s.scan()
+		next := idleRecheck
+		for {
+			s.mu.Lock()
+			if len(s.pending) == 0 {
+				s.mu.Unlock()
+				break
+			}
+			e := s.pending[0]
+			now := time.Now().UnixMilli()
+			if e.due > now {
+				next = min(next, time.Duration(e.due-now)*time.Millisecond)
+				s.mu.Unlock()
+				break
+			}
+			heap.Pop(&s.pending)
+			s.mu.Unlock()
+			if err := s.deliver(e.phy); err != nil {
+				s.log.Error("deliver timer message failed; retrying", "offset", e.queueOffset, "err", err)
+				s.mu.Lock()
+				heap.Push(&s.pending, e)
+				s.mu.Unlock()
+				next = retryBackoff
+				break
+			}
+			s.mu.Lock()
+			s.markDeliveredLocked(e.queueOffset)
+			s.mu.Unlock()
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+func (s *timerService) deliver(phy int64) error {
+	m, err := s.b.store.LookMessageByOffset(phy)
+	if err != nil {
+		return err
+	}
+	real := restoreReal(m, propTimerOutMs, propTimerDeliverMs, propTimerDelayMs, propTimerDelaySec, propStartDeliverTime)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = s.b.put(ctx, real)
+	return err
+}
