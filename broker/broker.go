@@ -43,6 +43,7 @@ type Broker struct {
 	schedule *scheduleService
 	timer    *timerService
 	uniqIDs  *uniqIDGenerator
+	sqlCache sqlCache
 	stats    *brokerStats
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool

@@ -2,12 +2,14 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/filter"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -64,13 +66,19 @@ type consumerGroupInfo struct {
 	lastUpdate       time.Time
 }
 
-// subscriptionInfo is a compiled subscription: the tag codes used to filter at the ConsumeQueue.
+// subscriptionInfo is a compiled subscription: the tag codes used to filter at the ConsumeQueue, or the
+// compiled SQL92 expression (or why it does not compile).
 type subscriptionInfo struct {
-	data  SubscriptionData
-	all   bool           // "*" or empty
-	codes map[int64]bool // tag hash codes
-	tags  map[string]bool
+	data   SubscriptionData
+	all    bool           // "*" or empty
+	codes  map[int64]bool // tag hash codes
+	tags   map[string]bool
+	sql    *filter.Expression
+	sqlErr error
 }
+
+// expressionSQL92 is the expressionType of an SQL92 subscription.
+const expressionSQL92 = "SQL92"
 
 // clientManager tracks producer and consumer clients by connection (ProducerManager and ConsumerManager).
 // Lock order: none; it never calls out while holding mu (notifications are sent after unlocking).
@@ -94,8 +102,14 @@ func newClientManager(log *slog.Logger) *clientManager {
 
 func compileSubscription(sd *SubscriptionData) *subscriptionInfo {
 	si := &subscriptionInfo{data: *sd, codes: map[int64]bool{}, tags: map[string]bool{}}
-	if sd.ExpressionType != "" && sd.ExpressionType != "TAG" {
-		return si // SQL92: evaluated elsewhere
+	switch sd.ExpressionType {
+	case "", "TAG":
+	case expressionSQL92:
+		si.sql, si.sqlErr = filter.Compile(sd.SubString)
+		return si
+	default:
+		si.sqlErr = fmt.Errorf("unknown expression type %q (TAG or SQL92)", sd.ExpressionType)
+		return si
 	}
 	if sd.SubString == "" || sd.SubString == "*" {
 		si.all = true
@@ -149,7 +163,11 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *HeartbeatData, langua
 			if sd == nil || sd.Topic == "" {
 				continue
 			}
-			if cur, ok := g.subscriptions[sd.Topic]; ok && cur.data.SubVersion > sd.SubVersion && cur.data.SubString != sd.SubString {
+			cur, ok := g.subscriptions[sd.Topic]
+			if ok && cur.data.SubString == sd.SubString && cur.data.ExpressionType == sd.ExpressionType {
+				continue // unchanged: keep the compiled form
+			}
+			if ok && cur.data.SubVersion > sd.SubVersion {
 				continue
 			}
 			g.subscriptions[sd.Topic] = compileSubscription(sd)

@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/rocketraft/rocketraft/filter"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -35,3 +36,12 @@ func (f tagFilter) MatchByConsumeQueue(tagsCode int64) bool {
 }
 
 func (f tagFilter) MatchByCommitLog(record []byte, props map[string]string) bool { return true }
+
+// messageFilter is the store filter of a subscription: tag hashes, or the SQL92 expression evaluated on
+// each message's properties.
+func (si *subscriptionInfo) messageFilter() store.MessageFilter {
+	if si != nil && si.sql != nil {
+		return filter.NewFilter(si.sql)
+	}
+	return tagFilter{sub: si}
+}

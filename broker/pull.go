@@ -109,7 +109,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if maxMsgs <= 0 {
 		maxMsgs = 1
 	}
-	res, err := b.store.GetMessage(h.group, h.topic, h.queueID, h.queueOffset, maxMsgs, maxPullBytes, tagFilter{sub: sub})
+	mf := sub.messageFilter()
+	res, err := b.store.GetMessage(h.group, h.topic, h.queueID, h.queueOffset, maxMsgs, maxPullBytes, mf)
 	if err != nil {
 		return errResponse(remoting.SystemError, "reading %s queue %d at offset %d: %v", h.topic, h.queueID, h.queueOffset, err)
 	}
@@ -136,7 +137,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 		if hold > 0 {
 			b.pullHold.hold(&heldPull{conn: conn, req: req, topic: h.topic, queueID: h.queueID,
-				offset: h.queueOffset, filter: tagFilter{sub: sub}, deadline: time.Now().Add(hold)})
+				offset: h.queueOffset, filter: mf, deadline: time.Now().Add(hold)})
 			return nil
 		}
 	}
@@ -153,7 +154,11 @@ func (b *Broker) pullSubscription(h *pullHeader, group *SubscriptionGroupConfig)
 		return nil, errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s (enablePropertyFilter=false)", h.expressionType)
 	}
 	if h.sysFlag&pullFlagSubscription != 0 {
-		return compileSubscription(&SubscriptionData{Topic: h.topic, SubString: h.subscription, ExpressionType: h.expressionType, SubVersion: h.subVersion}), nil
+		sub := b.sqlCache.compile(&SubscriptionData{Topic: h.topic, SubString: h.subscription, ExpressionType: h.expressionType, SubVersion: h.subVersion})
+		if sub.sqlErr != nil {
+			return nil, errResponse(remoting.SubscriptionParseFailed, "the subscription %q of group %s on %s does not compile: %v", h.subscription, h.group, h.topic, sub.sqlErr)
+		}
+		return sub, nil
 	}
 	model, ok := b.clients.groupModel(h.group)
 	if !ok {
@@ -165,6 +170,12 @@ func (b *Broker) pullSubscription(h *pullHeader, group *SubscriptionGroupConfig)
 	sub := b.clients.subscription(h.group, h.topic)
 	if sub == nil {
 		return nil, errResponse(remoting.SubscriptionNotExist, "the consumer's subscription of topic %s does not exist in group %s", h.topic, h.group)
+	}
+	if sub.sqlErr != nil {
+		return nil, errResponse(remoting.SubscriptionParseFailed, "the subscription %q of group %s on %s does not compile: %v", sub.data.SubString, h.group, h.topic, sub.sqlErr)
+	}
+	if sub.sql != nil && !b.cfg.EnablePropertyFilter {
+		return nil, errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by SQL92 (enablePropertyFilter=false)")
 	}
 	return sub, nil
 }

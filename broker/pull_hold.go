@@ -68,13 +68,12 @@ func (s *pullHoldService) hold(p *heldPull) {
 
 // arrived is the store's arrival listener: a unit at queueOffset was dispatched for topic/queue.
 func (s *pullHoldService) arrived(a store.Arrival) {
-	code := a.TagsCode
-	s.notify(a.Topic, a.QueueID, a.QueueOffset+1, &code)
+	s.notify(a.Topic, a.QueueID, a.QueueOffset+1, &a)
 }
 
-// notify wakes the pulls on topic/queue that maxOffset satisfies (and whose filter accepts tagsCode, when
-// known), and those past their deadline.
-func (s *pullHoldService) notify(topic string, queueID int32, maxOffset int64, tagsCode *int64) {
+// notify wakes the pulls on topic/queue that maxOffset satisfies (and whose filter accepts the arrived
+// message, when known), and those past their deadline.
+func (s *pullHoldService) notify(topic string, queueID int32, maxOffset int64, a *store.Arrival) {
 	key := holdKey(topic, queueID)
 	now := time.Now()
 	s.mu.Lock()
@@ -86,7 +85,7 @@ func (s *pullHoldService) notify(topic string, queueID int32, maxOffset int64, t
 	var ready, keep []*heldPull
 	for _, p := range list {
 		switch {
-		case maxOffset > p.offset && (tagsCode == nil || p.filter.MatchByConsumeQueue(*tagsCode)):
+		case maxOffset > p.offset && (a == nil || p.filter.MatchByConsumeQueue(a.TagsCode) && (a.Properties == nil || p.filter.MatchByCommitLog(nil, a.Properties))):
 			ready = append(ready, p)
 		case !now.Before(p.deadline):
 			ready = append(ready, p)

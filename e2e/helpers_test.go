@@ -209,3 +209,10 @@ func queueMaxOffset(t *testing.T, c *remoting.Client, addr, topic string) int64 
 	n, _ := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
 	return n
 }
+
+// remotingPull is a PULL_MESSAGE carrying its subscription (as the pull consumer sends it).
+func remotingPull(group, topic, expr, typ string) *remoting.Command {
+	return remoting.NewRequest(remoting.PullMessage, map[string]string{"consumerGroup": group, "topic": topic,
+		"queueId": "0", "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "0",
+		"suspendTimeoutMillis": "0", "subscription": expr, "subVersion": "0", "expressionType": typ}, nil)
+}
