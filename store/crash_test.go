@@ -27,6 +27,7 @@ func crashConfig(dir string) Config {
 	cfg.MaxIndexNum = 1024
 	cfg.FlushIntervalConsumeQueue = 20
 	cfg.FlushConsumeQueueThoroughInterval = 50
+	cfg.SyncFlushTimeout = 60000
 	return cfg
 }
 
@@ -60,11 +61,14 @@ func TestCrashChild(t *testing.T) {
 			for seq := 0; time.Now().Before(deadline); seq++ {
 				m := testMessage("Crash", int32(w), crashBody(w, seq), map[string]string{PropertyKeys: fmt.Sprintf("w%d-s%d", w, seq)})
 				res, err := s.PutMessage(context.Background(), m)
-				if err != nil || res.Status != PutOK {
+				if err != nil {
 					out.Lock()
-					fmt.Println("ERR", res.Status, err)
+					fmt.Println("ERR", err)
 					out.Unlock()
 					continue
+				}
+				if res.Status != PutOK {
+					continue // written but not acknowledged as durable
 				}
 				out.Lock()
 				fmt.Printf("ACK %d %d %d %d\n", w, seq, res.QueueOffset, res.PhysicalOffset)

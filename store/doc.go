@@ -11,6 +11,7 @@
 //	  index/yyyyMMddHHmmssSSS            hash index files
 //	  checkpoint                         flush progress (below)
 //	  abort                              exists while the store is open; left by a crash
+//	  lock                               flock'ed while the store is open
 //	  config/*.json                      broker metadata, written with WriteFileAtomic
 //
 // # Stored-message record (CommitLog, pull bodies)

@@ -35,6 +35,8 @@ var (
 	ErrCreateMappedFile = errors.New("store: cannot create mapped file")
 	// ErrBatchMismatch: a batch mixes topics or queues, or is empty.
 	ErrBatchMismatch = errors.New("store: invalid batch")
+	// ErrStoreLocked: another Store (in this or another process) has the folder open.
+	ErrStoreLocked = errors.New("store: store folder locked by another store")
 )
 
 // preallocateFiles says whether new files get their blocks with fallocate. They do not, as
@@ -164,6 +166,7 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	lockFile    *os.File
 	stats       storeStats
 	diskUsage   func(path string) (float64, error)
 	memoryBytes int64
@@ -200,6 +203,9 @@ func (s *Store) open() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("store: create %s: %w", dir, err)
 		}
+	}
+	if err := s.lockRoot(); err != nil {
+		return err
 	}
 	_, err := os.Stat(cfg.abortPath())
 	s.lastExitOK = errors.Is(err, os.ErrNotExist)
@@ -350,6 +356,25 @@ func (s *Store) closeFiles() {
 	if s.checkpoint != nil {
 		_ = s.checkpoint.f.Close()
 	}
+	if s.lockFile != nil {
+		_ = s.lockFile.Close() // releases the flock
+	}
+}
+
+// lockRoot takes an exclusive flock on storePathRootDir/lock so two processes never open the
+// same store (RocketMQ locks the same file).
+func (s *Store) lockRoot() error {
+	path := filepath.Join(s.cfg.StorePathRootDir, "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("%w: %s: %v", ErrStoreLocked, path, err)
+	}
+	s.lockFile = f
+	return nil
 }
 
 // checkWritable returns why a put is refused, or nil.

@@ -483,3 +483,19 @@ func TestTransientPool(t *testing.T) {
 		t.Fatal("returned buffer not handed out again")
 	}
 }
+
+func TestStoreFolderLocked(t *testing.T) {
+	cfg := smallConfig(t)
+	s := openStore(t, cfg, testOptions(t))
+	if _, err := Open(cfg, testOptions(t)); !errors.Is(err, ErrStoreLocked) {
+		t.Fatalf("second Open of the same folder: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(cfg, testOptions(t))
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	_ = s2.Close()
+}
