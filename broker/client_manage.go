@@ -40,16 +40,24 @@ func (b *Broker) processHeartbeat(ctx context.Context, conn *remoting.Conn, req 
 
 func (b *Broker) processUnregisterClient(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	clientID := req.OptString("clientID", "")
-	changed := b.clients.unregister(conn, clientID, req.OptString("producerGroup", ""), req.OptString("consumerGroup", ""))
-	if len(changed) > 0 {
-		b.clients.notifyConsumerIDsChanged(changed)
-	}
+	changed, gone := b.clients.unregister(conn, clientID, req.OptString("producerGroup", ""), req.OptString("consumerGroup", ""))
+	b.clientsLeft(changed, gone)
 	return remoting.NewResponse(remoting.Success, "")
 }
 
 // connClosed forgets the clients of a closed connection and tells the groups they left.
 func (b *Broker) connClosed(conn *remoting.Conn) {
-	changed := b.clients.connClosed(conn)
+	b.clientsLeft(b.clients.connClosed(conn))
+}
+
+// clientsLeft releases the queue locks of clients that are gone (so an orderly queue passes to another
+// member at once instead of after the lock lease) and tells the groups that changed.
+func (b *Broker) clientsLeft(changed, gone []string) {
+	for _, id := range gone {
+		if n := b.locks.releaseClient(id); n > 0 {
+			b.log.Info("released the queue locks of a departed client", "client", id, "queues", n)
+		}
+	}
 	if len(changed) > 0 {
 		b.clients.notifyConsumerIDsChanged(changed)
 	}

@@ -177,8 +177,9 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *HeartbeatData, langua
 }
 
 // unregister removes a client (by id, or every client of conn when clientID is "") from the named groups
-// (all groups when both lists are nil). It returns the consumer groups whose membership changed.
-func (m *clientManager) unregister(conn *remoting.Conn, clientID string, producerGroup, consumerGroup string) (changed []string) {
+// (all groups when both are ""). It returns the consumer groups whose membership changed and the client
+// ids that no longer have any connection here.
+func (m *clientManager) unregister(conn *remoting.Conn, clientID string, producerGroup, consumerGroup string) (changed, gone []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	matches := func(ch *clientChannel) bool {
@@ -214,13 +215,28 @@ func (m *clientManager) unregister(conn *remoting.Conn, clientID string, produce
 	for id, ch := range m.byClient {
 		if matches(ch) {
 			delete(m.byClient, id)
+			if !m.hasClientLocked(id) {
+				gone = append(gone, id)
+			}
 		}
 	}
-	return changed
+	return changed, gone
+}
+
+// hasClientLocked reports whether clientID is still registered on any connection. mu must be held.
+func (m *clientManager) hasClientLocked(clientID string) bool {
+	for _, g := range m.consumers {
+		for _, ch := range g.channels {
+			if ch.clientID == clientID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // connClosed forgets everything registered on conn.
-func (m *clientManager) connClosed(conn *remoting.Conn) []string {
+func (m *clientManager) connClosed(conn *remoting.Conn) (changed, gone []string) {
 	return m.unregister(conn, "", "", "")
 }
 

@@ -81,6 +81,25 @@ func (m *rebalanceLockManager) unlock(group, clientID string, mqs []MessageQueue
 	}
 }
 
+// releaseClient drops every lock clientID holds and returns how many there were.
+func (m *rebalanceLockManager) releaseClient(clientID string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for group, g := range m.table {
+		for mq, e := range g {
+			if e.clientID == clientID {
+				delete(g, mq)
+				n++
+			}
+		}
+		if len(g) == 0 {
+			delete(m.table, group)
+		}
+	}
+	return n
+}
+
 func (b *Broker) processLockBatchMQ(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var body lockBatchBody
 	if err := json.Unmarshal(req.Body, &body); err != nil {

@@ -383,3 +383,27 @@ func TestBatchBodyErrors(t *testing.T) {
 		t.Fatalf("after a refused batch the next message got queue offset %s, want 2", resp.ExtFields["queueOffset"])
 	}
 }
+
+// TestLocksReleasedWhenClientLeaves: when an orderly consumer's connection closes, its queue locks are
+// released at once, so another member need not wait for the lease.
+func TestLocksReleasedWhenClientLeaves(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{})
+	addr := c.Broker(0).Addr()
+	a, other := newWire(t, addr), newWire(t, addr)
+	heartbeat(t, a, "client-a", "OG")
+	body, _ := json.Marshal(map[string]any{"consumerGroup": "OG", "clientId": "client-a",
+		"mqSet": []any{map[string]any{"topic": "T", "brokerName": "broker-a", "queueId": 0}}})
+	resp := a.call(remoting.LockBatchMQ, nil, body)
+	if !strings.Contains(string(resp.Body), `"queueId":0`) {
+		t.Fatalf("client-a could not lock: %s", resp.Body)
+	}
+	body2, _ := json.Marshal(map[string]any{"consumerGroup": "OG", "clientId": "client-b",
+		"mqSet": []any{map[string]any{"topic": "T", "brokerName": "broker-a", "queueId": 0}}})
+	if resp := other.call(remoting.LockBatchMQ, nil, body2); strings.Contains(string(resp.Body), `"queueId":0`) {
+		t.Fatal("client-b locked a queue client-a holds")
+	}
+	a.client.CloseAddr(addr)
+	cluster.Eventually(t, 5*time.Second, func() bool {
+		return strings.Contains(string(other.call(remoting.LockBatchMQ, nil, body2).Body), `"queueId":0`)
+	}, "client-b locks the queue once client-a's connection closed")
+}

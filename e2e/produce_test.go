@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -238,5 +239,90 @@ func TestOrderlyConsumer(t *testing.T) {
 			t.Fatalf("key %s: %s consumed after %s", k, seq, prev)
 		}
 		last[k] = seq
+	}
+}
+
+// TestOrderlyRebalance: per-key order holds while a second orderly consumer joins the group and takes
+// half of the queues, and after it leaves again. Each key's messages must first appear in send order
+// (a redelivery after a rebalance may repeat earlier ones; that is at-least-once, not disorder).
+func TestOrderlyRebalance(t *testing.T) {
+	// Locks renewed every second by the clients, leased for 3 s by the broker: a queue a consumer gave
+	// up passes to the other within seconds.
+	c := cluster.Start(t, cluster.Options{Configure: func(_ int, cfg *broker.Config) { cfg.RebalanceLockMaxLiveTime = 3000 }})
+	const topic = "OrderlyRebalance"
+	createTopic(t, c, topic, 4)
+	var mu sync.Mutex
+	var log []string
+	handler := func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		mu.Lock()
+		for _, m := range msgs {
+			log = append(log, string(m.Body))
+		}
+		mu.Unlock()
+		return consumer.ConsumeSuccess, nil
+	}
+	opts := []consumer.Option{consumer.WithConsumerOrder(true), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithRebalanceLockInterval(time.Second)}
+	start := func() func() error {
+		pc := newPushConsumer(t, c, "CG_orderly_rb", opts...)
+		if err := pc.Subscribe(topic, consumer.MessageSelector{}, handler); err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = pc.Shutdown() })
+		return pc.Shutdown
+	}
+	start()
+	p := newProducer(t, c, producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
+	sent := 0
+	send := func(rounds int) {
+		for i := 0; i < rounds; i++ {
+			for _, k := range keys {
+				m := primitive.NewMessage(topic, []byte(fmt.Sprintf("%s:%05d", k, sent)))
+				m.WithShardingKey(k)
+				if _, err := p.SendSync(context.Background(), m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sent++
+		}
+	}
+	distinct := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		set := map[string]bool{}
+		for _, b := range log {
+			set[b] = true
+		}
+		return len(set)
+	}
+	send(20)
+	stopSecond := start() // a second member joins: rebalance while messages flow
+	send(40)
+	cluster.Eventually(t, 60*time.Second, func() bool { return distinct() == sent*len(keys) }, "all %d messages consumed with two members", sent*len(keys))
+	if err := stopSecond(); err != nil { // and leaves again
+		t.Fatal(err)
+	}
+	send(20)
+	cluster.Eventually(t, 60*time.Second, func() bool { return distinct() == sent*len(keys) }, "all %d messages consumed after the second left", sent*len(keys))
+
+	mu.Lock()
+	defer mu.Unlock()
+	next := map[string]int{}
+	seen := map[string]bool{}
+	for _, b := range log {
+		if seen[b] {
+			continue // a redelivery
+		}
+		seen[b] = true
+		k, n, _ := strings.Cut(b, ":")
+		seq, _ := strconv.Atoi(n)
+		if seq != next[k] {
+			t.Fatalf("key %s: message %d consumed first when %d was next", k, seq, next[k])
+		}
+		next[k]++
 	}
 }
