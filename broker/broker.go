@@ -42,6 +42,7 @@ type Broker struct {
 	pullHold *pullHoldService
 	schedule *scheduleService
 	timer    *timerService
+	txCheck  *transactionChecker
 	uniqIDs  *uniqIDGenerator
 	sqlCache sqlCache
 	stats    *brokerStats
@@ -96,6 +97,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.locks = newRebalanceLockManager(ms(cfg.RebalanceLockMaxLiveTime))
 	b.schedule = newScheduleService(b, b.delayLevels)
 	b.timer = newTimerService(b)
+	b.txCheck = newTransactionChecker(b)
 	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load, b.schedule.load, b.timer.load} {
 		if err := load(); err != nil {
 			return nil, err
@@ -172,6 +174,7 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.SendBatchMessage, send, b.processSend)
 	s.Register(remoting.PullMessage, pull, b.processPull)
 	s.Register(remoting.ConsumerSendMsgBack, send, b.processConsumerSendMsgBack)
+	s.Register(remoting.EndTransaction, send, b.processEndTransaction)
 	s.Register(remoting.QueryMessage, query, b.processQueryMessage)
 	s.Register(remoting.ViewMessageByID, query, b.processViewMessageByID)
 	s.Register(remoting.HeartBeat, client, b.processHeartbeat)
@@ -242,6 +245,7 @@ func (b *Broker) Start() error {
 	if b.cfg.BrokerRole != RoleSlave {
 		b.schedule.start()
 		b.timer.start()
+		b.txCheck.start()
 		b.masterServices = true
 	}
 	b.wg.Add(3)
@@ -269,6 +273,7 @@ func (b *Broker) Close() error {
 		close(b.stop)
 		b.wg.Wait()
 		if b.masterServices {
+			b.txCheck.close()
 			if err := b.schedule.close(); err != nil {
 				errs = append(errs, fmt.Errorf("persist delay offsets: %w", err))
 			}

@@ -180,6 +180,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if resp := b.redirectRetry(h, m, req.Version); resp != nil {
 		return resp
 	}
+	if h.sysFlag&store.SysFlagTransactionMask == store.SysFlagTransactionPrepared {
+		if err := b.toHalf(m); err != nil {
+			return errResponse(remoting.SystemError, "park the half message: %v", err)
+		}
+	}
 	b.putAsync(m, done)
 	return nil
 }
