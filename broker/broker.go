@@ -172,6 +172,8 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.SendMessage, send, b.processSend)
 	s.Register(remoting.SendMessageV2, send, b.processSend)
 	s.Register(remoting.SendBatchMessage, send, b.processSend)
+	s.Register(remoting.SendReplyMessage, send, b.processSendReply)
+	s.Register(remoting.SendReplyMessageV2, send, b.processSendReply)
 	s.Register(remoting.PullMessage, pull, b.processPull)
 	s.Register(remoting.ConsumerSendMsgBack, send, b.processConsumerSendMsgBack)
 	s.Register(remoting.EndTransaction, send, b.processEndTransaction)

@@ -177,6 +177,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		BornHost:       bornHost,
 		ReconsumeTimes: h.reconsumeTimes,
 	}
+	if id, ok := propValue(m.Properties, store.PropertyReplyToClient); ok && id != "" {
+		b.clients.rememberClient(id, conn) // a request: its reply may come before the requester's heartbeat
+	}
 	if resp := b.redirectRetry(h, m, req.Version); resp != nil {
 		return resp
 	}
