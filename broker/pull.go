@@ -9,14 +9,6 @@ import (
 	"github.com/rocketraft/rocketraft/store"
 )
 
-// Pull request sysFlag bits (PullSysFlag). Wire format: never change.
-const (
-	pullFlagCommitOffset = 1 << 0
-	pullFlagSuspend      = 1 << 1
-	pullFlagSubscription = 1 << 2
-	pullFlagClassFilter  = 1 << 3
-)
-
 type pullHeader struct {
 	group          string
 	topic          string
@@ -127,10 +119,10 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	} else {
 		res.Release()
 	}
-	if allowSuspend && h.sysFlag&pullFlagCommitOffset != 0 && b.cfg.BrokerRole != RoleSlave {
+	if allowSuspend && h.sysFlag&remoting.PullFlagCommitOffset != 0 && b.cfg.BrokerRole != RoleSlave {
 		b.offsets.commit(h.group, h.topic, h.queueID, h.commitOffset)
 	}
-	if code == remoting.PullNotFound && allowSuspend && h.sysFlag&pullFlagSuspend != 0 {
+	if code == remoting.PullNotFound && allowSuspend && h.sysFlag&remoting.PullFlagSuspend != 0 {
 		hold := h.suspendTimeout
 		if !b.cfg.LongPollingEnable {
 			hold = ms(b.cfg.ShortPollingTimeMills)
@@ -153,7 +145,7 @@ func (b *Broker) pullSubscription(h *pullHeader, group *SubscriptionGroupConfig)
 	if h.expressionType != "" && h.expressionType != "TAG" && !b.cfg.EnablePropertyFilter {
 		return nil, errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s (enablePropertyFilter=false)", h.expressionType)
 	}
-	if h.sysFlag&pullFlagSubscription != 0 {
+	if h.sysFlag&remoting.PullFlagSubscription != 0 {
 		sub := b.sqlCache.compile(&SubscriptionData{Topic: h.topic, SubString: h.subscription, ExpressionType: h.expressionType, SubVersion: h.subVersion})
 		if sub.sqlErr != nil {
 			return nil, errResponse(remoting.SubscriptionParseFailed, "the subscription %q of group %s on %s does not compile: %v", h.subscription, h.group, h.topic, sub.sqlErr)

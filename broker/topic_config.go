@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -35,8 +34,6 @@ const (
 	maxTopicNameLength = 127
 )
 
-var topicNameRE = regexp.MustCompile(`^[%|a-zA-Z0-9_-]+$`)
-
 // ValidateTopicName checks a topic name the way RocketMQ's TopicValidator does.
 func ValidateTopicName(name string) error {
 	switch {
@@ -44,11 +41,29 @@ func ValidateTopicName(name string) error {
 		return fmt.Errorf("the topic name is empty")
 	case len(name) > maxTopicNameLength:
 		return fmt.Errorf("the topic name %q is %d bytes, longer than the limit of %d", name, len(name), maxTopicNameLength)
-	case !topicNameRE.MatchString(name):
-		return fmt.Errorf("the topic name %q contains characters other than %%|a-zA-Z0-9_-", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if !topicChar[name[i]] {
+			return fmt.Errorf("the topic name %q contains characters other than %%|a-zA-Z0-9_-", name)
+		}
 	}
 	return nil
 }
+
+// topicChar marks the bytes a topic name may hold: ^[%|a-zA-Z0-9_-]+$ (checked on every send, so a
+// table rather than a regexp).
+var topicChar = func() (t [256]bool) {
+	for _, c := range "%|_-" {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	return t
+}()
 
 // notAllowedSendTopics may not be produced to directly by clients (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
 var notAllowedSendTopics = map[string]bool{

@@ -59,8 +59,13 @@ type binReader struct {
 	pos int
 }
 
-func (r *binReader) need(n int, what string) error {
+// need checks that n bytes are left; what (and the key, for an extFields value) name the field in the
+// error, built only when the check fails (this runs for every field of every binary header).
+func (r *binReader) need(n int, what, key string) error {
 	if n < 0 || n > len(r.b)-r.pos {
+		if key != "" {
+			what += " of " + strconv.Quote(key)
+		}
 		return fmt.Errorf("binary header: %s needs %d bytes at offset %d, %d left", what, n, r.pos, len(r.b)-r.pos)
 	}
 	return nil
@@ -78,10 +83,11 @@ func (r *binReader) u32() uint32 {
 	return v
 }
 
-// lenPrefixed reads a length of size 2 or 4 bytes and then that many bytes.
-func (r *binReader) lenPrefixed(size int, what string) (string, error) {
-	if err := r.need(size, what+" length"); err != nil {
-		return "", err
+// lenPrefixed reads a length of size 2 or 4 bytes and then that many bytes; what and key name the field
+// in errors (key is the extFields key a value belongs to, or "").
+func (r *binReader) lenPrefixed(size int, what, key string) (string, error) {
+	if size > len(r.b)-r.pos {
+		return "", r.need(size, what+" length", key)
 	}
 	var n int
 	if size == 2 {
@@ -90,9 +96,9 @@ func (r *binReader) lenPrefixed(size int, what string) (string, error) {
 		n = int(int32(r.u32()))
 	}
 	if n < 0 {
-		return "", fmt.Errorf("binary header: negative %s length %d", what, n)
+		return "", fmt.Errorf("binary header: negative %s length %d (key %q)", what, n, key)
 	}
-	if err := r.need(n, what); err != nil {
+	if err := r.need(n, what, key); err != nil {
 		return "", err
 	}
 	s := string(r.b[r.pos : r.pos+n])
@@ -103,7 +109,7 @@ func (r *binReader) lenPrefixed(size int, what string) (string, error) {
 // decodeBinaryHeader decodes a ROCKETMQ binary header into a new Command.
 func decodeBinaryHeader(h []byte) (*Command, error) {
 	r := &binReader{b: h}
-	if err := r.need(binaryFixedLen-8, "fixed part"); err != nil {
+	if err := r.need(binaryFixedLen-8, "fixed part", ""); err != nil {
 		return nil, err
 	}
 	c := &Command{}
@@ -115,28 +121,28 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 	c.Opaque = int32(r.u32())
 	c.Flag = int32(r.u32())
 	var err error
-	if c.Remark, err = r.lenPrefixed(4, "remark"); err != nil {
+	if c.Remark, err = r.lenPrefixed(4, "remark", ""); err != nil {
 		return nil, err
 	}
-	if err := r.need(4, "extFields length"); err != nil {
+	if err := r.need(4, "extFields length", ""); err != nil {
 		return nil, err
 	}
 	extLen := int(int32(r.u32()))
 	if extLen < 0 {
 		return nil, fmt.Errorf("binary header: negative extFields length %d", extLen)
 	}
-	if err := r.need(extLen, "extFields"); err != nil {
+	if err := r.need(extLen, "extFields", ""); err != nil {
 		return nil, err
 	}
 	if r.pos+extLen != len(h) {
 		return nil, fmt.Errorf("binary header: %d bytes after extFields", len(h)-r.pos-extLen)
 	}
 	for r.pos < len(h) {
-		k, err := r.lenPrefixed(2, "extFields key")
+		k, err := r.lenPrefixed(2, "extFields key", "")
 		if err != nil {
 			return nil, err
 		}
-		v, err := r.lenPrefixed(4, "extFields value of "+strconv.Quote(k))
+		v, err := r.lenPrefixed(4, "extFields value", k)
 		if err != nil {
 			return nil, err
 		}

@@ -540,3 +540,11 @@ func ParseLanguage(name string) (LanguageCode, bool) {
 	}
 	return LanguageOther, false
 }
+
+// PULL_MESSAGE request sysFlag bits (RocketMQ's PullSysFlag). Wire format: never change.
+const (
+	PullFlagCommitOffset = 1 << 0 // commitOffset is the consumer's progress: store it
+	PullFlagSuspend      = 1 << 1 // the broker may hold the pull (long polling)
+	PullFlagSubscription = 1 << 2 // the subscription is in the request, not taken from the heartbeat
+	PullFlagClassFilter  = 1 << 3 // class filter (unused)
+)

@@ -13,13 +13,10 @@ import (
 	"github.com/rocketraft/rocketraft/store"
 )
 
-// Pull request sysFlag bits (PullSysFlag) and the long-poll timing the official client uses.
+// The long-poll timing the official client uses.
 const (
-	pullFlagCommitOffset = 1 << 0
-	pullFlagSuspend      = 1 << 1
-	pullFlagSubscription = 1 << 2
-	pullSuspend          = 20 * time.Second // suspendTimeoutMillis: the broker holds an empty pull this long
-	pullTimeout          = 30 * time.Second // the request's own timeout, well past the hold
+	pullSuspend = 20 * time.Second // suspendTimeoutMillis: the broker holds an empty pull this long
+	pullTimeout = 30 * time.Second // the request's own timeout, well past the hold
 )
 
 // nativeConsumer pulls with our own remoting.Client: every read queue of the topic is owned by one of
@@ -135,9 +132,9 @@ func (pw *pullWorker) run(ctx context.Context) {
 func (pw *pullWorker) pull(ctx context.Context, qi int, offset int64, answers chan<- pullAnswer) error {
 	c := pw.c
 	q := c.queues[qi]
-	sysFlag := pullFlagSuspend | pullFlagSubscription
+	sysFlag := remoting.PullFlagSuspend | remoting.PullFlagSubscription
 	if offset > 0 {
-		sysFlag |= pullFlagCommitOffset
+		sysFlag |= remoting.PullFlagCommitOffset
 	}
 	ext := map[string]string{
 		"consumerGroup":        c.cfg.Group,
