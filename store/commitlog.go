@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // queueKey names one ConsumeQueue.
@@ -29,6 +31,8 @@ type commitLog struct {
 	clock          Clock
 	// writeWithoutMmap writes records with pwrite instead of copying into the mapping.
 	writeWithoutMmap bool
+	// faultInBeforeLock: see faultIn (SYNC_FLUSH writes through the mapping).
+	faultInBeforeLock bool
 
 	putMu struct {
 		sync.Mutex
@@ -43,7 +47,8 @@ type commitLog struct {
 
 func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFileQueue) *commitLog {
 	c := &commitLog{q: q, fileSize: cfg.MappedFileSizeCommitLog, maxMessageSize: cfg.MaxMessageSize,
-		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.WriteWithoutMmap}
+		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.WriteWithoutMmap,
+		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.WriteWithoutMmap}
 	var hb [hostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)
@@ -190,6 +195,9 @@ func (c *commitLog) putMessages(msgs []*Message) (PutResult, error) {
 	if err != nil {
 		return PutResult{}, err
 	}
+	if c.faultInBeforeLock {
+		c.faultIn(total)
+	}
 	var res appendResult
 	err = withFaultPanics(func() error {
 		var err error
@@ -208,6 +216,22 @@ func (c *commitLog) putMessages(msgs []*Message) (PutResult, error) {
 		WroteBytes:     res.wroteBytes,
 		StoreTimestamp: res.storeTimestamp,
 	}, nil
+}
+
+// faultIn makes the pages the next total bytes will probably go to writable before the put
+// lock is taken. With SYNC_FLUSH every flush write-protects the page being written, and the
+// next writer would otherwise take that page fault (which updates the file time, a journal
+// handle on ext4) while holding the lock, with every other writer queued behind it.
+func (c *commitLog) faultIn(total int) {
+	f := c.q.last()
+	if f == nil || !f.hold() {
+		return
+	}
+	defer f.release()
+	pos := f.wrote.Load()
+	if end := min(pos+int64(total), f.size); pos < end {
+		_ = unix.Madvise(f.data[pos&^(osPageSize-1):end], unix.MADV_POPULATE_WRITE)
+	}
 }
 
 // msgIDs is the offset msg id of each record, comma-joined for a batch.

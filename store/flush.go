@@ -106,6 +106,7 @@ func (s *Store) runGroupCommit(ctx context.Context) {
 		start := time.Now()
 		err := s.flushCommitLog(0)
 		g.lastFlush = time.Since(start)
+		s.reput.wakeup()
 		flushed := s.commitLog.q.flushedWhere.Load()
 		for _, w := range batch {
 			if err == nil && flushed >= w.need {

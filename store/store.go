@@ -514,11 +514,14 @@ func (s *Store) put(msgs []*Message) (PutResult, error) {
 		return PutResult{}, err
 	}
 	s.stats.recordPut(res.Count, res.WroteBytes, time.Since(start))
-	if s.pool != nil {
-		wake(s.wakeCommit)
-	} else {
+	switch {
+	case s.pool != nil:
+		wake(s.wakeCommit) // the commit wakes dispatch
+	case s.group == nil:
 		s.reput.wakeup()
 	}
+	// With SYNC_FLUSH the flusher wakes dispatch once per flush: one dispatch run for the
+	// whole batch instead of a context switch per put.
 	return res, nil
 }
 
