@@ -18,15 +18,15 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/conf"
+	"github.com/rocketraft/rocketraft/internal/cmdutil"
 )
 
 // childBrokerEnv, when set, makes the test binary run a broker (config from the command line after "--")
 // instead of the tests: the SIGKILL test needs a broker in a process of its own.
 const childBrokerEnv = "ROCKETRAFT_E2E_CHILD_BROKER"
 
+// runChildBroker runs the mqbroker command itself (config after "--"), signal handling included.
 func runChildBroker() {
 	args := os.Args[1:]
 	for i, a := range args {
@@ -35,27 +35,7 @@ func runChildBroker() {
 			break
 		}
 	}
-	a, err := conf.ParseArgs(args)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	cfg := broker.DefaultConfig()
-	if _, err := conf.Load(a, &cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	b, err := broker.New(cfg, broker.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := b.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Println("ready")
-	select {} // until killed
+	os.Exit(cmdutil.RunBroker(args, os.Stdout, os.Stderr))
 }
 
 func startChildBroker(t *testing.T, args ...string) *exec.Cmd {
@@ -163,4 +143,47 @@ func TestKill9DuringSyncFlushLoad(t *testing.T) {
 		}
 	}
 	t.Fatalf("%d of %d acknowledged messages were not consumed after the restart, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
+}
+
+// TestSIGTERMShutsDownCleanly: the broker process exits 0 on SIGTERM after an ordered shutdown (abort file
+// removed, so the next start is a normal recovery) and keeps every message.
+func TestSIGTERMShutsDownCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	c := cluster.Start(t, cluster.Options{NoBrokers: true})
+	port := cluster.FreePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	root := filepath.Join(t.TempDir(), "store")
+	args := []string{"-n", c.NamesrvAddr(), "--brokerName=broker-t", "--brokerIP1=127.0.0.1",
+		"--listenPort=" + strconv.Itoa(port), "--storePathRootDir=" + root, "--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536"}
+	child := startChildBroker(t, args...)
+	w := newWireClient(t)
+	cluster.Eventually(t, 20*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := w.Invoke(ctx, addr, remotingTopicCreate("Term"))
+		return err == nil && resp.Code == 0
+	}, "child broker serving")
+	c.WaitTopicRoute("Term")
+	p := newProducer(t, c)
+	sendN(t, p, "Term", "t", 20)
+	if _, err := os.Stat(filepath.Join(root, "abort")); err != nil {
+		t.Fatalf("no abort file while the broker runs: %v", err)
+	}
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("broker exit after SIGTERM: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "abort")); !os.IsNotExist(err) {
+		t.Fatalf("abort file left after a clean shutdown (stat: %v)", err)
+	}
+	startChildBroker(t, args...)
+	cluster.Eventually(t, 20*time.Second, func() bool { return queueMaxOffset(t, w, addr, "Term") >= 0 }, "restarted")
+	got := newReceived()
+	c.WaitTopicRoute("Term")
+	startConsumer(t, c, "CG_term", "Term", consumer.MessageSelector{}, got, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, 20, 30*time.Second)
 }

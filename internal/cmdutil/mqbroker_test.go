@@ -1,4 +1,4 @@
-package main
+package cmdutil
 
 import (
 	"bytes"
@@ -8,14 +8,14 @@ import (
 
 func TestBadValueStopsStartupNamingTheKey(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"--listenPort=abc"}, &out, &errb); code != 2 {
+	if code := RunBroker([]string{"--listenPort=abc"}, &out, &errb); code != 2 {
 		t.Fatalf("exit %d, want 2; stderr %s", code, errb.String())
 	}
 	if !strings.Contains(errb.String(), "config key listenPort") {
 		t.Fatalf("stderr %q does not name listenPort", errb.String())
 	}
 	errb.Reset()
-	code := run([]string{"--flushDiskType=SOMETIMES", "--storePathRootDir=" + t.TempDir()}, &out, &errb)
+	code := RunBroker([]string{"--flushDiskType=SOMETIMES", "--storePathRootDir=" + t.TempDir()}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "flushDiskType") {
 		t.Fatalf("exit %d, stderr %q: want 1 naming flushDiskType", code, errb.String())
 	}
@@ -23,7 +23,7 @@ func TestBadValueStopsStartupNamingTheKey(t *testing.T) {
 
 func TestPrintConfigWarnsUnknownKeys(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"-p", "--brokerName=broker-x", "--noSuchKey=1", "-n", "127.0.0.1:9876"}, &out, &errb); code != 0 {
+	if code := RunBroker([]string{"-p", "--brokerName=broker-x", "--noSuchKey=1", "-n", "127.0.0.1:9876"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	for _, want := range []string{"brokerName=broker-x\n", "namesrvAddr=127.0.0.1:9876\n", "listenPort=10911\n", "flushDiskType=ASYNC_FLUSH\n"} {
@@ -38,10 +38,10 @@ func TestPrintConfigWarnsUnknownKeys(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"-h"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "usage: mqbroker") {
+	if code := RunBroker([]string{"-h"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "usage: mqbroker") {
 		t.Fatalf("-h: exit %d, %q", code, out.String())
 	}
-	if code := run([]string{"stray"}, &out, &errb); code != 2 {
+	if code := RunBroker([]string{"stray"}, &out, &errb); code != 2 {
 		t.Fatalf("stray argument: exit %d", code)
 	}
 }

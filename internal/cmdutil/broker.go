@@ -1,0 +1,103 @@
+package cmdutil
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/rocketraft/rocketraft/broker"
+)
+
+const brokerUsage = `usage: mqbroker [-c FILE] [-n NAMESRV_ADDR] [-p] [--key=value ...]
+  -c FILE   broker config (.properties as RocketMQ's broker.conf, or .yaml)
+  -n ADDR   name servers, "host:9876;host2:9876" (namesrvAddr)
+  -p        print the effective config and exit
+  --key=v   any config key, e.g. --listenPort=10911 --storePathRootDir=./data --flushDiskType=SYNC_FLUSH
+  --cpuprofile=FILE  write a CPU profile (go tool pprof) from start to shutdown
+`
+
+// RunBroker is the mqbroker command: it loads the config from argv, runs a broker until SIGINT or SIGTERM,
+// shuts it down in order and returns the exit code (0 clean, 1 failure, 2 bad arguments).
+func RunBroker(argv []string, stdout, stderr io.Writer) int {
+	argv, profile, err := takeCPUProfile(argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "mqbroker: %v\n%s", err, brokerUsage)
+		return 2
+	}
+	cfg := broker.DefaultConfig()
+	log, done, code := LoadConfig("mqbroker", brokerUsage, argv, stdout, stderr, &cfg)
+	if done {
+		return code
+	}
+	if profile != "" {
+		stop, err := startCPUProfile(profile)
+		if err != nil {
+			fmt.Fprintf(stderr, "mqbroker: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer stop(log)
+	}
+	b, err := broker.New(cfg, broker.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
+		return 1
+	}
+	if err := b.Start(); err != nil {
+		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
+		_ = b.Close()
+		return 1
+	}
+	fmt.Fprintf(stdout, "The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n", cfg.BrokerName, b.Addr(), cfg.NamesrvAddr)
+	WaitForSignal()
+	log.Info("shutting down")
+	if err := b.Close(); err != nil {
+		fmt.Fprintf(stderr, "mqbroker: shutdown: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// takeCPUProfile removes --cpuprofile=FILE (or --cpuprofile FILE) from argv, since it is no config key.
+func takeCPUProfile(argv []string) (rest []string, file string, err error) {
+	for i := 0; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "--cpuprofile":
+			if i+1 >= len(argv) {
+				return nil, "", errors.New("flag --cpuprofile needs a file")
+			}
+			file = argv[i+1]
+			i++
+		case strings.HasPrefix(a, "--cpuprofile="):
+			if file = strings.TrimPrefix(a, "--cpuprofile="); file == "" {
+				return nil, "", errors.New("flag --cpuprofile needs a file")
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, file, nil
+}
+
+// startCPUProfile profiles the process into file until the returned stop is called.
+func startCPUProfile(file string) (stop func(*slog.Logger), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func(log *slog.Logger) {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Error("write CPU profile", "file", file, "err", err)
+			return
+		}
+		log.Info("CPU profile written", "file", file)
+	}, nil
+}
