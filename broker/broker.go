@@ -250,10 +250,10 @@ func (b *Broker) Start() error {
 		b.txCheck.start()
 		b.masterServices = true
 	}
-	b.wg.Add(3)
+	b.wg.Add(1)
 	go b.registerLoop()
-	go b.persistLoop()
-	go b.housekeepingLoop()
+	runEvery(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
+	runEvery(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
 	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,
 		"namesrv", b.cfg.NamesrvAddr, "store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType)
 	return nil
@@ -308,38 +308,19 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
-// persistLoop writes consumerOffset.json every flushConsumerOffsetInterval.
-func (b *Broker) persistLoop() {
-	defer b.wg.Done()
-	t := time.NewTicker(ms(b.cfg.FlushConsumerOffsetInterval))
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-			if err := b.offsets.persist(false); err != nil {
-				b.log.Error("persist consumer offsets", "err", err)
-			}
-		}
+// persistOffsets writes consumerOffset.json when it changed (every flushConsumerOffsetInterval).
+func (b *Broker) persistOffsets() {
+	if err := b.offsets.persist(false); err != nil {
+		b.log.Error("persist consumer offsets", "err", err)
 	}
 }
 
-// housekeepingLoop closes client connections silent (no heartbeat) for channelExpiredTimeout.
-func (b *Broker) housekeepingLoop() {
-	defer b.wg.Done()
-	t := time.NewTicker(ms(b.cfg.ClientHousekeepingInterval))
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-t.C:
-			for _, c := range b.clients.expired(ms(b.cfg.ChannelExpiredTimeout)) {
-				b.log.Info("closing silent client connection", "client", c.RemoteAddr(), "silentFor", ms(b.cfg.ChannelExpiredTimeout))
-				_ = c.Close()
-			}
-		}
+// closeSilentClients closes client connections silent (no heartbeat) for channelExpiredTimeout (every
+// clientHousekeepingInterval).
+func (b *Broker) closeSilentClients() {
+	for _, c := range b.clients.expired(ms(b.cfg.ChannelExpiredTimeout)) {
+		b.log.Info("closing silent client connection", "client", c.RemoteAddr(), "silentFor", ms(b.cfg.ChannelExpiredTimeout))
+		_ = c.Close()
 	}
 }
 

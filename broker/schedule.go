@@ -95,8 +95,11 @@ func (s *scheduleService) start() {
 		s.wg.Add(1)
 		go s.levelLoop(i + 1)
 	}
-	s.wg.Add(1)
-	go s.persistLoop()
+	runEvery(s.stop, &s.wg, ms(s.b.cfg.FlushDelayOffsetInterval), func() {
+		if err := s.persist(); err != nil {
+			s.log.Error("persist delay offsets", "err", err)
+		}
+	})
 }
 
 func (s *scheduleService) close() error {
@@ -116,22 +119,6 @@ func wake(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
-	}
-}
-
-func (s *scheduleService) persistLoop() {
-	defer s.wg.Done()
-	t := time.NewTicker(ms(s.b.cfg.FlushDelayOffsetInterval))
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if err := s.persist(); err != nil {
-				s.log.Error("persist delay offsets", "err", err)
-			}
-		}
 	}
 }
 

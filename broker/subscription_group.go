@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-	"time"
 )
 
 // SubscriptionGroupConfig is one consumer group's settings, in RocketMQ's JSON shape.
@@ -35,23 +34,21 @@ type SubscriptionGroupWrapper struct {
 
 // subscriptionGroupManager owns the consumer-group table and subscriptionGroup.json.
 type subscriptionGroupManager struct {
+	versionedTable[SubscriptionGroupConfig]
 	path       string
 	log        *slog.Logger
 	autoCreate bool
 	retryMax   int32
-	mu         sync.RWMutex
-	table      map[string]*SubscriptionGroupConfig // guarded by mu
-	version    DataVersion                         // guarded by mu
 	persistMu  sync.Mutex
 }
 
 func newSubscriptionGroupManager(cfg *Config, log *slog.Logger) *subscriptionGroupManager {
 	m := &subscriptionGroupManager{
-		path:       filepath.Join(cfg.StorePathRootDir, "config", "subscriptionGroup.json"),
-		log:        log,
-		autoCreate: cfg.AutoCreateSubscriptionGroup,
-		retryMax:   int32(cfg.MaxReconsumeTimes),
-		table:      map[string]*SubscriptionGroupConfig{},
+		versionedTable: newVersionedTable[SubscriptionGroupConfig](),
+		path:           filepath.Join(cfg.StorePathRootDir, "config", "subscriptionGroup.json"),
+		log:            log,
+		autoCreate:     cfg.AutoCreateSubscriptionGroup,
+		retryMax:       int32(cfg.MaxReconsumeTimes),
 	}
 	// RocketMQ's built-in groups.
 	for _, g := range []string{"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
@@ -67,79 +64,42 @@ func (m *subscriptionGroupManager) load() error {
 	if err != nil || !found {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, v := range w.SubscriptionGroupTable {
-		if v != nil {
-			m.table[k] = v
-		}
-	}
-	m.version = w.DataVersion
+	m.versionedTable.load(w.SubscriptionGroupTable, w.DataVersion)
 	return nil
 }
 
 // find returns a copy of the group's config; with autoCreateSubscriptionGroup an unknown group is
 // created (and persisted) on first use. nil means the group does not exist and may not be created.
 func (m *subscriptionGroupManager) find(group string) *SubscriptionGroupConfig {
-	m.mu.RLock()
-	g, ok := m.table[group]
-	m.mu.RUnlock()
-	if ok {
-		c := *g
-		return &c
+	if g := m.get(group); g != nil || !m.autoCreate {
+		return g
 	}
-	if !m.autoCreate {
-		return nil
-	}
-	m.mu.Lock()
-	if g, ok = m.table[group]; !ok {
-		g = defaultSubscriptionGroup(group, m.retryMax)
-		m.table[group] = g
-		m.version.next(time.Now())
-	}
-	c := *g
-	m.mu.Unlock()
-	if !ok {
+	g, created := m.putIfAbsent(group, func() *SubscriptionGroupConfig { return defaultSubscriptionGroup(group, m.retryMax) })
+	if created {
 		m.log.Info("subscription group created", "group", group)
 		if err := m.persist(); err != nil {
 			m.log.Error("persist subscription groups", "err", err)
 		}
 	}
-	return &c
+	return g
 }
 
 func (m *subscriptionGroupManager) update(g *SubscriptionGroupConfig) error {
-	c := *g
-	m.mu.Lock()
-	m.table[c.GroupName] = &c
-	m.version.next(time.Now())
-	m.mu.Unlock()
+	m.put(g.GroupName, g)
 	return m.persist()
 }
 
 func (m *subscriptionGroupManager) delete(group string) (bool, error) {
-	m.mu.Lock()
-	_, ok := m.table[group]
-	if ok {
-		delete(m.table, group)
-		m.version.next(time.Now())
-	}
-	m.mu.Unlock()
-	if !ok {
+	if !m.remove(group) {
 		return false, nil
 	}
 	return true, m.persist()
 }
 
+// snapshot returns a deep copy of the table and its version, in the subscriptionGroup.json shape.
 func (m *subscriptionGroupManager) snapshot() SubscriptionGroupWrapper {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	w := SubscriptionGroupWrapper{SubscriptionGroupTable: make(map[string]*SubscriptionGroupConfig, len(m.table)), DataVersion: m.version}
-	for k, v := range m.table {
-		c := *v
-		w.SubscriptionGroupTable[k] = &c
-	}
-	return w
+	table, version := m.versionedTable.snapshot()
+	return SubscriptionGroupWrapper{SubscriptionGroupTable: table, DataVersion: version}
 }
 
 func (m *subscriptionGroupManager) persist() error {

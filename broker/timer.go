@@ -96,23 +96,13 @@ func (s *timerService) persist() error {
 }
 
 func (s *timerService) start() {
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go s.loop()
-	go func() {
-		defer s.wg.Done()
-		t := time.NewTicker(ms(s.b.cfg.FlushDelayOffsetInterval))
-		defer t.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-t.C:
-				if err := s.persist(); err != nil {
-					s.log.Error("persist timer checkpoint", "err", err)
-				}
-			}
+	runEvery(s.stop, &s.wg, ms(s.b.cfg.FlushDelayOffsetInterval), func() {
+		if err := s.persist(); err != nil {
+			s.log.Error("persist timer checkpoint", "err", err)
 		}
-	}()
+	})
 }
 
 func (s *timerService) close() error {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sort"
 	"sync"
-	"time"
 )
 
 // Topic permission bits (PermName). Wire format: never change.
@@ -86,18 +84,6 @@ type TopicConfig struct {
 // QueueNums is the number of queues a consumer or producer may address: max(read, write).
 func (t *TopicConfig) QueueNums() int32 { return max(t.ReadQueueNums, t.WriteQueueNums) }
 
-// DataVersion tells name servers and slaves whether a table changed (RocketMQ's DataVersion).
-type DataVersion struct {
-	StateVersion int64 `json:"stateVersion"`
-	Timestamp    int64 `json:"timestamp"`
-	Counter      int64 `json:"counter"`
-}
-
-func (d *DataVersion) next(now time.Time) {
-	d.Timestamp = now.UnixMilli()
-	d.Counter++
-}
-
 // TopicConfigWrapper is topics.json and the GET_ALL_TOPIC_CONFIG body.
 type TopicConfigWrapper struct {
 	TopicConfigTable map[string]*TopicConfig `json:"topicConfigTable"`
@@ -106,20 +92,18 @@ type TopicConfigWrapper struct {
 
 // topicConfigManager owns the topic table and topics.json.
 type topicConfigManager struct {
+	versionedTable[TopicConfig]
 	path      string
 	log       *slog.Logger
-	onChange  func() // called (outside the lock) after every change: the broker re-registers
-	mu        sync.RWMutex
-	table     map[string]*TopicConfig // guarded by mu
-	version   DataVersion             // guarded by mu
-	persistMu sync.Mutex              // serialises writes of topics.json
+	onChange  func()     // called (outside the lock) after every change: the broker re-registers
+	persistMu sync.Mutex // serialises writes of topics.json
 }
 
 func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
 	m := &topicConfigManager{
-		path:  filepath.Join(cfg.StorePathRootDir, "config", "topics.json"),
-		log:   log,
-		table: map[string]*TopicConfig{},
+		versionedTable: newVersionedTable[TopicConfig](),
+		path:           filepath.Join(cfg.StorePathRootDir, "config", "topics.json"),
+		log:            log,
 	}
 	sys := func(name string, queues int32, perm int32) {
 		m.table[name] = &TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
@@ -153,8 +137,6 @@ func (m *topicConfigManager) load() error {
 	if err != nil || !found {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for name, tc := range w.TopicConfigTable {
 		if tc == nil {
 			continue
@@ -165,9 +147,8 @@ func (m *topicConfigManager) load() error {
 		if tc.Attributes == nil {
 			tc.Attributes = map[string]string{}
 		}
-		m.table[name] = tc
 	}
-	m.version = w.DataVersion
+	m.versionedTable.load(w.TopicConfigTable, w.DataVersion)
 	return nil
 }
 
@@ -181,39 +162,10 @@ func (m *topicConfigManager) persist() error {
 	return writeConfigFile(m.path, data)
 }
 
-// snapshot returns a deep copy of the table and its version.
+// snapshot returns a deep copy of the table and its version, in the topics.json shape.
 func (m *topicConfigManager) snapshot() TopicConfigWrapper {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	w := TopicConfigWrapper{TopicConfigTable: make(map[string]*TopicConfig, len(m.table)), DataVersion: m.version}
-	for k, v := range m.table {
-		c := *v
-		w.TopicConfigTable[k] = &c
-	}
-	return w
-}
-
-// get returns a copy of a topic's config, or nil.
-func (m *topicConfigManager) get(topic string) *TopicConfig {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	tc, ok := m.table[topic]
-	if !ok {
-		return nil
-	}
-	c := *tc
-	return &c
-}
-
-func (m *topicConfigManager) names() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.table))
-	for k := range m.table {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	table, version := m.versionedTable.snapshot()
+	return TopicConfigWrapper{TopicConfigTable: table, DataVersion: version}
 }
 
 // update creates or replaces a topic, persists and notifies.
@@ -225,23 +177,13 @@ func (m *topicConfigManager) update(tc *TopicConfig) error {
 	if c.TopicFilterType == "" {
 		c.TopicFilterType = "SINGLE_TAG"
 	}
-	m.mu.Lock()
-	m.table[c.TopicName] = &c
-	m.version.next(time.Now())
-	m.mu.Unlock()
+	m.put(c.TopicName, &c)
 	return m.changed()
 }
 
 // delete removes a topic; it reports whether it existed.
 func (m *topicConfigManager) delete(topic string) (bool, error) {
-	m.mu.Lock()
-	_, ok := m.table[topic]
-	if ok {
-		delete(m.table, topic)
-		m.version.next(time.Now())
-	}
-	m.mu.Unlock()
-	if !ok {
+	if !m.remove(topic) {
 		return false, nil
 	}
 	return true, m.changed()
@@ -268,49 +210,26 @@ func (m *topicConfigManager) createInSendMessage(topic, template string, clientQ
 	if tmpl.Perm&PermInherit == 0 {
 		return nil, fmt.Errorf("the template topic %s has no INHERIT permission (perm %d)", template, tmpl.Perm)
 	}
-	queues := min(clientQueueNums, tmpl.WriteQueueNums)
-	if queues < 1 {
-		queues = 1
+	queues := max(min(clientQueueNums, tmpl.WriteQueueNums), 1)
+	tc, created := m.putIfAbsent(topic, func() *TopicConfig {
+		return &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: tmpl.Perm &^ PermInherit,
+			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
+	})
+	if !created {
+		return tc, nil
 	}
-	tc := &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues,
-		Perm: tmpl.Perm &^ PermInherit, TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag}
-	m.mu.Lock()
-	if existing, ok := m.table[topic]; ok { // lost the race
-		c := *existing
-		m.mu.Unlock()
-		return &c, nil
-	}
-	tc.Attributes = map[string]string{}
-	m.table[topic] = tc
-	m.version.next(time.Now())
-	m.mu.Unlock()
 	m.log.Info("topic created on send", "topic", topic, "template", template, "queues", queues)
-	c := *tc
-	return &c, m.changed()
+	return tc, m.changed()
 }
 
 // createIfAbsent creates a system-managed topic (retry, DLQ, transaction) with the given queues and perm.
 func (m *topicConfigManager) createIfAbsent(topic string, queues int32, perm int32, topicSysFlag int32) (*TopicConfig, error) {
-	if tc := m.get(topic); tc != nil {
+	tc, created := m.putIfAbsent(topic, func() *TopicConfig {
+		return &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
+			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
+	})
+	if !created {
 		return tc, nil
 	}
-	m.mu.Lock()
-	if existing, ok := m.table[topic]; ok {
-		c := *existing
-		m.mu.Unlock()
-		return &c, nil
-	}
-	tc := &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
-		TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
-	m.table[topic] = tc
-	m.version.next(time.Now())
-	m.mu.Unlock()
-	c := *tc
-	return &c, m.changed()
-}
-
-func (m *topicConfigManager) dataVersion() DataVersion {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.version
+	return tc, m.changed()
 }

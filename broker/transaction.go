@@ -160,20 +160,7 @@ func newTransactionChecker(b *Broker) *transactionChecker {
 }
 
 func (c *transactionChecker) start() {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTicker(ms(c.b.cfg.TransactionCheckInterval))
-		defer t.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-t.C:
-				c.check()
-			}
-		}
-	}()
+	runEvery(c.stop, &c.wg, ms(c.b.cfg.TransactionCheckInterval), c.check)
 }
 
 func (c *transactionChecker) close() {
