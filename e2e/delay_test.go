@@ -36,8 +36,8 @@ func TestDelayLevel(t *testing.T) {
 	}
 }
 
-// TestDelayedSurvivesRestart: the broker restarts between the send and the delivery time; the message is
-// delivered once, after the restart.
+// TestDelayedSurvivesRestart: the broker restarts between the send and the delivery time of a delayed and
+// a timed message; each is delivered once, after the restart (and one delivered before it is not repeated).
 func TestDelayedSurvivesRestart(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{})
 	const topic = "DelayedRestart"
@@ -50,6 +50,12 @@ func TestDelayedSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// And one with a delivery time, due after the restart too.
+	timed := primitive.NewMessage(topic, []byte("timed"))
+	timed.WithDelayTimestamp(time.Now().Add(8 * time.Second))
+	if _, err := p.SendSync(context.Background(), timed); err != nil {
+		t.Fatal(err)
+	}
 	// The 1 s message is delivered before the restart, the 10 s one after it.
 	w := newWireClient(t)
 	cluster.Eventually(t, 20*time.Second, func() bool {
@@ -60,9 +66,9 @@ func TestDelayedSurvivesRestart(t *testing.T) {
 	c.WaitTopicRoute(topic)
 	got := newReceived()
 	startConsumer(t, c, "CG_delay_restart", topic, consumer.MessageSelector{}, got, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	got.waitDistinct(t, 2, 30*time.Second)
-	if n := len(got.snapshot()); n != 2 {
-		t.Fatalf("%d deliveries of 2 delayed messages: the restart re-delivered one", n)
+	got.waitDistinct(t, 3, 30*time.Second)
+	if n := len(got.snapshot()); n != 3 {
+		t.Fatalf("%d deliveries of 3 delayed messages: the restart re-delivered one", n)
 	}
 }
 
