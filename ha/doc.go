@@ -1,0 +1,93 @@
+// Package ha is RocketMQ 4.x classic master/slave replication: the master streams raw CommitLog
+// bytes from the offset a slave reports, the slave appends them at the same offsets and builds its
+// own ConsumeQueue and IndexFile, so the two CommitLogs are byte-identical. A SYNC_MASTER put waits
+// until a slave has acknowledged its end.
+//
+// # Moving parts
+//
+//	Service (master, service.go)      accept loop on haListenPort (listenPort+1 by default)
+//	  connection (connection.go)      per slave: a reader of reports, a writer of transfer frames
+//	  groupTransfer (transfer.go)     parks SYNC_MASTER puts; one pass per acknowledgement
+//	                                  completes every put it covers, as a flush group commit does
+//	Client (slave, client.go)         connects, reports, appends; reconnects after any failure
+//	reconcile (reconcile.go)          the tail check: finds where a divergent slave parts from
+//	                                  its master and truncates it there
+//
+// # Frames on the HA port (plain TCP, no handshake, big-endian). Wire format: never change.
+//
+// Slave to master, the report (the only frame a slave sends):
+//
+//	+-----+------+-------------------+------------------------------------------------------+
+//	| off | size | field             | notes                                                |
+//	+-----+------+-------------------+------------------------------------------------------+
+//	|   0 |   8  | slaveMaxPhyOffset | int64: the end of the slave's CommitLog              |
+//	+-----+------+-------------------+------------------------------------------------------+
+//
+// Sent as soon as the connection is up, after every appended frame that moved the offset, and when
+// nothing was reported for haSendHeartbeatInterval (5 s). The master reads what arrived and uses
+// the last complete 8 bytes. The first report is where streaming starts (0: from the start of the
+// master's last CommitLog file); every report is an acknowledgement. A report beyond the master's
+// own max offset (the first one included, unlike RocketMQ, #1155/#3015) closes the connection: a
+// peer that lies gets nothing and acknowledges nothing.
+//
+// Master to slave, the transfer frame:
+//
+//	+-----+------+-------------------+------------------------------------------------------+
+//	| off | size | field             | notes                                                |
+//	+-----+------+-------------------+------------------------------------------------------+
+//	|   0 |   8  | physicalOffset    | int64: master CommitLog offset of the first body byte |
+//	|   8 |   4  | bodySize          | int32: 0 = heartbeat                                 |
+//	|  12 |   n  | body              | raw CommitLog bytes, written from the mapped file     |
+//	+-----+------+-------------------+------------------------------------------------------+
+//
+// A body is at most haTransferBatchSize (32 KiB) and never crosses a CommitLog file; it may cut a
+// record in two (the slave's dispatch waits for the rest). With nothing to send for
+// haSendHeartbeatInterval the master sends a header with the next offset and size 0. Each side
+// closes a connection it has read nothing from for haHousekeepingInterval (20 s). The slave checks
+// that every frame starts at its own max offset (unless it is empty) and drops the connection
+// otherwise.
+//
+// # The tail check (remoting request CheckRequestCode = 61000, private to this broker)
+//
+// RocketMQ 4.x has no way out for a slave whose log has a tail the master never had (#323): it
+// reconnects and fails forever. Before each HA connection the slave here sends its master, over the
+// master's remoting port, probes of the records of the CommitLog file holding its tail: the first,
+// the last 16 and those at distances 16, 32, 64, ... from the end (see reconcile.go). Request body:
+//
+//	+-----------+------+--------------------+-----------------------------------------------+
+//	| off       | size | field              | notes                                         |
+//	+-----------+------+--------------------+-----------------------------------------------+
+//	|         0 |   8  | slaveMaxOffset     | int64                                         |
+//	|         8 |   4  | n                  | int32, at most 1024                           |
+//	| 12 + 16*i |   8  | offset             | int64: start of probe i                       |
+//	| 20 + 16*i |   4  | size               | int32: bytes covered (a record, a blank       |
+//	|           |      |                    | record's 8-byte header, or a torn tail)       |
+//	| 24 + 16*i |   4  | crc                | uint32: CRC-32 (IEEE) of those bytes          |
+//	+-----------+------+--------------------+-----------------------------------------------+
+//
+// Response body (code SUCCESS):
+//
+//	+--------+------+--------------------+--------------------------------------------------+
+//	| off    | size | field              | notes                                            |
+//	+--------+------+--------------------+--------------------------------------------------+
+//	|      0 |   8  | masterMaxOffset    | int64                                            |
+//	|      8 |   8  | masterMinOffset    | int64                                            |
+//	|     16 |   4  | n                  | int32: as in the request                         |
+//	| 20 + i |   1  | match              | 1: the master holds exactly these bytes here     |
+//	+--------+------+--------------------+--------------------------------------------------+
+//
+// The slave keeps the longest run of matching probes from the start of that file and truncates to
+// the end of its last one (saying so in its log); when none matches it looks one file further
+// back, and when nothing matches at all it truncates nothing and says the store needs a wipe. As
+// the probes compare bytes, the check also catches a master that restarted, lost its unflushed tail
+// and then wrote other records at the same offsets (same sizes, different bytes). A report beyond
+// the master's max is still refused on the HA port; the check is how a slave learns why. A master
+// that does not know the request (a RocketMQ broker) answers REQUEST_CODE_NOT_SUPPORTED and the
+// slave streams without the check.
+//
+// # Lifecycle
+//
+// NewService / NewClient validate the config; Start starts the goroutines; Close stops them and
+// waits for every one. Service.Close completes the parked puts: PUT_OK when acknowledged by then,
+// else FLUSH_SLAVE_TIMEOUT.
+package ha
