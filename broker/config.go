@@ -24,6 +24,8 @@ const (
 // Times are milliseconds, as RocketMQ has them.
 type Config struct {
 	store.Config `mapstructure:",squash"`
+	// Replication holds the classic master/slave keys (ha_config.go).
+	Replication ReplicationConfig `mapstructure:",squash"`
 
 	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
 	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
@@ -80,6 +82,7 @@ func DefaultConfig() Config {
 	}
 	return Config{
 		Config:                       store.DefaultConfig(),
+		Replication:                  DefaultReplicationConfig(),
 		BrokerClusterName:            "DefaultCluster",
 		BrokerName:                   host,
 		BrokerID:                     0,
@@ -128,6 +131,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("config key %s: %s", key, fmt.Sprintf(format, args...)))
 	}
 	if err := c.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateReplication(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.BrokerClusterName == "" {

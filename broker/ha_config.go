@@ -1,0 +1,55 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rocketraft/rocketraft/ha"
+)
+
+// ReplicationConfig holds the classic replication keys: package ha's (haListenPort,
+// haSendHeartbeatInterval, haHousekeepingInterval, haTransferBatchSize, haSlaveFallbehindMax,
+// haMasterAddress, slaveTimeout) and the broker's own keys for slaves. It is squashed into Config,
+// so the keys sit next to the others in a .properties file.
+type ReplicationConfig struct {
+	ha.Config `mapstructure:",squash"`
+
+	// SlaveReadEnable lets pull answers point consumers at a slave (suggestWhichBrokerId): the
+	// group's whichBrokerWhenConsumeSlowly when the consumer is far behind, else the group's
+	// brokerId. False (RocketMQ's default) always suggests the master.
+	SlaveReadEnable bool `mapstructure:"slaveReadEnable"`
+	// SlaveSynchronizeInterval is how often a slave pulls topics, consumer offsets, delay offsets
+	// and subscription groups from its master (10 s, as RocketMQ's fixed SlaveSynchronize period;
+	// not a RocketMQ key).
+	SlaveSynchronizeInterval int64 `mapstructure:"slaveSynchronizeInterval"`
+}
+
+// DefaultReplicationConfig returns RocketMQ's defaults.
+func DefaultReplicationConfig() ReplicationConfig {
+	return ReplicationConfig{Config: ha.DefaultConfig(), SlaveSynchronizeInterval: 10_000}
+}
+
+// haListenPort is the HA port: haListenPort, or listenPort+1 when it is 0 (RocketMQ's BrokerStartup).
+func (c Config) haListenPort() int {
+	if c.Replication.HAListenPort > 0 {
+		return c.Replication.HAListenPort
+	}
+	return c.ListenPort + 1
+}
+
+// validateReplication checks the replication keys, naming the bad one.
+func (c Config) validateReplication() error {
+	var errs []error
+	if err := c.Replication.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if p := c.haListenPort(); p > 65535 {
+		errs = append(errs, fmt.Errorf("config key haListenPort: listenPort+1 = %d is not a TCP port; set haListenPort", p))
+	} else if p == c.ListenPort {
+		errs = append(errs, fmt.Errorf("config key haListenPort: %d is listenPort too", p))
+	}
+	if c.Replication.SlaveSynchronizeInterval <= 0 {
+		errs = append(errs, fmt.Errorf("config key slaveSynchronizeInterval: %d must be positive", c.Replication.SlaveSynchronizeInterval))
+	}
+	return errors.Join(errs...)
+}
