@@ -195,8 +195,16 @@ func pullResponseCode(st store.GetStatus, requested int64) (remoting.ResponseCod
 	}
 }
 
-// suggestBrokerID is where the client should pull next: the group's configured broker (0 = master).
-// Slave reads arrive with the replication issue.
+// suggestBrokerID is where the client should pull next (RocketMQ 4.9's PullMessageProcessor): with
+// slaveReadEnable, the group's whichBrokerWhenConsumeSlowly when the consumer is so far behind that
+// its data is likely out of memory (the store's accessMessageInMemoryMaxRatio rule), else the group's
+// brokerId; without it, always the master (0).
 func (b *Broker) suggestBrokerID(group *SubscriptionGroupConfig, res *store.GetResult) int64 {
-	return 0
+	if !b.cfg.Replication.SlaveReadEnable {
+		return 0
+	}
+	if res.SuggestPullingFromSlave {
+		return group.WhichBrokerWhenConsumeSlowly
+	}
+	return group.BrokerID
 }

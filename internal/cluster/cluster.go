@@ -23,6 +23,10 @@ type Options struct {
 	NoBrokers   bool                          // name servers only (tests that run brokers as child processes)
 	Configure   func(i int, c *broker.Config) // adjusts broker i's config before it starts
 	LogLevel    slog.Level                    // default slog.LevelWarn: test output stays readable
+	// Slaves gives every broker that many classic-replication slaves (ha.go): broker i's slave j is
+	// broker index SlaveIndex(i, j), with the master's brokerName, brokerId j+1 and brokerRole SLAVE,
+	// started after all masters. Configure sees slaves too.
+	Slaves int
 }
 
 // Cluster is a running set of name servers and brokers.
@@ -73,6 +77,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.brokers = append(c.brokers, nil)
 		c.StartBroker(i)
 	}
+	c.startSlaves(opts)
 	return c
 }
 
