@@ -52,6 +52,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	c := &Cluster{t: t, log: TestLogger(t, opts.LogLevel)}
 	c.client = remoting.NewClient(remoting.ClientConfig{DialTimeout: time.Second}, c.log.With("component", "cluster-client"))
+	// A TempDir made before Cleanup(c.Stop) is removed after it: brokers stop before their folders go.
+	_ = t.TempDir()
 	t.Cleanup(c.Stop)
 	for i := 0; i < opts.NameServers; i++ {
 		cfg := namesrv.DefaultConfig()
@@ -213,9 +215,9 @@ func (c *Cluster) BrokerCount() int {
 	return len(c.brokers)
 }
 
-// Stop closes every broker, then every name server.
+// Stop closes every broker, newest first (slaves before their masters), then every name server.
 func (c *Cluster) Stop() {
-	for i := range c.brokers {
+	for i := c.BrokerCount() - 1; i >= 0; i-- {
 		c.StopBroker(i)
 	}
 	for i := range c.nsrvs {
