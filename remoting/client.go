@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,14 @@ type ClientConfig struct {
 	IdleTimeout     time.Duration // a connection with nothing read for this long is closed; default 120 s, < 0 never
 	WriteTimeout    time.Duration // default 60 s, < 0 never
 	MaxQueuedFrames int           // default 65536
+
+	// TLS, when not nil, makes every connection TLS: the handshake runs when the connection is dialled, within
+	// the dial timeout. Without ServerName (and with verification on) the dialled host is the expected name.
+	// TLSConfig.ClientTLS builds it from config keys.
+	TLS *tls.Config
+	// Credentials, when set (an AccessKey), sign every request the client sends (SignRequest), for servers
+	// with ACL on. Responses to the server's own requests are not signed.
+	Credentials Credentials
 }
 
 // DefaultDialTimeout is ClientConfig.DialTimeout's default.
@@ -88,6 +97,7 @@ func (c *Client) RegisterHandler(code RequestCode, h func(req *Command) *Command
 
 // Invoke sends req to addr and waits for the response; ctx's deadline is the timeout (ErrTimeout).
 func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
+	c.sign(req)
 	conn, err := c.conn(ctx, addr)
 	if err != nil {
 		release(req)
@@ -100,6 +110,7 @@ func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Comman
 // goroutine, with the response or the error (ErrTimeout when ctx ends first, ErrConnClosed); when it returns an
 // error, cb is never called.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb func(*Command, error)) error {
+	c.sign(req)
 	conn, err := c.conn(ctx, addr)
 	if err != nil {
 		release(req)
@@ -110,12 +121,21 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, cb 
 
 // InvokeOneway sends req to addr with the oneway flag set and returns once it is queued for writing.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	c.sign(req)
 	conn, err := c.conn(ctx, addr)
 	if err != nil {
 		release(req)
 		return err
 	}
 	return conn.SendOneway(req)
+}
+
+// sign adds the ACL signature to req when the client has credentials. It runs before the request is queued,
+// after the caller's last change to it.
+func (c *Client) sign(req *Command) {
+	if c.cfg.Credentials.AccessKey != "" {
+		SignRequest(req, c.cfg.Credentials.AccessKey, string(c.cfg.Credentials.SecretKey))
+	}
 }
 
 // conn returns a live connection to addr, dialling when the address has fewer than ConnsPerAddr.
@@ -162,6 +182,16 @@ func (c *Client) dial(ctx context.Context, addr string) (*Conn, error) {
 		return nil, fmt.Errorf("remoting: connect to %s: %w", addr, err)
 	}
 	conn := newConn(c.nextID.Add(1), nc, c.cc, c.logger, c.dispatch, &c.tr)
+	if c.cfg.TLS != nil {
+		hctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+		tc, err := clientHandshake(hctx, nc, c.cfg.TLS, addr)
+		cancel()
+		if err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("remoting: TLS handshake with %s: %w", addr, err)
+		}
+		conn.useTLS(tc)
+	}
 	c.mu.Lock()
 	closed := c.mu.closed
 	c.mu.Unlock()

@@ -42,7 +42,9 @@ const inlineBodyMax = 4 << 10
 // concurrent use.
 type Conn struct {
 	id       uint64
-	nc       net.Conn
+	nc       net.Conn      // the TCP connection: deadlines and Close always go here, plain writes too
+	rd       io.Reader     // what the reader decodes: nc, the TLS connection, or nc behind the sniffed first byte
+	tlsw     *bufio.Writer // TLS only: gathers a batch into full records (tls.go); nil for plain connections
 	remote   string
 	local    string
 	cfg      connConfig
@@ -85,6 +87,7 @@ func newConn(id uint64, nc net.Conn, cfg connConfig, logger *slog.Logger, dispat
 	c := &Conn{
 		id:       id,
 		nc:       nc,
+		rd:       nc,
 		remote:   nc.RemoteAddr().String(),
 		local:    nc.LocalAddr().String(),
 		cfg:      cfg,
@@ -179,7 +182,7 @@ func (c *Conn) serve() {
 }
 
 func (c *Conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, c.cfg.readBufferSize)
+	br := bufio.NewReaderSize(c.rd, c.cfg.readBufferSize)
 	var lenBuf [lengthFieldSize]byte
 	for {
 		if c.cfg.idleTimeout > 0 {

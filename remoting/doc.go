@@ -45,9 +45,32 @@
 // SYNC_FLUSH sends). One writer goroutine per connection gathers every queued frame (header bytes, Body and the
 // zero-copy BodyParts) into one writev per wake-up. Connections silent for IdleTimeout are closed.
 //
+// An Interceptor (Server.SetInterceptor) sees every request with a registered handler first, on the handler's
+// pool worker, with the connection (and so its remote address); it lets the request through or answers it
+// itself. The ACL check (package acl) is one. With none set, the cost is one atomic load per request.
+//
+// # TLS (tls.go, tls_config.go)
+//
+// A server runs in TLSMode disabled (plain only; the first byte is never looked at), permissive (plain and TLS
+// on one port) or enforcing (TLS only). In the last two, each connection's goroutine reads one byte before the
+// reader starts: 0x16, the TLS handshake record type, starts a TLS handshake; anything else is the high byte of
+// a frame length (0x16 there would mean a frame of at least 352 MiB, above any accepted size), so in
+// permissive mode the connection is served plain with that byte put back, and in enforcing mode it is closed.
+// The accept loop never waits on a peer. A TLS connection gathers each write batch in a 16 KiB buffer so
+// that small frames travel in full records; plain connections keep their one writev per batch.
+//
+// TLSConfig carries the config keys, named after RocketMQ's tls.* system properties (tlsServerMode,
+// tlsServerCertPath, tlsServerKeyPath, tlsServerNeedClientAuth, tlsServerAuthClient, tlsServerTrustCertPath,
+// tlsTestModeEnable, tlsEnable, tlsClientAuthServer, tlsClientTrustCertPath, tlsClientCertPath,
+// tlsClientKeyPath). The server certificate is read again at the first handshake after its files change. As
+// in RocketMQ, a client does not verify the server's certificate unless tlsClientAuthServer is set; the
+// official Go client never does (WithTls dials with InsecureSkipVerify).
+//
 // # Client
 //
 // Client keeps ConnsPerAddr connections per address, dialled on first use, matches responses to requests by
 // opaque (a response nobody waits for is dropped), and offers sync, async and oneway calls; ctx deadlines are
-// the timeouts. Requests that a server sends to the client are handled by functions registered by code.
+// the timeouts. Requests that a server sends to the client are handled by functions registered by code. With
+// ClientConfig.TLS it dials TLS; with ClientConfig.Credentials it signs every request it sends (SignRequest).
+// Secret prints masked, so credentials in a config never reach a log.
 package remoting

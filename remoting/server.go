@@ -2,10 +2,13 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -27,6 +30,12 @@ type ServerConfig struct {
 	WriteTimeout    time.Duration // a batch not written within this closes the connection; default 60 s, < 0 never
 	MaxQueuedFrames int           // frames waiting for a connection's writer before it is closed; default 65536
 	ReadBufferSize  int           // per-connection read buffer; default 64 KiB
+
+	// TLSMode: "" or TLSDisabled serves plain TCP and never looks at the first byte; TLSPermissive and
+	// TLSEnforcing need TLS (tls.go). TLSConfig (with TLSConfig.ServerTLS) builds both from config keys.
+	TLSMode             TLSMode
+	TLS                 *tls.Config
+	TLSHandshakeTimeout time.Duration // a TLS handshake not done within this closes the connection; default 10 s
 }
 
 // Defaults of ServerConfig and ClientConfig.
@@ -72,6 +81,12 @@ type route struct {
 	handler HandlerFunc
 }
 
+// Interceptor looks at a request before its handler runs, on the handler's pool worker (so it may take a few
+// microseconds, not a network round trip). It returns nil to let the request through, or the response that
+// answers it instead; the handler then never sees the request. conn.RemoteAddr() is the peer. It is called
+// concurrently from every pool.
+type Interceptor func(conn *Conn, req *Command) *Command
+
 // Server accepts remoting connections and runs each request's handler on the pool registered for its code.
 type Server struct {
 	cfg    ServerConfig
@@ -80,6 +95,8 @@ type Server struct {
 	nextID atomic.Uint64
 	tr     tracker // connection goroutines and async callbacks
 	routes atomic.Pointer[map[RequestCode]route]
+	// intercept is nil unless SetInterceptor was called: one atomic load per request when no check is wanted.
+	intercept atomic.Pointer[Interceptor]
 
 	// regMu serializes Register and OnConnClose. Lock order: regMu before mu (Register records its pool).
 	regMu      sync.Mutex
@@ -133,6 +150,17 @@ func (s *Server) Register(code RequestCode, pool *Pool, h HandlerFunc) {
 	s.mu.Unlock()
 }
 
+// SetInterceptor runs f before the handler of every request that has one (an unknown code is answered
+// REQUEST_CODE_NOT_SUPPORTED without it); nil removes it. It may be called at any time; requests already on a
+// worker keep the interceptor they started with.
+func (s *Server) SetInterceptor(f Interceptor) {
+	if f == nil {
+		s.intercept.Store(nil)
+		return
+	}
+	s.intercept.Store(&f)
+}
+
 // OnConnClose registers f to be called once for every connection that closes, after its reader and writer
 // stopped, in the connection's goroutine.
 func (s *Server) OnConnClose(f func(*Conn)) {
@@ -144,6 +172,17 @@ func (s *Server) OnConnClose(f func(*Conn)) {
 
 // Start listens on cfg.ListenAddr and accepts connections in the background.
 func (s *Server) Start() error {
+	mode, err := ParseTLSMode(string(s.cfg.TLSMode))
+	if err != nil {
+		return fmt.Errorf("remoting: TLS mode: %w", err)
+	}
+	if mode.on() && s.cfg.TLS == nil {
+		return fmt.Errorf("remoting: TLS mode %s without a TLS configuration (certificate and key)", mode)
+	}
+	s.cfg.TLSMode = mode
+	if s.cfg.TLSHandshakeTimeout <= 0 {
+		s.cfg.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
 	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("remoting: listen on %q: %w", s.cfg.ListenAddr, err)
@@ -156,7 +195,7 @@ func (s *Server) Start() error {
 	}
 	s.mu.ln = ln
 	s.mu.Unlock()
-	s.logger.Info("remoting: listening", "addr", ln.Addr().String())
+	s.logger.Info("remoting: listening", "addr", ln.Addr().String(), "tls", mode)
 	s.tr.Go(func() {
 		defer close(s.acceptDone)
 		s.acceptLoop(ln)
@@ -211,14 +250,40 @@ func (s *Server) serveConn(nc net.Conn) {
 	s.mu.Unlock()
 	c.logger.Debug("remoting: connection accepted")
 	s.tr.Go(func() {
-		c.serve()
-		s.mu.Lock()
-		delete(s.mu.conns, c.id)
-		s.mu.Unlock()
-		for _, f := range *s.onClose.Load() {
-			f(c)
+		defer s.connDone(c)
+		if s.cfg.TLSMode.on() {
+			if err := c.acceptTLS(s.cfg.TLSMode, s.cfg.TLS, s.cc.idleTimeout, s.cfg.TLSHandshakeTimeout); err != nil {
+				s.tlsFailed(c, err)
+				return
+			}
 		}
+		c.serve()
 	})
+}
+
+// connDone forgets a connection whose goroutines stopped and runs the OnConnClose functions.
+func (s *Server) connDone(c *Conn) {
+	s.mu.Lock()
+	delete(s.mu.conns, c.id)
+	s.mu.Unlock()
+	for _, f := range *s.onClose.Load() {
+		f(c)
+	}
+}
+
+// tlsFailed closes a connection that failed before it was served: refused as plain, a failed handshake, or
+// silence before the first byte.
+func (s *Server) tlsFailed(c *Conn, err error) {
+	switch {
+	case errors.Is(err, ErrPlainRefused), errors.Is(err, errHandshake):
+		c.closeWith(err.Error(), slog.LevelWarn)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.closeWith("closed by peer before the first byte", slog.LevelDebug)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.closeWith(fmt.Sprintf("nothing read for %s (idle timeout)", s.cc.idleTimeout), slog.LevelInfo)
+	default:
+		c.closeWith(err.Error(), slog.LevelWarn)
+	}
 }
 
 // dispatch runs on the connection's reader: it must not block.
@@ -237,7 +302,14 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 
 // handle runs a handler on a pool worker and sends its response.
 func (s *Server) handle(h HandlerFunc, c *Conn, req *Command) {
-	resp := callSafely(c.logger, req, func() *Command { return h(c.Context(), c, req) })
+	resp := callSafely(c.logger, req, func() *Command {
+		if ic := s.intercept.Load(); ic != nil {
+			if refused := (*ic)(c, req); refused != nil {
+				return refused
+			}
+		}
+		return h(c.Context(), c, req)
+	})
 	if resp != nil {
 		_ = c.Reply(req, resp) // fails only when the connection is gone
 	}

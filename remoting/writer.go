@@ -137,7 +137,13 @@ func (c *Conn) writeBatch(w *batchWriter, batch []*Command) error {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.writeTimeout))
 	}
 	iov := w.vectors()
-	_, err := iov.WriteTo(c.nc) // consumes iov, not w.iov
+	if c.tlsw != nil {
+		if _, err := iov.WriteTo(c.tlsw); err != nil {
+			return err
+		}
+		return c.tlsw.Flush()
+	}
+	_, err := iov.WriteTo(c.nc) // consumes iov, not w.iov; one writev on a TCP connection
 	return err
 }
 
