@@ -60,18 +60,9 @@ type Client struct {
 // NewClient validates cfg and builds a slave client over cl. It connects once Start ran and a
 // master address is known (haMasterAddress, or SetMasterAddress).
 func NewClient(cfg Config, cl CommitLog, opts ClientOptions) (*Client, error) {
-	if err := cfg.Validate(); err != nil {
+	log, err := checkArgs("NewClient", cfg, cl, opts.FileSize, opts.Logger)
+	if err != nil {
 		return nil, err
-	}
-	if cl == nil {
-		return nil, errors.New("ha: NewClient needs a CommitLog")
-	}
-	if opts.FileSize <= 0 {
-		return nil, fmt.Errorf("ha: NewClient needs the CommitLog file size (mappedFileSizeCommitLog), got %d", opts.FileSize)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{cfg: cfg, log: log.With("component", "ha-slave"), cl: cl, fileSize: opts.FileSize, checker: opts.Checker,
 		addrWake: make(chan struct{}, 1)}
@@ -80,8 +71,8 @@ func NewClient(cfg Config, cl CommitLog, opts ClientOptions) (*Client, error) {
 	return c, nil
 }
 
-// SetMasterAddress sets the master's HA address (RocketMQ updateMasterAddress); a change drops
-// the current connection's successor attempt wait, not the connection itself.
+// SetMasterAddress sets the master's HA address (RocketMQ updateMasterAddress). A change wakes a
+// client waiting to reconnect; a connection already up stays until it fails, as in RocketMQ.
 func (c *Client) SetMasterAddress(addr string) {
 	c.mu.Lock()
 	old := c.mu.masterAddr

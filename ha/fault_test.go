@@ -56,7 +56,7 @@ func TestLyingPeerGetsNothing(t *testing.T) {
 	master := newMemLog(testFileSize)
 	master.putRecords(20, 1)
 	sink, log := newLogSink(t)
-	svc := startService(t, testConfig(), master, log)
+	svc := startService(t, testConfig(), master, testFileSize, log)
 
 	liar := dialPeer(t, svc)
 	liar.report(master.MaxPhyOffset() + 1<<30)
@@ -90,7 +90,7 @@ func TestHousekeepingClosesSilentPeer(t *testing.T) {
 	cfg := testConfig()
 	cfg.HAHousekeepingInterval = 300
 	sink, log := newLogSink(t)
-	svc := startService(t, cfg, newMemLog(testFileSize), log)
+	svc := startService(t, cfg, newMemLog(testFileSize), testFileSize, log)
 	peer := dialPeer(t, svc)
 	peer.readAll(30 * time.Second)
 	eventually(t, 10*time.Second, func() bool { return sink.count("housekeeping") == 1 }, "the close logged as housekeeping")
@@ -105,7 +105,7 @@ func TestMasterHeartbeatsAnIdleSlave(t *testing.T) {
 	master := newMemLog(testFileSize)
 	master.putRecords(5, 2)
 	_, log := newLogSink(t)
-	svc := startService(t, cfg, master, log)
+	svc := startService(t, cfg, master, testFileSize, log)
 	peer := dialPeer(t, svc)
 	peer.report(master.MaxPhyOffset())
 	var hdr [HeaderSize]byte
@@ -218,7 +218,7 @@ func (p *cutProxy) close() {
 func TestConnectionCutRepeatedly(t *testing.T) {
 	master := newMemLog(testFileSize)
 	sink, log := newLogSink(t)
-	svc := startService(t, testConfig(), master, log.With("side", "master"))
+	svc := startService(t, testConfig(), master, testFileSize, log.With("side", "master"))
 	proxy := startProxy(t, svc.Addr().String())
 	proxy.cutAfter.Store(10 << 10)
 	slave := newMemLog(testFileSize)

@@ -96,9 +96,9 @@ func (c localChecker) CheckTail(_ context.Context, req CheckRequest) (CheckRespo
 	return AnswerCheck(c.cl, req), nil
 }
 
-func startService(t testing.TB, cfg Config, cl CommitLog, log *slog.Logger) *Service {
+func startService(t testing.TB, cfg Config, cl CommitLog, fileSize int64, log *slog.Logger) *Service {
 	t.Helper()
-	svc, err := NewService(cfg, cl, ServiceOptions{Logger: log, ListenAddr: "127.0.0.1:0", FileSize: testFileSize})
+	svc, err := NewService(cfg, cl, ServiceOptions{Logger: log, ListenAddr: "127.0.0.1:0", FileSize: fileSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func newPair(t testing.TB, master, slave *memLog) *pair {
 	}
 	sink, log := newLogSink(t)
 	p := &pair{master: master, slave: slave, logs: sink, log: log}
-	p.svc = startService(t, testConfig(), master, log.With("side", "master"))
+	p.svc = startService(t, testConfig(), master, testFileSize, log.With("side", "master"))
 	p.client = startClient(t, testConfig(), slave, p.svc.Addr().String(), localChecker{master}, log.With("side", "slave"))
 	return p
 }

@@ -82,7 +82,7 @@ func TestGroupTransfer(t *testing.T) {
 	cfg := testConfig()
 	cfg.SlaveTimeout = 300
 	cfg.HASlaveFallbehindMax = 32 << 10
-	svc := startService(t, cfg, master, log)
+	svc := startService(t, cfg, master, testFileSize, log)
 	master.putRecords(10, 7)
 	if got := waitStatus(t, svc, master.MaxPhyOffset()); got != store.PutSlaveNotAvailable {
 		t.Fatalf("no slave: %v, want SLAVE_NOT_AVAILABLE", got)
@@ -130,7 +130,7 @@ func TestCloseCompletesParkedPuts(t *testing.T) {
 	_, log := newLogSink(t)
 	cfg := testConfig()
 	cfg.SlaveTimeout = 60000
-	svc := startService(t, cfg, master, log)
+	svc := startService(t, cfg, master, testFileSize, log)
 	master.putRecords(3, 11)
 	peer := dialPeer(t, svc)
 	peer.report(0)

@@ -57,18 +57,9 @@ type Service struct {
 
 // NewService validates cfg and builds a master service over cl. Nothing listens until Start.
 func NewService(cfg Config, cl CommitLog, opts ServiceOptions) (*Service, error) {
-	if err := cfg.Validate(); err != nil {
+	log, err := checkArgs("NewService", cfg, cl, opts.FileSize, opts.Logger)
+	if err != nil {
 		return nil, err
-	}
-	if cl == nil {
-		return nil, errors.New("ha: NewService needs a CommitLog")
-	}
-	if opts.FileSize <= 0 {
-		return nil, fmt.Errorf("ha: NewService needs the CommitLog file size (mappedFileSizeCommitLog), got %d", opts.FileSize)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{cfg: cfg, log: log.With("component", "ha-master"), addr: opts.ListenAddr, fileSize: opts.FileSize, cl: cl}
 	s.transfer = newGroupTransfer(cfg.slaveTimeout(), s.acked.Load)
@@ -149,6 +140,23 @@ func (s *Service) serve(ctx context.Context, nc net.Conn) {
 		defer s.wg.Done()
 		c.writeLoop(ctx)
 	}()
+}
+
+// checkArgs validates what NewService and NewClient both take and returns the logger to use.
+func checkArgs(fn string, cfg Config, cl CommitLog, fileSize int64, log *slog.Logger) (*slog.Logger, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cl == nil {
+		return nil, fmt.Errorf("ha: %s needs a CommitLog", fn)
+	}
+	if fileSize <= 0 {
+		return nil, fmt.Errorf("ha: %s needs the CommitLog file size (mappedFileSizeCommitLog), got %d", fn, fileSize)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return log, nil
 }
 
 // removeConnection forgets c (called once per connection, when it closes).
