@@ -46,6 +46,7 @@ type Broker struct {
 	uniqIDs  *uniqIDGenerator
 	sqlCache sqlCache
 	stats    *brokerStats
+	admin    adminState // admin_*.go: live config, TPS samples
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool
 
@@ -200,6 +201,13 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.DeleteSubscriptionGroup, admin, b.processDeleteSubscriptionGroup)
 	s.Register(remoting.GetBrokerConfig, admin, b.processGetBrokerConfig)
 	s.Register(remoting.GetBrokerRuntimeInfo, admin, b.processGetBrokerRuntimeInfo)
+	s.Register(remoting.UpdateBrokerConfig, admin, b.processUpdateBrokerConfig)
+	s.Register(remoting.GetTopicStatsInfo, admin, b.processGetTopicStatsInfo)
+	s.Register(remoting.GetConsumeStats, admin, b.processGetConsumeStats)
+	s.Register(remoting.GetConsumerConnectionList, admin, b.processGetConsumerConnectionList)
+	s.Register(remoting.GetProducerConnectionList, admin, b.processGetProducerConnectionList)
+	s.Register(remoting.QueryTopicConsumeByWho, admin, b.processQueryTopicConsumeByWho)
+	s.Register(remoting.InvokeBrokerToResetOffset, admin, b.processInvokeBrokerToResetOffset)
 	s.OnConnClose(b.connClosed)
 }
 
@@ -254,6 +262,7 @@ func (b *Broker) Start() error {
 	go b.registerLoop()
 	runEvery(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
 	runEvery(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
+	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
 	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,
 		"namesrv", b.cfg.NamesrvAddr, "store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType)
 	return nil
@@ -335,13 +344,13 @@ func (b *Broker) Store() *store.Store { return b.store }
 
 func (b *Broker) configText() string {
 	var buf bytes.Buffer
-	_ = conf.Print(&buf, &b.cfg)
+	_ = conf.Print(&buf, b.liveConfig())
 	return buf.String()
 }
 
 func (b *Broker) runtimeInfo() map[string]string {
 	st := b.store.Stats()
-	return map[string]string{
+	m := map[string]string{
 		"brokerVersionDesc":    "V4_9_4",
 		"brokerVersion":        "401",
 		"brokerRole":           b.cfg.BrokerRole,
@@ -356,4 +365,6 @@ func (b *Broker) runtimeInfo() map[string]string {
 		"msgGetTotalTodayNow":  itoa(b.stats.getCount.Load()),
 		"bootTimestamp":        itoa(b.stats.boot.UnixMilli()),
 	}
+	b.addAdminRuntimeInfo(m, st)
+	return m
 }

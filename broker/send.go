@@ -132,7 +132,7 @@ func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*TopicConfig, in
 	return tc, qid, nil
 }
 
-func (b *Broker) permission() int32 { return int32(b.cfg.BrokerPermission) }
+func (b *Broker) permission() int32 { return int32(b.liveConfig().BrokerPermission) }
 
 // processSend handles SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE. It answers from the store's
 // completion callback, so a SYNC_FLUSH send never holds a worker while it waits for the disk.

@@ -1,0 +1,119 @@
+package broker
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// processGetTopicStatsInfo is GET_TOPIC_STATS_INFO (mqadmin topicStatus): min and max offset and the time of
+// the last message of every queue of a topic on this broker.
+func (b *Broker) processGetTopicStatsInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic, err := req.ExtString("topic")
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "%v", err)
+	}
+	tc := b.topics.get(topic)
+	if tc == nil {
+		return errResponse(remoting.TopicNotExist, "topic[%s] not exist", topic)
+	}
+	entries := make([]queueEntry[TopicOffset], 0, tc.WriteQueueNums)
+	for q := range tc.WriteQueueNums {
+		minOff := max(b.store.MinOffsetInQueue(topic, q), 0)
+		maxOff := max(b.store.MaxOffsetInQueue(topic, q), 0)
+		var last int64
+		if maxOff > 0 {
+			last, _ = b.store.MessageStoreTime(topic, q, maxOff-1) // 0 when the record is gone
+		}
+		entries = append(entries, queueEntry[TopicOffset]{b.queue(topic, q), TopicOffset{
+			LastUpdateTimestamp: last, MaxOffset: maxOff, MinOffset: minOff}})
+	}
+	return bodyResponse(queueTableBody("", entries))
+}
+
+// processGetConsumeStats is GET_CONSUME_STATS (mqadmin consumerProgress): for one group, the broker offset,
+// the committed offset and the time of the last consumed message of every read queue of the group's
+// topics here (the topic named in the header, or every topic the group has offsets for), and the rate at
+// which the group's committed offsets advanced over the last minute as consumeTps.
+func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, err := req.ExtString("consumerGroup")
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "%v", err)
+	}
+	topics := []string{req.OptString("topic", "")}
+	if topics[0] == "" {
+		topics = b.offsets.topicsOf(group)
+	}
+	subscribed := b.clients.subscribedTopics(group)
+	var (
+		entries []queueEntry[OffsetWrapper]
+		tps     float64
+	)
+	for _, topic := range topics {
+		tc := b.topics.get(topic)
+		if tc == nil {
+			continue
+		}
+		// As RocketMQ: while the group is online, only the topics it subscribes to count.
+		if len(subscribed) > 0 && !subscribed[topic] {
+			continue
+		}
+		for q := range tc.ReadQueueNums {
+			w := OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0),
+				ConsumerOffset: max(b.offsets.query(group, topic, q), 0)}
+			if w.ConsumerOffset > 0 {
+				w.LastTimestamp, _ = b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1) // 0 when gone
+			}
+			entries = append(entries, queueEntry[OffsetWrapper]{b.queue(topic, q), w})
+		}
+		tps += b.admin.rates.consumeTPS(topic, group)
+	}
+	return bodyResponse(consumeStatsBody(tps, entries))
+}
+
+// queue names queue q of topic on this broker.
+func (b *Broker) queue(topic string, q int32) MessageQueue {
+	return MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}
+}
+
+// bodyResponse answers SUCCESS with body, or SYSTEM_ERROR when encoding failed.
+func bodyResponse(body []byte, err error) *remoting.Command {
+	if err != nil {
+		return errResponse(remoting.SystemError, "encode answer: %v", err)
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// topicsOf lists, sorted, the topics group has committed offsets on.
+func (m *consumerOffsetManager) topicsOf(group string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.table {
+		if t, g, ok := strings.Cut(k, offsetKeySep); ok && g == group {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// progress returns, by "topic@group", the sum of the committed offsets over the queues: how many messages
+// each group has consumed of each topic (the consume-rate sampler differences it).
+func (m *consumerOffsetManager) progress() map[string]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[string]int64, len(m.table))
+	for k, qs := range m.table {
+		var sum int64
+		for _, off := range qs {
+			sum += off
+		}
+		out[k] = sum
+	}
+	return out
+}
