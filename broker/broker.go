@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/acl"
 	"github.com/rocketraft/rocketraft/internal/conf"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -33,6 +34,7 @@ type Broker struct {
 	store    *store.Store
 	server   *remoting.Server
 	nsClient *remoting.Client
+	aclCheck *acl.Validator // nil unless aclEnable
 
 	topics   *topicConfigManager
 	offsets  *consumerOffsetManager
@@ -78,8 +80,23 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsMode, serverTLS, err := cfg.TLS.ServerTLS(log)
+	if err != nil {
+		return nil, err
+	}
+	clientTLS, err := cfg.TLS.ClientTLS()
+	if err != nil {
+		return nil, err
+	}
+	var aclCheck *acl.Validator
+	if cfg.ACL.AclEnable {
+		if aclCheck, err = acl.New(cfg.ACL.AclPath(), log.With("component", "acl")); err != nil {
+			return nil, fmt.Errorf("config key aclFile: %w", err)
+		}
+	}
 	b := &Broker{
 		cfg:          cfg,
+		aclCheck:     aclCheck,
 		log:          log.With("broker", cfg.BrokerName, "id", cfg.BrokerID),
 		storeHost:    netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
 		registerWake: make(chan struct{}, 1),
@@ -117,12 +134,18 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = st
-	b.nsClient = remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second}, b.log.With("component", "namesrv-client"))
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second, TLS: clientTLS,
+		Credentials: cfg.ACL.Credentials()}, b.log.With("component", "namesrv-client"))
 	b.server = remoting.NewServer(remoting.ServerConfig{
 		ListenAddr:  net.JoinHostPort(listenHost(cfg.BrokerIP1), strconv.Itoa(cfg.ListenPort)),
 		IdleTimeout: ms(cfg.ChannelExpiredTimeout),
+		TLSMode:     tlsMode,
+		TLS:         serverTLS,
 	}, b.log.With("component", "remoting"))
 	b.registerProcessors()
+	if aclCheck != nil {
+		b.server.SetInterceptor(aclCheck.Intercept)
+	}
 	return b, nil
 }
 
@@ -248,6 +271,11 @@ func (b *Broker) Start() error {
 	if err := b.store.Start(); err != nil {
 		return fmt.Errorf("broker: start store: %w", err)
 	}
+	if b.aclCheck != nil {
+		if err := b.aclCheck.Start(); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+	}
 	if err := b.server.Start(); err != nil {
 		return fmt.Errorf("broker: listen on port %d (listenPort): %w", b.cfg.ListenPort, err)
 	}
@@ -307,6 +335,11 @@ func (b *Broker) Close() error {
 		}
 		if err := b.nsClient.Close(); err != nil {
 			errs = append(errs, err)
+		}
+		if b.aclCheck != nil {
+			if err := b.aclCheck.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := b.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))

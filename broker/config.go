@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -26,6 +28,10 @@ type Config struct {
 	store.Config `mapstructure:",squash"`
 	// Replication holds the classic master/slave keys (ha_config.go).
 	Replication ReplicationConfig `mapstructure:",squash"`
+	// TLS holds the tls* keys of the client port and of the name server client (remoting.TLSConfig).
+	TLS remoting.TLSConfig `mapstructure:",squash"`
+	// ACL holds aclEnable, aclFile, rocketmqHome and the broker's own accessKey/secretKey.
+	ACL ACLConfig `mapstructure:",squash"`
 
 	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
 	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
@@ -83,6 +89,8 @@ func DefaultConfig() Config {
 	return Config{
 		Config:                       store.DefaultConfig(),
 		Replication:                  DefaultReplicationConfig(),
+		TLS:                          remoting.DefaultTLSConfig(),
+		ACL:                          ACLConfig{RocketmqHome: defaultRocketmqHome(), AclFile: DefaultAclFile},
 		BrokerClusterName:            "DefaultCluster",
 		BrokerName:                   host,
 		BrokerID:                     0,
@@ -207,7 +215,49 @@ func (c Config) Validate() error {
 	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
 		bad("metricsPort", "%d is not a TCP port (0 = off)", c.MetricsPort)
 	}
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ACL.AclEnable && c.ACL.AclFile == "" {
+		bad("aclFile", "is empty while aclEnable is true")
+	}
+	if (c.ACL.AccessKey == "") != (c.ACL.SecretKey == "") {
+		bad("secretKey", "accessKey and secretKey go together: set both or neither")
+	}
 	return errors.Join(errs...)
+}
+
+// ACLConfig are the access-control keys (package acl).
+type ACLConfig struct {
+	RocketmqHome string          `mapstructure:"rocketmqHome"` // home of relative aclFile paths; default $ROCKETMQ_HOME, else $HOME
+	AclEnable    bool            `mapstructure:"aclEnable"`    // check every request against aclFile (RocketMQ 4.x plain ACL)
+	AclFile      string          `mapstructure:"aclFile"`      // ACL rules, absolute or under rocketmqHome (RocketMQ's rocketmq.acl.plain.file)
+	AccessKey    string          `mapstructure:"accessKey"`    // this broker's own account: signs its requests to name servers
+	SecretKey    remoting.Secret `mapstructure:"secretKey"`    // that account's secret; printed masked
+}
+
+// DefaultAclFile is aclFile's default, under rocketmqHome.
+const DefaultAclFile = "conf/plain_acl.yml"
+
+// AclPath is the ACL file: aclFile, under rocketmqHome unless absolute.
+func (c ACLConfig) AclPath() string {
+	if filepath.IsAbs(c.AclFile) {
+		return c.AclFile
+	}
+	return filepath.Join(c.RocketmqHome, c.AclFile)
+}
+
+// Credentials is the broker's own account, signing what it sends (zero when accessKey is not set).
+func (c ACLConfig) Credentials() remoting.Credentials {
+	return remoting.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
+}
+
+func defaultRocketmqHome() string {
+	if h := os.Getenv("ROCKETMQ_HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // NamesrvAddrs splits namesrvAddr ("a:9876;b:9876") into addresses.

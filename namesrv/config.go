@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // Config is a name server's configuration: RocketMQ's NamesrvConfig and NettyServerConfig keys. Times are
@@ -36,6 +38,10 @@ type Config struct {
 	ServerChannelMaxIdleTimeSeconds      int   `mapstructure:"serverChannelMaxIdleTimeSeconds"`      // close connections idle this long (120)
 	ServerSocketMaxFrameSize             int   `mapstructure:"serverSocketMaxFrameSize"`             // largest frame accepted (16 MiB)
 	ServerChannelWriteTimeoutMillis      int64 `mapstructure:"serverChannelWriteTimeoutMillis"`      // a write stuck this long closes the connection (60 s)
+
+	// TLS holds the tls* keys of the listening port (tlsServerMode, tlsServerCertPath, ...; remoting.TLSConfig).
+	// The name server has no ACL, as in RocketMQ 4.x: it ignores the signature fields clients send.
+	TLS remoting.TLSConfig `mapstructure:",squash"`
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -62,6 +68,7 @@ func DefaultConfig() Config {
 		ServerChannelMaxIdleTimeSeconds:      120,
 		ServerSocketMaxFrameSize:             16 << 20,
 		ServerChannelWriteTimeoutMillis:      60_000,
+		TLS:                                  remoting.DefaultTLSConfig(),
 	}
 }
 
@@ -108,6 +115,9 @@ func (c Config) Validate() error {
 		if p.v < 0 {
 			bad(p.key, "%d must not be negative", p.v)
 		}
+	}
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

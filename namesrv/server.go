@@ -39,6 +39,10 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	tlsMode, serverTLS, err := cfg.TLS.ServerTLS(logger)
+	if err != nil {
+		return nil, fmt.Errorf("namesrv: %w", err)
+	}
 	kv, err := NewKVConfigManager(cfg.kvPath(), logger)
 	if err != nil {
 		return nil, err
@@ -64,6 +68,8 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 			MaxFrameSize: cfg.ServerSocketMaxFrameSize,
 			IdleTimeout:  idle,
 			WriteTimeout: write,
+			TLSMode:      tlsMode,
+			TLS:          serverTLS,
 		}, logger.With("component", "namesrv-remoting")),
 	}
 	s.registerProcessors()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -27,6 +28,11 @@ type Options struct {
 	// broker index SlaveIndex(i, j), with the master's brokerName, brokerId j+1 and brokerRole SLAVE,
 	// started after all masters. Configure sees slaves too.
 	Slaves int
+	// ConfigureNamesrv adjusts name server i's config before it starts.
+	ConfigureNamesrv func(i int, c *namesrv.Config)
+	// ClientTLS, when set, is the TLS the harness's own client dials name servers with (needed when they
+	// run with tlsServerMode=enforcing).
+	ClientTLS *tls.Config
 }
 
 // Cluster is a running set of name servers and brokers.
@@ -51,7 +57,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Brokers = 1
 	}
 	c := &Cluster{t: t, log: TestLogger(t, opts.LogLevel)}
-	c.client = remoting.NewClient(remoting.ClientConfig{DialTimeout: time.Second}, c.log.With("component", "cluster-client"))
+	c.client = remoting.NewClient(remoting.ClientConfig{DialTimeout: time.Second, TLS: opts.ClientTLS},
+		c.log.With("component", "cluster-client"))
 	// A TempDir made before Cleanup(c.Stop) is removed after it: brokers stop before their folders go.
 	_ = t.TempDir()
 	t.Cleanup(c.Stop)
@@ -61,6 +68,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		cfg.RocketmqHome = filepath.Join(t.TempDir(), fmt.Sprintf("namesrv%d", i))
 		cfg.KvConfigPath = filepath.Join(cfg.RocketmqHome, "kvConfig.json")
 		cfg.ListenAddr = "127.0.0.1"
+		if opts.ConfigureNamesrv != nil {
+			opts.ConfigureNamesrv(i, &cfg)
+		}
 		ns, err := namesrv.New(cfg, c.log.With("namesrv", i))
 		if err != nil {
 			t.Fatalf("name server %d: %v", i, err)
