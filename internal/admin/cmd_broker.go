@@ -1,0 +1,336 @@
+package admin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// runtimeInfo is GET_BROKER_RUNTIME_INFO: the broker's KVTable.
+func (r *runner) runtimeInfo(ctx context.Context, addr string) (map[string]string, error) {
+	var kv struct {
+		Table map[string]string `json:"table"`
+	}
+	if err := r.c.invokeJSON(ctx, addr, remoting.GetBrokerRuntimeInfo, nil, &kv); err != nil {
+		return nil, err
+	}
+	return kv.Table, nil
+}
+
+// clusterRow is one broker in clusterList.
+type clusterRow struct {
+	Cluster     string  `json:"cluster"`
+	BrokerName  string  `json:"brokerName"`
+	BrokerID    int64   `json:"brokerId"`
+	Addr        string  `json:"addr"`
+	Version     string  `json:"version"`
+	InTPS       float64 `json:"inTps"`
+	OutTPS      float64 `json:"outTps"`
+	SendQueue   string  `json:"sendThreadPoolQueueSize"`
+	PullQueue   string  `json:"pullThreadPoolQueueSize"`
+	PCWait      string  `json:"pageCacheLockTimeMills,omitempty"`
+	Hours       float64 `json:"hoursOfMessages"`
+	Space       float64 `json:"commitLogDiskRatio"`
+	InYest      int64   `json:"inTotalYest"`
+	OutYest     int64   `json:"outTotalYest"`
+	InToday     int64   `json:"inTotalToday"`
+	OutToday    int64   `json:"outTotalToday"`
+	Unreachable string  `json:"error,omitempty"`
+}
+
+type clusterListResult struct {
+	More    bool         `json:"-"`
+	Brokers []clusterRow `json:"brokers"`
+}
+
+func (r *clusterListResult) writeText(w io.Writer) error {
+	if r.More {
+		tb := newTable("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday")
+		for _, b := range r.Brokers {
+			tb.add(b.Cluster, b.BrokerName, b.InYest, b.OutYest, b.InToday, b.OutToday)
+		}
+		return tb.write(w)
+	}
+	tb := newTable("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
+		"#PCWait(ms)", "#Hour", "#SPACE")
+	for _, b := range r.Brokers {
+		tb.add(b.Cluster, b.BrokerName, b.BrokerID, b.Addr, b.Version,
+			fmt.Sprintf("%.2f(%s,-ms)", b.InTPS, b.SendQueue), fmt.Sprintf("%.2f(%s,-ms)", b.OutTPS, b.PullQueue),
+			dash(b.PCWait), fmt.Sprintf("%.2f", b.Hours), fmt.Sprintf("%.4f", b.Space))
+	}
+	return tb.write(w)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// firstFloat is the first number of a "10s 60s 600s" TPS figure.
+func firstFloat(s string) float64 {
+	f, _ := strconv.ParseFloat(strings.Fields(s + " 0")[0], 64)
+	return f
+}
+
+func num(m map[string]string, key string) int64 {
+	n, _ := strconv.ParseInt(m[key], 10, 64)
+	return n
+}
+
+func clusterListCmd() *command {
+	return &command{name: "clusterList", desc: "List all of clusters", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var more bool
+		var interval int
+		f.Switch(&more, "m", "moreStats", "Print more stats")
+		f.Int(&interval, "i", "interval", "print again every this many seconds, until interrupted", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if interval < 0 {
+				return nil, usagef("option -i (--interval) must not be negative")
+			}
+			for {
+				res, err := r.clusterList(ctx, more)
+				if interval == 0 || err != nil {
+					return res, err
+				}
+				if err := writeResult(r.env.Stdout, res, r.com.json); err != nil {
+					return nil, err
+				}
+				select {
+				case <-ctx.Done():
+					return nil, nil
+				case <-time.After(time.Duration(interval) * time.Second):
+				}
+			}
+		}
+	}}
+}
+
+func (r *runner) clusterList(ctx context.Context, more bool) (*clusterListResult, error) {
+	ci, err := r.c.clusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refs, _ := brokers(ci, "", false)
+	res := &clusterListResult{More: more, Brokers: []clusterRow{}}
+	var errs []error
+	now := time.Now().UnixMilli()
+	for _, ref := range refs {
+		row := clusterRow{Cluster: ref.cluster, BrokerName: ref.name, BrokerID: ref.id, Addr: ref.addr}
+		kv, err := r.runtimeInfo(ctx, ref.addr)
+		if err != nil {
+			row.Unreachable = err.Error()
+			errs = append(errs, err)
+			res.Brokers = append(res.Brokers, row)
+			continue
+		}
+		row.Version = kv["brokerVersionDesc"]
+		row.InTPS, row.OutTPS = firstFloat(kv["putTps"]), firstFloat(kv["getTransferedTps"])
+		row.SendQueue, row.PullQueue, row.PCWait = kv["sendThreadPoolQueueSize"], kv["pullThreadPoolQueueSize"], kv["pageCacheLockTimeMills"]
+		if t := num(kv, "earliestMessageTimeStamp"); t > 0 {
+			row.Hours = float64(now-t) / 3_600_000
+		}
+		row.Space, _ = strconv.ParseFloat(kv["commitLogDiskRatio"], 64)
+		row.InYest = num(kv, "msgPutTotalTodayMorning") - num(kv, "msgPutTotalYesterdayMorning")
+		row.OutYest = num(kv, "msgGetTotalTodayMorning") - num(kv, "msgGetTotalYesterdayMorning")
+		row.InToday = num(kv, "msgPutTotalTodayNow") - num(kv, "msgPutTotalTodayMorning")
+		row.OutToday = num(kv, "msgGetTotalTodayNow") - num(kv, "msgGetTotalTodayMorning")
+		res.Brokers = append(res.Brokers, row)
+	}
+	if len(errs) > 0 {
+		return res, fmt.Errorf("%d of %d brokers did not answer: %w", len(errs), len(refs), errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// brokerKV is a key/value listing per broker (brokerStatus, getBrokerConfig).
+type brokerKV struct {
+	Addr   string            `json:"addr"`
+	Role   string            `json:"role,omitempty"` // getBrokerConfig -c: Master or Slave
+	Master string            `json:"master,omitempty"`
+	Table  map[string]string `json:"table"`
+}
+
+type brokerStatusResult struct {
+	Brokers []brokerKV `json:"brokers"`
+	prefix  bool       // -c: each line starts with the broker's address
+}
+
+func (r *brokerStatusResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	for _, b := range r.Brokers {
+		for _, k := range sortedKeys(b.Table) {
+			if r.prefix {
+				t.printf("%-24s %-32s: %s\n", b.Addr, k, b.Table[k])
+			} else {
+				t.printf("%-32s: %s\n", k, b.Table[k])
+			}
+		}
+	}
+	return t.err
+}
+
+func brokerStatusCmd() *command {
+	return &command{name: "brokerStatus", desc: "Fetch broker runtime status data", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var addr, cluster string
+		f.String(&addr, "b", "brokerAddr", "Broker address", false)
+		f.String(&cluster, "c", "clusterName", "which cluster", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
+				return nil, err
+			}
+			refs, err := r.targets(ctx, addr, cluster, false)
+			if err != nil {
+				return nil, err
+			}
+			res := &brokerStatusResult{prefix: cluster != "", Brokers: []brokerKV{}}
+			var errs []error
+			for _, ref := range refs {
+				kv, err := r.runtimeInfo(ctx, ref.addr)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				res.Brokers = append(res.Brokers, brokerKV{Addr: ref.addr, Table: kv})
+			}
+			return res, errors.Join(errs...)
+		}
+	}}
+}
+
+type brokerConfigResult struct {
+	Brokers []brokerKV `json:"brokers"`
+}
+
+func (r *brokerConfigResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	for _, b := range r.Brokers {
+		switch b.Role {
+		case "Master":
+			t.printf("============Master: %s============\n", b.Addr)
+		case "Slave":
+			t.printf("============My Master: %s=====Slave: %s============\n", b.Master, b.Addr)
+		default:
+			t.printf("============%s============\n", b.Addr)
+		}
+		for _, k := range sortedKeys(b.Table) {
+			t.printf("%-50s=  %s\n", k, b.Table[k])
+		}
+		t.printf("\n")
+	}
+	return t.err
+}
+
+// parseProperties reads a "key=value" text (GET_BROKER_CONFIG's body); lines without '=' and comments
+// are skipped.
+func parseProperties(body []byte) map[string]string {
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// propertiesLine is "key=value\n" with the value escaped for a Java properties reader.
+func propertiesLine(key, value string) string {
+	esc := strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`)
+	return esc.Replace(key) + "=" + esc.Replace(value) + "\n"
+}
+
+func getBrokerConfigCmd() *command {
+	return &command{name: "getBrokerConfig", desc: "Get broker config by cluster or special broker!", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var addr, cluster string
+		f.String(&addr, "b", "brokerAddr", "get which broker", false)
+		f.String(&cluster, "c", "clusterName", "get which cluster", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
+				return nil, err
+			}
+			refs, err := r.targets(ctx, addr, cluster, false)
+			if err != nil {
+				return nil, err
+			}
+			res := &brokerConfigResult{Brokers: []brokerKV{}}
+			masters := map[string]string{}
+			var errs []error
+			for _, ref := range refs {
+				resp, err := r.c.invoke(ctx, ref.addr, remoting.GetBrokerConfig, nil, nil)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				kv := brokerKV{Addr: ref.addr, Table: parseProperties(resp.Body)}
+				if cluster != "" {
+					if ref.id == 0 {
+						kv.Role, masters[ref.name] = "Master", ref.addr
+					} else {
+						kv.Role, kv.Master = "Slave", masters[ref.name]
+					}
+				}
+				res.Brokers = append(res.Brokers, kv)
+			}
+			return res, errors.Join(errs...)
+		}
+	}}
+}
+
+type updateBrokerConfigResult struct {
+	Key     string   `json:"key"`
+	Value   string   `json:"value"`
+	Brokers []string `json:"brokers"`
+}
+
+func (r *updateBrokerConfigResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	for _, a := range r.Brokers {
+		t.printf("update broker config success, %s\n", a)
+	}
+	return t.err
+}
+
+func updateBrokerConfigCmd() *command {
+	return &command{name: "updateBrokerConfig", desc: "Update broker's config", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var addr, cluster, key, value string
+		f.String(&addr, "b", "brokerAddr", "update which broker", false)
+		f.String(&cluster, "c", "clusterName", "update which cluster", false)
+		f.String(&key, "k", "key", "config key", true)
+		f.String(&value, "v", "value", "config value", true)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
+				return nil, err
+			}
+			refs, err := r.targets(ctx, addr, cluster, true)
+			if err != nil {
+				return nil, err
+			}
+			res := &updateBrokerConfigResult{Key: key, Value: value, Brokers: []string{}}
+			body := []byte(propertiesLine(key, value))
+			var errs []error
+			for _, ref := range refs {
+				if _, err := r.c.invoke(ctx, ref.addr, remoting.UpdateBrokerConfig, nil, body); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				res.Brokers = append(res.Brokers, ref.addr)
+			}
+			return res, errors.Join(errs...)
+		}
+	}}
+}

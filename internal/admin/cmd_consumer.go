@@ -1,0 +1,490 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// offsetWrapper is a ConsumeStats entry.
+type offsetWrapper struct {
+	BrokerOffset   int64 `json:"brokerOffset"`
+	ConsumerOffset int64 `json:"consumerOffset"`
+	LastTimestamp  int64 `json:"lastTimestamp"`
+}
+
+type consumeStats struct {
+	ConsumeTps  float64                   `json:"consumeTps"`
+	OffsetTable queueTable[offsetWrapper] `json:"offsetTable"`
+}
+
+// consumeStats gathers GET_CONSUME_STATS of group from every broker of its retry topic's route (the
+// brokers the group consumes from, as RocketMQ's examineConsumeStats does). A group that never consumed
+// has no retry topic; then every master is asked, so offsets set by resetOffsetByTime show too.
+func (r *runner) consumeStats(ctx context.Context, group string) (*consumeStats, error) {
+	refs, err := r.groupBrokers(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	out := &consumeStats{}
+	for _, ref := range refs {
+		resp, err := r.c.invoke(ctx, ref.addr, remoting.GetConsumeStats, map[string]string{"consumerGroup": group}, nil)
+		if err != nil {
+			return nil, err
+		}
+		var cs consumeStats
+		if err := decodeFastJSON(resp.Body, &cs); err != nil {
+			return nil, fmt.Errorf("consume stats from %s: %w", ref.addr, err)
+		}
+		out.ConsumeTps += cs.ConsumeTps
+		out.OffsetTable = append(out.OffsetTable, cs.OffsetTable...)
+	}
+	sort.Slice(out.OffsetTable, func(i, j int) bool { return out.OffsetTable[i].MQ.less(out.OffsetTable[j].MQ) })
+	return out, nil
+}
+
+// clientConnection is a Connection of a ConsumerConnection or ProducerConnection body.
+type clientConnection struct {
+	ClientID   string `json:"clientId"`
+	ClientAddr string `json:"clientAddr"`
+	Language   string `json:"language"`
+	Version    int32  `json:"version"`
+}
+
+func (c clientConnection) row() connectionRow {
+	return connectionRow{ClientID: c.ClientID, ClientAddr: c.ClientAddr, Language: c.Language, Version: versionDesc(c.Version)}
+}
+
+// groupBrokers are the brokers to ask about a group: those of its retry topic, else every master.
+func (r *runner) groupBrokers(ctx context.Context, group string) ([]brokerRef, error) {
+	route, err := r.c.route(ctx, retryTopicPrefix+group)
+	if err == nil {
+		return routeBrokers(route), nil
+	}
+	if !answered(err, remoting.TopicNotExist) {
+		return nil, fmt.Errorf("consumer group %s: %w", group, err)
+	}
+	ci, cerr := r.c.clusterInfo(ctx)
+	if cerr != nil {
+		return nil, cerr
+	}
+	return brokers(ci, "", true)
+}
+
+// consumerConnection is a ConsumerConnection body.
+type consumerConnection struct {
+	ConnectionSet     []clientConnection `json:"connectionSet"`
+	SubscriptionTable map[string]struct {
+		Topic     string `json:"topic"`
+		SubString string `json:"subString"`
+	} `json:"subscriptionTable"`
+	ConsumeType      string `json:"consumeType"`
+	MessageModel     string `json:"messageModel"`
+	ConsumeFromWhere string `json:"consumeFromWhere"`
+}
+
+// consumerConnection is GET_CONSUMER_CONNECTION_LIST at addr, or at a broker of the group's retry topic.
+func (r *runner) consumerConnection(ctx context.Context, group, addr string) (*consumerConnection, error) {
+	if addr == "" {
+		route, err := r.c.route(ctx, retryTopicPrefix+group)
+		if err != nil {
+			return nil, fmt.Errorf("consumer group %s: %w", group, err)
+		}
+		refs := routeBrokers(route)
+		if len(refs) == 0 {
+			return nil, fmt.Errorf("consumer group %s: its retry topic has no broker", group)
+		}
+		addr = refs[0].addr
+	}
+	var cc consumerConnection
+	err := r.c.invokeJSON(ctx, addr, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, &cc)
+	if answered(err, remoting.ConsumerNotOnline) {
+		return nil, fmt.Errorf("consumer group %s is not online: %w", group, err)
+	}
+	return &cc, err
+}
+
+type progressRow struct {
+	Topic          string `json:"topic"`
+	BrokerName     string `json:"brokerName"`
+	QueueID        int32  `json:"queueId"`
+	BrokerOffset   int64  `json:"brokerOffset"`
+	ConsumerOffset int64  `json:"consumerOffset"`
+	Diff           int64  `json:"diff"`
+	LastTimestamp  int64  `json:"lastTimestamp"`
+}
+
+type consumerProgressResult struct {
+	Group               string        `json:"group"`
+	Queues              []progressRow `json:"queues"`
+	ConsumeTps          float64       `json:"consumeTps"`
+	BrokerOffsetTotal   int64         `json:"brokerOffsetTotal"`
+	ConsumerOffsetTotal int64         `json:"consumerOffsetTotal"`
+	DiffTotal           int64         `json:"diffTotal"`
+}
+
+func (r *consumerProgressResult) writeText(w io.Writer) error {
+	tb := newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime")
+	for _, q := range r.Queues {
+		tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Diff, dateTime(q.LastTimestamp))
+	}
+	t := &textWriter{w: w}
+	t.table(tb)
+	t.printf("\nConsume TPS: %.2f\n", r.ConsumeTps)
+	t.printf("Broker Offset Total: %d\n", r.BrokerOffsetTotal)
+	t.printf("Consumer Offset Total: %d\n", r.ConsumerOffsetTotal)
+	t.printf("Diff Total: %d\n", r.DiffTotal)
+	return t.err
+}
+
+type groupRow struct {
+	Group     string `json:"group"`
+	Count     int    `json:"count"`
+	Version   string `json:"version"`
+	Type      string `json:"type"`
+	Model     string `json:"model"`
+	TPS       int64  `json:"tps"`
+	DiffTotal int64  `json:"diffTotal"`
+}
+
+type groupsProgressResult struct {
+	Groups []groupRow `json:"groups"`
+}
+
+func (r *groupsProgressResult) writeText(w io.Writer) error {
+	tb := newTable("#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total")
+	for _, g := range r.Groups {
+		tb.add(g.Group, g.Count, g.Version, g.Type, g.Model, g.TPS, g.DiffTotal)
+	}
+	return tb.write(w)
+}
+
+func consumerProgressCmd() *command {
+	return &command{name: "consumerProgress", desc: "Query consumers's progress, speed", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var group string
+		f.String(&group, "g", "groupName", "consumer group name (without it: every group)", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if group == "" {
+				return r.groupsProgress(ctx)
+			}
+			cs, err := r.consumeStats(ctx, group)
+			if err != nil {
+				return nil, err
+			}
+			if len(cs.OffsetTable) == 0 {
+				return nil, fmt.Errorf("consumer group %s has no consume stats: it has committed no offset on its topics", group)
+			}
+			res := &consumerProgressResult{Group: group, ConsumeTps: cs.ConsumeTps, Queues: []progressRow{}}
+			for _, e := range cs.OffsetTable {
+				diff := e.Value.BrokerOffset - e.Value.ConsumerOffset
+				res.Queues = append(res.Queues, progressRow{Topic: e.MQ.Topic, BrokerName: e.MQ.BrokerName,
+					QueueID: e.MQ.QueueID, BrokerOffset: e.Value.BrokerOffset, ConsumerOffset: e.Value.ConsumerOffset,
+					Diff: diff, LastTimestamp: e.Value.LastTimestamp})
+				res.BrokerOffsetTotal += e.Value.BrokerOffset
+				res.ConsumerOffsetTotal += e.Value.ConsumerOffset
+				res.DiffTotal += diff
+			}
+			return res, nil
+		}
+	}}
+}
+
+// groupsProgress is consumerProgress without -g: every group that has a retry topic, with its
+// connections and total lag.
+func (r *runner) groupsProgress(ctx context.Context) (result, error) {
+	topics, err := r.c.topicList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(topics)
+	res := &groupsProgressResult{Groups: []groupRow{}}
+	for _, topic := range topics {
+		group, ok := strings.CutPrefix(topic, retryTopicPrefix)
+		if !ok {
+			continue
+		}
+		row := groupRow{Group: group}
+		if cs, err := r.consumeStats(ctx, group); err == nil {
+			row.TPS = int64(cs.ConsumeTps)
+			for _, e := range cs.OffsetTable {
+				row.DiffTotal += e.Value.BrokerOffset - e.Value.ConsumerOffset
+			}
+		}
+		cc, err := r.consumerConnection(ctx, group, "")
+		if err == nil && len(cc.ConnectionSet) > 0 {
+			row.Count = len(cc.ConnectionSet)
+			minV := cc.ConnectionSet[0].Version
+			for _, c := range cc.ConnectionSet {
+				minV = min(minV, c.Version)
+			}
+			row.Version = versionDesc(minV)
+			row.Type = "PUSH"
+			if cc.ConsumeType == "CONSUME_ACTIVELY" {
+				row.Type = "PULL"
+			} else {
+				row.Model = cc.MessageModel
+			}
+		} else {
+			row.Version = "OFFLINE"
+		}
+		res.Groups = append(res.Groups, row)
+	}
+	return res, nil
+}
+
+type connectionRow struct {
+	ClientID   string `json:"clientId"`
+	ClientAddr string `json:"clientAddr"`
+	Language   string `json:"language"`
+	Version    string `json:"version"`
+}
+
+type subscriptionRow struct {
+	Topic         string `json:"topic"`
+	SubExpression string `json:"subExpression"`
+}
+
+type consumerConnectionResult struct {
+	Group            string            `json:"group"`
+	Connections      []connectionRow   `json:"connections"`
+	Subscriptions    []subscriptionRow `json:"subscriptions"`
+	ConsumeType      string            `json:"consumeType"`
+	MessageModel     string            `json:"messageModel"`
+	ConsumeFromWhere string            `json:"consumeFromWhere"`
+}
+
+func (r *consumerConnectionResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	tb := newTable("#ClientId", "#ClientAddr", "#Language", "#Version")
+	for _, c := range r.Connections {
+		tb.add(c.ClientID, c.ClientAddr, c.Language, c.Version)
+	}
+	t.table(tb)
+	t.printf("\nBelow is subscription:\n")
+	sb := newTable("#Topic", "#SubExpression")
+	for _, s := range r.Subscriptions {
+		sb.add(s.Topic, s.SubExpression)
+	}
+	t.table(sb)
+	t.printf("\nConsumeType: %s\nMessageModel: %s\nConsumeFromWhere: %s\n", r.ConsumeType, r.MessageModel, r.ConsumeFromWhere)
+	return t.err
+}
+
+func consumerConnectionCmd() *command {
+	return &command{name: "consumerConnection", desc: "Query consumer's socket connection, client version and subscription", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var group, addr string
+		f.String(&group, "g", "consumerGroup", "consumer group name", true)
+		f.String(&addr, "b", "brokerAddr", "broker address", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			cc, err := r.consumerConnection(ctx, group, addr)
+			if err != nil {
+				return nil, err
+			}
+			res := &consumerConnectionResult{Group: group, ConsumeType: cc.ConsumeType, MessageModel: cc.MessageModel,
+				ConsumeFromWhere: cc.ConsumeFromWhere, Connections: []connectionRow{}, Subscriptions: []subscriptionRow{}}
+			for _, c := range cc.ConnectionSet {
+				res.Connections = append(res.Connections, c.row())
+			}
+			for _, topic := range sortedKeys(cc.SubscriptionTable) {
+				res.Subscriptions = append(res.Subscriptions, subscriptionRow{Topic: topic, SubExpression: cc.SubscriptionTable[topic].SubString})
+			}
+			return res, nil
+		}
+	}}
+}
+
+type producerConnectionResult struct {
+	Group       string          `json:"group"`
+	Connections []connectionRow `json:"connections"`
+}
+
+func (r *producerConnectionResult) writeText(w io.Writer) error {
+	tb := newTable("#No", "#ClientId", "#ClientAddr", "#Language", "#Version")
+	for i, c := range r.Connections {
+		tb.add(fmt.Sprintf("%04d", i+1), c.ClientID, c.ClientAddr, c.Language, c.Version)
+	}
+	return tb.write(w)
+}
+
+func producerConnectionCmd() *command {
+	return &command{name: "producerConnection", desc: "Query producer's socket connection and client version", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var group, topic string
+		f.String(&group, "g", "producerGroup", "producer group name", true)
+		f.String(&topic, "t", "topic", "topic name", true)
+		return func(ctx context.Context, r *runner) (result, error) {
+			route, err := r.c.route(ctx, topic)
+			if err != nil {
+				return nil, err
+			}
+			res := &producerConnectionResult{Group: group, Connections: []connectionRow{}}
+			seen := map[string]bool{}
+			var errs []error
+			for _, ref := range routeBrokers(route) {
+				var pc struct {
+					ConnectionSet []clientConnection `json:"connectionSet"`
+				}
+				err := r.c.invokeJSON(ctx, ref.addr, remoting.GetProducerConnectionList, map[string]string{"producerGroup": group}, &pc)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				for _, c := range pc.ConnectionSet {
+					if !seen[c.ClientID] { // a producer instance has a connection to every broker; list it once
+						seen[c.ClientID] = true
+						res.Connections = append(res.Connections, c.row())
+					}
+				}
+			}
+			if len(res.Connections) == 0 {
+				return nil, fmt.Errorf("producer group %s has no connection to the brokers of topic %s: %w", group, topic, errors.Join(errs...))
+			}
+			return res, nil
+		}
+	}}
+}
+
+// subscriptionGroupConfig is a SubscriptionGroupConfig body.
+type subscriptionGroupConfig struct {
+	GroupName                      string `json:"groupName"`
+	ConsumeEnable                  bool   `json:"consumeEnable"`
+	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
+	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
+	RetryQueueNums                 int    `json:"retryQueueNums"`
+	RetryMaxTimes                  int    `json:"retryMaxTimes"`
+	BrokerID                       int64  `json:"brokerId"`
+	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
+	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
+}
+
+// String is RocketMQ's SubscriptionGroupConfig.toString.
+func (g subscriptionGroupConfig) String() string {
+	return fmt.Sprintf("SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=%t, consumeBroadcastEnable=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, notifyConsumerIdsChangedEnable=%t]",
+		g.GroupName, g.ConsumeEnable, g.ConsumeFromMinEnable, g.ConsumeBroadcastEnable, g.RetryQueueNums, g.RetryMaxTimes,
+		g.BrokerID, g.WhichBrokerWhenConsumeSlowly, g.NotifyConsumerIdsChangedEnable)
+}
+
+type updateSubGroupResult struct {
+	Brokers []string                `json:"brokers"`
+	Config  subscriptionGroupConfig `json:"subscriptionGroupConfig"`
+}
+
+func (r *updateSubGroupResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	for _, a := range r.Brokers {
+		t.printf("create subscription group to %s success.\n", a)
+	}
+	t.printf("%s\n", r.Config)
+	return t.err
+}
+
+func updateSubGroupCmd() *command {
+	return &command{name: "updateSubGroup", desc: "Update or create subscription group", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var addr, cluster string
+		g := subscriptionGroupConfig{ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1,
+			NotifyConsumerIdsChangedEnable: true}
+		f.String(&addr, "b", "brokerAddr", "create subscription group to which broker", false)
+		f.String(&cluster, "c", "clusterName", "create subscription group to which cluster", false)
+		f.String(&g.GroupName, "g", "groupName", "consumer group name", true)
+		f.BoolArg(&g.ConsumeEnable, "s", "consumeEnable", "consume enable")
+		f.BoolArg(&g.ConsumeFromMinEnable, "m", "consumeFromMinEnable", "from min offset")
+		f.BoolArg(&g.ConsumeBroadcastEnable, "d", "consumeBroadcastEnable", "broadcast")
+		f.Int(&g.RetryQueueNums, "q", "retryQueueNums", "retry queue nums", false)
+		f.Int(&g.RetryMaxTimes, "r", "retryMaxTimes", "retry max times", false)
+		f.Int64(&g.BrokerID, "i", "brokerId", "consumer from which broker id", false)
+		f.Int64(&g.WhichBrokerWhenConsumeSlowly, "w", "whichBrokerWhenConsumeSlowly", "which broker id when consume slowly", false)
+		f.BoolArg(&g.NotifyConsumerIdsChangedEnable, "a", "notifyConsumerIdsChanged", "notify consumerId changed")
+		return func(ctx context.Context, r *runner) (result, error) {
+			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
+				return nil, err
+			}
+			refs, err := r.targets(ctx, addr, cluster, true)
+			if err != nil {
+				return nil, err
+			}
+			body, err := json.Marshal(g)
+			if err != nil {
+				return nil, err
+			}
+			res := &updateSubGroupResult{Config: g, Brokers: []string{}}
+			var errs []error
+			for _, ref := range refs {
+				if _, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateSubscriptionGroup, nil, body); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				res.Brokers = append(res.Brokers, ref.addr)
+			}
+			return res, errors.Join(errs...)
+		}
+	}}
+}
+
+type deleteSubGroupResult struct {
+	Group         string               `json:"group"`
+	Cluster       string               `json:"cluster,omitempty"`
+	Brokers       []string             `json:"brokers"`
+	DeletedTopics []*deleteTopicResult `json:"deletedTopics,omitempty"`
+}
+
+func (r *deleteSubGroupResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	for _, a := range r.Brokers {
+		if r.Cluster != "" {
+			t.printf("delete subscription group [%s] from broker [%s] in cluster [%s] success.\n", r.Group, a, r.Cluster)
+		} else {
+			t.printf("delete subscription group [%s] from broker [%s] success.\n", r.Group, a)
+		}
+	}
+	for _, d := range r.DeletedTopics {
+		if t.err == nil {
+			t.err = d.writeText(w)
+		}
+	}
+	return t.err
+}
+
+func deleteSubGroupCmd() *command {
+	return &command{name: "deleteSubGroup", desc: "Delete subscription group from broker.", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var addr, cluster, group string
+		var removeOffset bool
+		f.String(&addr, "b", "brokerAddr", "delete subscription group from which broker", false)
+		f.String(&cluster, "c", "clusterName", "delete subscription group from which cluster", false)
+		f.String(&group, "g", "groupName", "subscription group name", true)
+		f.BoolArg(&removeOffset, "r", "removeOffset", "remove offset")
+		return func(ctx context.Context, r *runner) (result, error) {
+			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
+				return nil, err
+			}
+			refs, err := r.targets(ctx, addr, cluster, true)
+			if err != nil {
+				return nil, err
+			}
+			res := &deleteSubGroupResult{Group: group, Cluster: cluster, Brokers: []string{}}
+			ext := map[string]string{"groupName": group, "cleanOffset": fmt.Sprint(removeOffset)}
+			for _, ref := range refs {
+				if _, err := r.c.invoke(ctx, ref.addr, remoting.DeleteSubscriptionGroup, ext, nil); err != nil {
+					return res, err
+				}
+				res.Brokers = append(res.Brokers, ref.addr)
+			}
+			if cluster == "" {
+				return res, nil
+			}
+			// As RocketMQ's tool: with -c the group's retry and dead-letter topics go too.
+			for _, topic := range []string{retryTopicPrefix + group, dlqTopicPrefix + group} {
+				d, err := r.deleteTopic(ctx, topic, cluster)
+				if err != nil {
+					return res, err
+				}
+				res.DeletedTopics = append(res.DeletedTopics, d)
+			}
+			return res, nil
+		}
+	}}
+}

@@ -1,0 +1,420 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// messagesResult is one or more messages printed in full.
+type messagesResult struct {
+	Messages []*messageView `json:"messages"`
+}
+
+func (r *messagesResult) writeText(w io.Writer) error {
+	for i, m := range r.Messages {
+		if i > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+		if err := m.writeText(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// present finishes the views of found messages: bodies saved under bodyDir when set, consumption tracks.
+func (r *runner) present(ctx context.Context, msgs []*store.MessageExt, bodyDir string) (*messagesResult, error) {
+	res := &messagesResult{Messages: []*messageView{}}
+	for i, m := range msgs {
+		v := newMessageView(m)
+		if bodyDir != "" {
+			if err := v.saveBody(bodyDir, i); err != nil {
+				return nil, err
+			}
+		}
+		v.Tracks = r.tracks(ctx, v)
+		res.Messages = append(res.Messages, v)
+	}
+	return res, nil
+}
+
+func queryMsgByIdCmd() *command {
+	return &command{name: "queryMsgById", desc: "Query Message by Id", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var ids, topic, bodyDir string
+		f.String(&ids, "i", "msgId", "Message Id: the offset id, or with -t the unique id; several separated by commas", true)
+		f.String(&topic, "t", "topic", "topic of the message: needed to find it by its unique (client) id", false)
+		f.String(&bodyDir, "", "bodyDir", "save each body to this folder as <msgId> (RocketMQ: /tmp/rocketmq/msgbodys)", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			var msgs []*store.MessageExt
+			for _, id := range strings.Split(ids, ",") {
+				if id = strings.TrimSpace(id); id == "" {
+					continue
+				}
+				m, err := r.findByID(ctx, id, topic)
+				if err != nil {
+					return nil, err
+				}
+				msgs = append(msgs, m)
+			}
+			return r.present(ctx, msgs, bodyDir)
+		}
+	}}
+}
+
+// findByID finds a message by its offset id (which names the broker and the CommitLog offset) or, with a
+// topic, by its unique id. Both are 32 hex digits, so an id that decodes as an offset id but is not one is
+// looked up as a unique id, as RocketMQ's admin does.
+func (r *runner) findByID(ctx context.Context, id, topic string) (*store.MessageExt, error) {
+	var viewErr error
+	if _, _, err := store.DecodeOffsetMsgID(id); err == nil {
+		m, err := r.viewMessage(ctx, id)
+		if err == nil && (topic == "" || m.Topic == topic) {
+			return m, nil
+		}
+		viewErr = err
+	}
+	if topic == "" {
+		if viewErr != nil {
+			return nil, fmt.Errorf("message %s: %w (give -t to look it up as a unique id)", id, viewErr)
+		}
+		return nil, usagef("message %s is not an offset id: give its topic with -t to look it up as a unique id", id)
+	}
+	msgs, err := r.queryMessages(ctx, topic, id, true, 32, 0, math.MaxInt64)
+	if len(msgs) > 0 {
+		return msgs[0], nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("message %s not found in topic %s", id, topic)
+}
+
+type keyRow struct {
+	MsgID       string `json:"msgId"`
+	OffsetMsgID string `json:"offsetMsgId"`
+	QueueID     int32  `json:"queueId"`
+	QueueOffset int64  `json:"queueOffset"`
+}
+
+type queryByKeyResult struct {
+	Topic    string   `json:"topic"`
+	Key      string   `json:"key"`
+	Messages []keyRow `json:"messages"`
+}
+
+func (r *queryByKeyResult) writeText(w io.Writer) error {
+	tb := newTable("#Message ID", "#QID", "#Offset")
+	for _, m := range r.Messages {
+		tb.add(m.MsgID, m.QueueID, m.QueueOffset)
+	}
+	return tb.write(w)
+}
+
+func queryMsgByKeyCmd() *command {
+	return &command{name: "queryMsgByKey", desc: "Query Message by Key", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var topic, key string
+		maxNum := 64
+		var begin, end int64 = 0, math.MaxInt64
+		f.String(&topic, "t", "topic", "topic name", true)
+		f.String(&key, "k", "msgKey", "Message Key", true)
+		f.Int(&maxNum, "c", "maxNum", "the most messages to list per broker", false)
+		f.Int64(&begin, "b", "beginTimestamp", "stored at or after this time (ms)", false)
+		f.Int64(&end, "e", "endTimestamp", "stored before this time (ms)", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if maxNum <= 0 {
+				return nil, usagef("option -c (--maxNum) must be positive")
+			}
+			msgs, err := r.queryMessages(ctx, topic, key, false, maxNum, begin, end)
+			if err != nil {
+				return nil, err
+			}
+			res := &queryByKeyResult{Topic: topic, Key: key, Messages: []keyRow{}}
+			for _, m := range msgs {
+				v := newMessageView(m)
+				res.Messages = append(res.Messages, keyRow{MsgID: v.MsgID, OffsetMsgID: v.OffsetMsgID, QueueID: m.QueueID,
+					QueueOffset: m.QueueOffset})
+			}
+			return res, nil
+		}
+	}}
+}
+
+func queryMsgByOffsetCmd() *command {
+	return &command{name: "queryMsgByOffset", desc: "Query Message by offset", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var topic, brokerName, bodyDir string
+		var qid int
+		var offset int64
+		f.String(&topic, "t", "topic", "topic name", true)
+		f.String(&brokerName, "b", "brokerName", "Broker Name", true)
+		f.Int(&qid, "i", "queueId", "Queue Id", true)
+		f.Int64(&offset, "o", "offset", "Queue Offset", true)
+		f.String(&bodyDir, "", "bodyDir", "save the body to this folder as <msgId>", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			q, err := r.readQueue(ctx, topic, brokerName, qid)
+			if err != nil {
+				return nil, err
+			}
+			status, msgs, _, err := r.pull(ctx, toolsConsumerGroup, q, offset, 1)
+			if err != nil {
+				return nil, err
+			}
+			if status != pullFound || len(msgs) == 0 {
+				return nil, fmt.Errorf("no message at offset %d of %s (%s)", offset, q.messageQueue, status)
+			}
+			return r.present(ctx, msgs[:1], bodyDir)
+		}
+	}}
+}
+
+// readQueue finds queue qid of topic on broker brokerName.
+func (r *runner) readQueue(ctx context.Context, topic, brokerName string, qid int) (queueRef, error) {
+	route, err := r.c.route(ctx, topic)
+	if err != nil {
+		return queueRef{}, err
+	}
+	for _, q := range routeQueues(route, topic, brokerName, false) {
+		if int(q.QueueID) == qid {
+			return q, nil
+		}
+	}
+	return queueRef{}, fmt.Errorf("topic %s has no readable queue %d on a broker named %s", topic, qid, brokerName)
+}
+
+type sendMessageResult struct {
+	sendResult
+}
+
+func (r *sendMessageResult) writeText(w io.Writer) error {
+	tb := newTable("#Broker Name", "#QID", "#Send Result", "#MsgId")
+	tb.add(r.BrokerName, r.QueueID, r.SendStatus, r.MsgID)
+	return tb.write(w)
+}
+
+// sendAttempts is how many queues a send without -i tries, as RocketMQ's producer (1 + retryTimesWhenSendFailed 2).
+const sendAttempts = 3
+
+func sendMessageCmd() *command {
+	return &command{name: "sendMessage", desc: "Send a message", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var topic, body, keys, tags, brokerName string
+		qid := -1
+		f.String(&topic, "t", "topic", "Topic name", true)
+		f.String(&body, "p", "body", "UTF-8 string format of the message body", true)
+		f.String(&keys, "k", "key", "Message keys", false)
+		f.String(&tags, "c", "tags", "Message tags", false)
+		f.String(&brokerName, "b", "broker", "Send message to target broker", false)
+		f.Int(&qid, "i", "qid", "Send message to target queue", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if err := f.needs("qid", "broker"); err != nil {
+				return nil, err
+			}
+			route, err := r.c.route(ctx, topic)
+			if err != nil {
+				return nil, err
+			}
+			queues := routeQueues(route, topic, brokerName, true)
+			if qid >= 0 {
+				queues = filterQueue(queues, int32(qid))
+			}
+			if len(queues) == 0 {
+				return nil, fmt.Errorf("topic %s has no writable queue%s", topic, where(brokerName, qid))
+			}
+			props := map[string]string{}
+			if keys != "" {
+				props[store.PropertyKeys] = keys
+			}
+			if tags != "" {
+				props[store.PropertyTags] = tags
+			}
+			start := rand.IntN(len(queues))
+			var errs []error
+			for i := range min(sendAttempts, len(queues)) {
+				res, err := r.send(ctx, queues[(start+i)%len(queues)], props, []byte(body))
+				if err == nil {
+					return &sendMessageResult{*res}, nil
+				}
+				errs = append(errs, err)
+			}
+			return nil, errors.Join(errs...)
+		}
+	}}
+}
+
+func filterQueue(qs []queueRef, qid int32) []queueRef {
+	for _, q := range qs {
+		if q.QueueID == qid {
+			return []queueRef{q}
+		}
+	}
+	return nil
+}
+
+func where(brokerName string, qid int) string {
+	switch {
+	case brokerName != "" && qid >= 0:
+		return fmt.Sprintf(" %d on broker %s", qid, brokerName)
+	case brokerName != "":
+		return " on broker " + brokerName
+	}
+	return ""
+}
+
+// consumedQueue is what consumeMessage read from one queue.
+type consumedQueue struct {
+	Queue    messageQueue   `json:"queue"`
+	From     int64          `json:"from"`
+	To       int64          `json:"to"` // exclusive
+	Status   pullStatus     `json:"status"`
+	Messages []*messageView `json:"messages"`
+}
+
+type consumeMessageResult struct {
+	Queues []consumedQueue `json:"queues"`
+}
+
+func (r *consumeMessageResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	for _, q := range r.Queues {
+		if len(q.Messages) > 0 {
+			t.printf("Consume ok\n")
+		}
+		for _, m := range q.Messages {
+			body := m.Body
+			if m.BodyEncoding != "text" {
+				body = "base64:" + body
+			}
+			t.printf("MSGID: %s %s BODY: %s\n", m.MsgID, m, body)
+		}
+		t.printf("%s print msg finished. status=%s, offset=%d\n", q.Queue, q.Status, q.To)
+	}
+	return t.err
+}
+
+func consumeMessageCmd() *command {
+	return &command{name: "consumeMessage", desc: "Consume message", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var topic, brokerName, group, begin, end string
+		qid := -1
+		var offset int64 = -1
+		count := int64(128)
+		f.String(&topic, "t", "topic", "Topic name", true)
+		f.String(&brokerName, "b", "brokerName", "Broker name", false)
+		f.Int(&qid, "i", "queueId", "Queue Id", false)
+		f.Int64(&offset, "o", "offset", "Queue offset", false)
+		f.String(&group, "g", "consumerGroup", "Consumer group name (default "+toolsConsumerGroup+")", false)
+		f.String(&begin, "s", "beginTimestamp", "Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", false)
+		f.String(&end, "e", "endTimestamp", "End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", false)
+		f.Int64(&count, "c", "MessageNumber", "Number of message to be consumed", false)
+		return func(ctx context.Context, r *runner) (result, error) {
+			if err := errors.Join(f.needs("queueId", "brokerName"), f.needs("offset", "queueId")); err != nil {
+				return nil, err
+			}
+			if count <= 0 {
+				return nil, usagef("option -c (--MessageNumber) must be positive")
+			}
+			if group == "" {
+				group = toolsConsumerGroup
+			}
+			window, err := parseWindow(begin, end)
+			if err != nil {
+				return nil, err
+			}
+			route, err := r.c.route(ctx, topic)
+			if err != nil {
+				return nil, err
+			}
+			queues := routeQueues(route, topic, brokerName, false)
+			if qid >= 0 {
+				queues = filterQueue(queues, int32(qid))
+			}
+			if len(queues) == 0 {
+				return nil, fmt.Errorf("topic %s has no readable queue%s", topic, where(brokerName, qid))
+			}
+			res := &consumeMessageResult{Queues: []consumedQueue{}}
+			left := count
+			for _, q := range queues {
+				if left == 0 {
+					break
+				}
+				cq, err := r.consumeQueue(ctx, group, q, window, offset, &left)
+				if err != nil {
+					return res, err
+				}
+				res.Queues = append(res.Queues, cq)
+			}
+			return res, nil
+		}
+	}}
+}
+
+// timeWindow bounds consumeMessage by store time (0: unbounded).
+type timeWindow struct{ begin, end int64 }
+
+func parseWindow(begin, end string) (timeWindow, error) {
+	var w timeWindow
+	var err error
+	if begin != "" {
+		if w.begin, err = parseTimestamp(begin, false); err != nil {
+			return w, usagef("option -s (--beginTimestamp): %v", err)
+		}
+	}
+	if end != "" {
+		if w.end, err = parseTimestamp(end, false); err != nil {
+			return w, usagef("option -e (--endTimestamp): %v", err)
+		}
+		if w.begin > w.end {
+			return w, usagef("option -s (--beginTimestamp) is after -e (--endTimestamp)")
+		}
+	}
+	return w, nil
+}
+
+// consumeQueue pulls q's messages in the window, from offset when >= 0, taking at most *left.
+func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w timeWindow, offset int64, left *int64) (consumedQueue, error) {
+	cq := consumedQueue{Queue: q.messageQueue, Messages: []*messageView{}}
+	var err error
+	code, ts := remoting.GetMinOffset, int64(0)
+	if w.begin > 0 {
+		code, ts = remoting.SearchOffsetByTimestamp, w.begin
+	}
+	if cq.From, err = r.queueOffset(ctx, code, q, ts); err != nil {
+		return cq, err
+	}
+	code, ts = remoting.GetMaxOffset, 0
+	if w.end > 0 {
+		code, ts = remoting.SearchOffsetByTimestamp, w.end
+	}
+	if cq.To, err = r.queueOffset(ctx, code, q, ts); err != nil {
+		return cq, err
+	}
+	cq.From = max(cq.From, offset)
+	cq.To = min(cq.To, cq.From+*left)
+	cq.Status = pullNoNewMsg
+	for next := cq.From; next < cq.To; {
+		status, msgs, nextBegin, err := r.pull(ctx, group, q, next, int(min(cq.To-next, 32)))
+		if err != nil {
+			return cq, err
+		}
+		cq.Status = status
+		for _, m := range msgs {
+			if m.QueueOffset >= cq.To {
+				break
+			}
+			cq.Messages = append(cq.Messages, newMessageView(m))
+			*left--
+		}
+		if status != pullFound && status != pullNoMatchedMsg || nextBegin <= next {
+			break
+		}
+		next = nextBegin
+	}
+	return cq, nil
+}

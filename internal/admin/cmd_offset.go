@@ -1,0 +1,110 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// timestampLayout is RocketMQ's yyyy-MM-dd#HH:mm:ss:SSS (in local time) without its milliseconds, which
+// follow a ':' that Go's layouts do not take as a fraction separator.
+const timestampLayout = "2006-01-02#15:04:05"
+
+// parseTimestamp reads RocketMQ's timestamp argument: "now" (-1: the end of each queue), milliseconds since
+// the epoch, or yyyy-MM-dd#HH:mm:ss:SSS.
+func parseTimestamp(s string, allowNow bool) (int64, error) {
+	if s == "now" && allowNow {
+		return -1, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return n, nil
+	}
+	bad := fmt.Errorf("%q is not a timestamp (now, milliseconds, or yyyy-MM-dd#HH:mm:ss:SSS)", s)
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 || len(s)-i != 4 {
+		return 0, bad
+	}
+	t, err := time.ParseInLocation(timestampLayout, s[:i], time.Local)
+	ms, merr := strconv.Atoi(s[i+1:])
+	if err != nil || merr != nil || ms < 0 {
+		return 0, bad
+	}
+	return t.UnixMilli() + int64(ms), nil
+}
+
+type resetRow struct {
+	BrokerName string `json:"brokerName"`
+	QueueID    int32  `json:"queueId"`
+	Offset     int64  `json:"offset"`
+}
+
+type resetOffsetResult struct {
+	Group           string     `json:"group"`
+	Topic           string     `json:"topic"`
+	Force           bool       `json:"force"`
+	TimestampString string     `json:"timestampString"`
+	Timestamp       int64      `json:"timestamp"`
+	Queues          []resetRow `json:"queues"`
+}
+
+func (r *resetOffsetResult) writeText(w io.Writer) error {
+	t := &textWriter{w: w}
+	t.printf("rollback consumer offset by specified group[%s], topic[%s], force[%t], timestamp(string)[%s], timestamp(long)[%d]\n",
+		r.Group, r.Topic, r.Force, r.TimestampString, r.Timestamp)
+	tb := newTable("#brokerName", "#queueId", "#offset")
+	for _, q := range r.Queues {
+		tb.add(q.BrokerName, q.QueueID, q.Offset)
+	}
+	t.table(tb)
+	return t.err
+}
+
+func resetOffsetByTimeCmd() *command {
+	return &command{name: "resetOffsetByTime", desc: "Reset consumer offset by timestamp(without client restart).", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+		var group, topic, stamp string
+		force := true
+		f.String(&group, "g", "group", "set the consumer group", true)
+		f.String(&topic, "t", "topic", "set the topic", true)
+		f.String(&stamp, "s", "timestamp", "set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]", true)
+		f.BoolArg(&force, "f", "force", "set the force rollback by timestamp switch")
+		return func(ctx context.Context, r *runner) (result, error) {
+			ts, err := parseTimestamp(stamp, true)
+			if err != nil {
+				return nil, usagef("option -s (--timestamp): %v", err)
+			}
+			route, err := r.c.route(ctx, topic)
+			if err != nil {
+				return nil, err
+			}
+			res := &resetOffsetResult{Group: group, Topic: topic, Force: force, TimestampString: stamp, Timestamp: ts,
+				Queues: []resetRow{}}
+			ext := map[string]string{"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10),
+				"isForce": strconv.FormatBool(force)}
+			var errs []error
+			for _, ref := range routeBrokers(route) {
+				resp, err := r.c.invoke(ctx, ref.addr, remoting.InvokeBrokerToResetOffset, ext, nil)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				var body struct {
+					OffsetTable queueTable[int64] `json:"offsetTable"`
+				}
+				if err := decodeFastJSON(resp.Body, &body); err != nil {
+					errs = append(errs, fmt.Errorf("reset offset answer from %s: %w", ref.addr, err))
+					continue
+				}
+				for _, e := range body.OffsetTable {
+					res.Queues = append(res.Queues, resetRow{BrokerName: e.MQ.BrokerName, QueueID: e.MQ.QueueID, Offset: e.Value})
+				}
+			}
+			return res, errors.Join(errs...)
+		}
+	}}
+}

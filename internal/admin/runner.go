@@ -1,0 +1,143 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/rocketraft/rocketraft/namesrv"
+)
+
+// runner is one command's run: its common options and its client.
+type runner struct {
+	com *common
+	f   *flags
+	env Env
+	c   *Client
+}
+
+func newRunner(com *common, f *flags, env Env) (*runner, error) {
+	creds, err := loadCredentials(com, env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	ns := com.namesrv
+	if ns == "" {
+		ns = env.Getenv("NAMESRV_ADDR")
+	}
+	return &runner{com: com, f: f, env: env, c: NewClient(splitAddrs(ns), com.timeout, creds, env.Logger)}, nil
+}
+
+func (r *runner) close() { _ = r.c.Close() }
+
+// brokerRef is one broker process: its name, id and address.
+type brokerRef struct {
+	cluster string
+	name    string
+	id      int64
+	addr    string
+}
+
+// brokers lists the brokers the name servers know, by cluster, broker name and id. With cluster != "" only
+// that cluster's, and an unknown cluster is an error; with mastersOnly only brokers of id 0.
+func brokers(ci *namesrv.ClusterInfo, cluster string, mastersOnly bool) ([]brokerRef, error) {
+	if cluster != "" {
+		if _, ok := ci.ClusterAddrTable[cluster]; !ok {
+			return nil, fmt.Errorf("cluster %s is not known to the name servers (clusters: %v)", cluster, sortedKeys(ci.ClusterAddrTable))
+		}
+	}
+	var out []brokerRef
+	for _, cl := range sortedKeys(ci.ClusterAddrTable) {
+		if cluster != "" && cl != cluster {
+			continue
+		}
+		names := append([]string(nil), ci.ClusterAddrTable[cl]...)
+		sort.Strings(names)
+		for _, name := range names {
+			bd, ok := ci.BrokerAddrTable[name]
+			if !ok {
+				continue
+			}
+			ids := make([]int64, 0, len(bd.BrokerAddrs))
+			for id := range bd.BrokerAddrs {
+				ids = append(ids, id)
+			}
+			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+			for _, id := range ids {
+				if mastersOnly && id != namesrv.MasterID {
+					continue
+				}
+				out = append(out, brokerRef{cluster: cl, name: name, id: id, addr: bd.BrokerAddrs[id]})
+			}
+		}
+	}
+	return out, nil
+}
+
+// targets resolves the -b / -c choice of a command: the broker at -b, or the brokers of cluster -c
+// (masters only, or with their slaves).
+func (r *runner) targets(ctx context.Context, addr, cluster string, mastersOnly bool) ([]brokerRef, error) {
+	if addr != "" {
+		return []brokerRef{{addr: addr, id: -1}}, nil
+	}
+	ci, err := r.c.clusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := brokers(ci, cluster, mastersOnly)
+	if err != nil {
+		return nil, err
+	}
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("cluster %s has no broker", cluster)
+	}
+	return refs, nil
+}
+
+// pickAddr is the address to ask about a broker name: the master's, else the lowest slave's (RocketMQ's
+// BrokerData.selectBrokerAddr prefers the master too).
+func pickAddr(bd namesrv.BrokerData) string {
+	if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
+		return a
+	}
+	best := int64(-1)
+	for id := range bd.BrokerAddrs {
+		if best < 0 || id < best {
+			best = id
+		}
+	}
+	return bd.BrokerAddrs[best]
+}
+
+// routeBrokers lists a route's broker names with the address to ask, sorted by name.
+func routeBrokers(route *namesrv.TopicRouteData) []brokerRef {
+	out := make([]brokerRef, 0, len(route.BrokerDatas))
+	for _, bd := range route.BrokerDatas {
+		if a := pickAddr(bd); a != "" {
+			out = append(out, brokerRef{cluster: bd.Cluster, name: bd.BrokerName, addr: a})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// brokerNameOf finds the broker name registered at addr.
+func brokerNameOf(ci *namesrv.ClusterInfo, addr string) (string, bool) {
+	for name, bd := range ci.BrokerAddrTable {
+		for _, a := range bd.BrokerAddrs {
+			if a == addr {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
