@@ -236,14 +236,7 @@ func runACLScenario(t *testing.T, c *cluster.Cluster, secure bool) {
 	if secure {
 		copts = append(copts, consumer.WithTls(true))
 	}
-	pc := newPushConsumer(t, c, "AclReaderGroup", copts...)
-	if err := pc.Subscribe(topic, consumer.MessageSelector{}, got.handler()); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.Shutdown() })
+	startConsumer(t, c, "AclReaderGroup", topic, consumer.MessageSelector{}, got, copts...)
 	got.waitDistinct(t, 1, 30*time.Second)
 }
 
@@ -259,15 +252,8 @@ func TestTLSPermissiveServesPlainAndTLSClients(t *testing.T) {
 		t.Fatalf("TLS producer: %v", err)
 	}
 	got := newReceived()
-	pc := newPushConsumer(t, c, "PermissiveGroup", consumer.WithTls(true),
+	startConsumer(t, c, "PermissiveGroup", topic, consumer.MessageSelector{}, got, consumer.WithTls(true),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	if err := pc.Subscribe(topic, consumer.MessageSelector{}, got.handler()); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pc.Shutdown() })
 	got.waitDistinct(t, 2, 30*time.Second)
 	if !got.has("over plain TCP") || !got.has("over TLS") {
 		t.Fatalf("received %d messages, not the two sent", len(got.snapshot()))
