@@ -133,6 +133,10 @@ func readFrame(r io.Reader, maxSize int, lenBuf *[lengthFieldSize]byte, scratch 
 		return nil, badFrame("frame length %d is below the minimum of %d", n, headerWordSize)
 	}
 	if n > int64(maxSize) {
+		if lenBuf[0] == tlsRecordHandshake {
+			return nil, fmt.Errorf("%w: frame length %d exceeds the limit of %d bytes: the peer speaks TLS, and TLS is "+
+				"not on here (tlsServerMode=disabled, or a plain client)", ErrFrameTooLarge, n, maxSize)
+		}
 		return nil, fmt.Errorf("%w: frame length %d exceeds the limit of %d bytes", ErrFrameTooLarge, n, maxSize)
 	}
 	size := int(n)

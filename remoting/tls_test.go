@@ -118,11 +118,13 @@ func TestTLSEnforcingRefusesPlain(t *testing.T) {
 }
 
 func TestTLSClientToDisabledServerFails(t *testing.T) {
-	s := startServer(t, ServerConfig{}, nil, nil)
+	logs := &syncBuffer{}
+	s := startServer(t, ServerConfig{}, logs, nil)
 	err := roundTrip(tlsClient(t, TLSConfig{}), s.Addr().String(), nil)
 	if err == nil || !strings.Contains(err.Error(), "TLS handshake") {
 		t.Fatalf("TLS client against a plain server: %v", err)
 	}
+	waitFor(t, "the reason in the log", func() bool { return strings.Contains(logs.String(), "the peer speaks TLS") })
 }
 
 func TestTLSClientVerifiesServer(t *testing.T) {
