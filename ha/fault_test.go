@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"bytes"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -240,4 +241,40 @@ func TestConnectionCutRepeatedly(t *testing.T) {
 		t.Fatal("cuts alone made the slave truncate")
 	}
 	t.Logf("%d cuts, %d bytes replicated", proxy.cuts.Load(), slave.MaxPhyOffset())
+}
+
+// TestFramesStayWithinAFile: transfer frames are contiguous, at most haTransferBatchSize, never cross
+// a CommitLog file, and carry the master's bytes.
+func TestFramesStayWithinAFile(t *testing.T) {
+	master := newMemLog(testFileSize)
+	master.putRecords(300, 3) // about three files
+	_, log := newLogSink(t)
+	cfg := testConfig()
+	svc := startService(t, cfg, master, testFileSize, log)
+	peer := dialPeer(t, svc)
+	peer.report(1) // streaming starts where the slave says, here inside the first record
+	_, want := master.bytes()
+	next := int64(1)
+	var hdr [HeaderSize]byte
+	for next < master.MaxPhyOffset() {
+		_ = peer.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(peer.nc, hdr[:]); err != nil {
+			t.Fatal(err)
+		}
+		off, size, err := parseHeader(hdr[:])
+		if err != nil || off != next {
+			t.Fatalf("frame at %d size %d (%v), want it at %d", off, size, err, next)
+		}
+		if size > cfg.HATransferBatchSize || (size > 0 && off/testFileSize != (off+int64(size)-1)/testFileSize) {
+			t.Fatalf("frame %d+%d is larger than %d or crosses a file", off, size, cfg.HATransferBatchSize)
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(peer.nc, body); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(body, want[off:off+int64(size)]) {
+			t.Fatalf("frame at %d does not carry the master's bytes", off)
+		}
+		next += int64(size)
+	}
 }
