@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // allocator is RocketMQ's AllocateMappedFileService: when the CommitLog asks for file N it
 // also queues file N+1, so by the time N fills up the next file already exists (created,
-// sized with fallocate, mapped, optionally warmed and given a transient pool buffer) and the
-// writer does not wait for the file system. Before Start and after Close it creates inline.
+// sized, mapped, warmed when configured (written with zeros and synced, see warmFrom) and given
+// a transient pool buffer) and the writer does not wait for the file system. Start also queues
+// the file after the last one. Before Start and after Close it creates inline.
 type allocator struct {
 	dir         string
 	fileSize    int64
@@ -71,11 +73,20 @@ func (a *allocator) make(path string, from int64) (*mappedFile, error) {
 		}
 		return nil, err
 	}
+	if a.warm {
+		start := time.Now()
+		n, err := mf.warmFrom(0)
+		if err != nil {
+			_ = mf.destroy(true)
+			if buf != nil {
+				a.pool.put(buf)
+			}
+			return nil, err
+		}
+		a.log.Debug("warmed commitlog file", "file", path, "bytes", n, "elapsed", time.Since(start))
+	}
 	if buf != nil {
 		mf.writeBuf, mf.pool = buf, a.pool
-	}
-	if a.warm {
-		mf.warm()
 	}
 	return mf, nil
 }
@@ -130,11 +141,16 @@ func (a *allocator) nextPending() *allocRequest {
 	return next
 }
 
-// start makes get queue requests for run instead of creating files inline.
-func (a *allocator) start() {
+// start makes get queue requests for run instead of creating files inline, and queues the
+// file that starts at next (the one after the last file) so it is ready before it is needed.
+func (a *allocator) start(next int64) {
 	a.mu.Lock()
 	a.mu.running = true
+	if next >= 0 {
+		a.requestLocked(filepath.Join(a.dir, offsetFileName(next)), next)
+	}
 	a.mu.Unlock()
+	a.wakeup()
 }
 
 // run serves requests until ctx ends, then fails the queued ones and deletes the files made

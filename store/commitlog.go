@@ -47,8 +47,8 @@ type commitLog struct {
 
 func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFileQueue) *commitLog {
 	c := &commitLog{q: q, fileSize: cfg.MappedFileSizeCommitLog, maxMessageSize: cfg.MaxMessageSize,
-		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.WriteWithoutMmap,
-		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.WriteWithoutMmap}
+		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.pwriteCommitLog(),
+		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.pwriteCommitLog()}
 	var hb [hostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)

@@ -46,9 +46,12 @@
 //
 // A record never spans two files: when one does not fit (with 8 bytes to spare), the rest of
 // the file gets a blank record, totalSize = bytes left and magic 0xCBD43194, and the record
-// goes to the next file. Files are sparse, as in RocketMQ (fallocated files made every
-// SYNC_FLUSH flush commit the ext4 journal); a write fault on a full disk is caught and turns
-// the store read-only, and puts are refused with ErrDiskFull well before the disk is full.
+// goes to the next file. With ASYNC_FLUSH files are sparse, as in RocketMQ; with SYNC_FLUSH
+// (or warmMapedFileEnable) every file is warmed before it takes records: zeros written over
+// it with pwrite and synced, by the allocate service for the next file, at Open for the first
+// file of an empty store or the tail of the last file. A write fault on a full disk is caught
+// and turns the store read-only, and puts are refused with ErrDiskFull well before the disk
+// is full.
 //
 // # ConsumeQueue unit (consumequeue/TOPIC/QUEUEID/, 300,000 units per file by default)
 //
@@ -118,10 +121,15 @@
 // # Writing and flushing
 //
 // The CommitLog lock covers offset assignment and the copy of the encoded record into the
-// mapping (or into a transient pool buffer, or, with writeWithoutMmap, a pwrite of it);
-// validation, CRC and sizing come before it, the flush wait after it. SYNC_FLUSH puts queue a
-// waiter for the group-commit flusher; each flush (fdatasync, measured faster here than msync
-// of the dirty range) completes every waiter it covers. Before flushing, the flusher waits
+// mapping (or into a transient pool buffer, or, with writeWithoutMmap and always with
+// SYNC_FLUSH, a pwrite of it); validation, CRC and sizing come before it, the flush wait
+// after it. SYNC_FLUSH puts queue a waiter for the group-commit flusher; each flush
+// (fdatasync, measured faster here than msync of the dirty range) completes every waiter it
+// covers. Why SYNC_FLUSH warms files and writes with pwrite (measured, see Config.syncFlushFiles):
+// an fdatasync that must also allocate blocks writes metadata too (on ext4 a journal commit,
+// or without a journal synchronous bitmap and inode writes), and a write through the mapping
+// dirties a whole page-cache folio (16 KiB to 1 MiB on current kernels), all of which the next
+// fdatasync writes, where pwrite dirties only the blocks it touches. Before flushing, the flusher waits
 // briefly (at most half the last flush, 1 ms) for as many writers as the last flush saw
 // active, so closed-loop writers do not split into two cohorts that alternate. Every flush is
 // timed into Stats; flushes over 500 ms are logged.

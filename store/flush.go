@@ -38,6 +38,9 @@ type groupCommit struct {
 	// expected and lastFlush belong to the flusher goroutine (see waitForBatch).
 	expected  int
 	lastFlush time.Duration
+	// batches counts flushes that served waiters, waiters the waiters they served, and
+	// gatherTimeouts the flushes that started before the expected writers had queued.
+	batches, waiters, gatherTimeouts atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -108,6 +111,10 @@ func (s *Store) runGroupCommit(ctx context.Context) {
 		g.lastFlush = time.Since(start)
 		s.reput.wakeup()
 		flushed := s.commitLog.q.flushedWhere.Load()
+		if len(batch) > 0 {
+			g.batches.Add(1)
+			g.waiters.Add(int64(len(batch)))
+		}
 		for _, w := range batch {
 			if err == nil && flushed >= w.need {
 				w.complete(PutOK)
@@ -152,6 +159,7 @@ func (g *groupCommit) waitForBatch(ctx context.Context, t *time.Timer) {
 	select {
 	case <-g.gathered:
 	case <-t.C:
+		g.gatherTimeouts.Add(1)
 	case <-ctx.Done():
 	}
 	t.Stop()

@@ -347,13 +347,3 @@ func (f *mappedFile) zeroFrom(pos int64) error {
 	}
 	return nil
 }
-
-// warm pre-faults every page for writing so the writer takes no page faults.
-func (f *mappedFile) warm() {
-	if err := unix.Madvise(f.data, unix.MADV_POPULATE_WRITE); err == nil {
-		return
-	}
-	for i := int64(0); i < f.size; i += osPageSize {
-		f.data[i] = 0
-	}
-}

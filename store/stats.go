@@ -112,6 +112,10 @@ type Stats struct {
 	// past 500 ms, FlushFailures the failed ones (each turns the store read-only).
 	FlushLatency               LatencyHistogram
 	SlowFlushes, FlushFailures int64
+	// SyncFlushBatches counts the SYNC_FLUSH group-commit flushes that served waiting puts,
+	// SyncFlushWaiters the puts they served, and GatherTimeouts the flushes that started
+	// before as many puts as the previous flush saw had queued (see waitForBatch).
+	SyncFlushBatches, SyncFlushWaiters, GatherTimeouts int64
 	// FlushLagBytes is written but not yet durable; CommitLagBytes is in the transient pool
 	// but not yet in the file; DispatchBehindBytes is not yet in the ConsumeQueues.
 	FlushLagBytes, CommitLagBytes, DispatchBehindBytes int64
@@ -154,6 +158,10 @@ func (s *Store) Stats() Stats {
 	}
 	if s.pool != nil {
 		out.TransientPoolFree = s.pool.available()
+	}
+	if g := s.group; g != nil {
+		out.SyncFlushBatches, out.SyncFlushWaiters = g.batches.Load(), g.waiters.Load()
+		out.GatherTimeouts = g.gatherTimeouts.Load()
 	}
 	return out
 }

@@ -222,7 +222,7 @@ func (s *Store) open() error {
 		}
 	}
 	q := newMappedFileQueue(cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, preallocateFiles, s.log)
-	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.WarmMapedFileEnable, s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
+	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.warmCommitLog(), s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
 	q.create = s.alloc.get
 	s.commitLog = newCommitLog(cfg, s.opts.StoreHost, s.clock, q)
 	s.cqs = newConsumeQueueTable(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.log)
@@ -236,6 +236,11 @@ func (s *Store) open() error {
 	// Recovery writes through mappings too (zeroed tails, rebuilt units).
 	if err := withFaultPanics(s.recover); err != nil {
 		return err
+	}
+	if cfg.warmCommitLog() {
+		if err := s.warmCurrentFile(); err != nil {
+			return err
+		}
 	}
 	if err := writeFileSynced(cfg.abortPath(), nil); err != nil {
 		return fmt.Errorf("store: create abort file: %w", err)
@@ -253,7 +258,11 @@ func (s *Store) Start() error {
 	s.cancel = cancel
 	// The first clean run decides the disk state before the first put.
 	s.checkDisk()
-	s.alloc.start()
+	next := int64(-1)
+	if last := s.commitLog.q.last(); last != nil {
+		next = last.from + last.size
+	}
+	s.alloc.start(next)
 	s.goService(ctx, "allocate", s.alloc.run)
 	s.goService(ctx, "reput", s.runReput)
 	s.goService(ctx, "flushConsumeQueue", s.runConsumeQueueFlush)
