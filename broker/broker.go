@@ -231,6 +231,8 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.GetProducerConnectionList, admin, b.processGetProducerConnectionList)
 	s.Register(remoting.QueryTopicConsumeByWho, admin, b.processQueryTopicConsumeByWho)
 	s.Register(remoting.InvokeBrokerToResetOffset, admin, b.processInvokeBrokerToResetOffset)
+	s.Register(remoting.GetConsumerRunningInfo, admin, b.processGetConsumerRunningInfo)
+	s.Register(remoting.ConsumeMessageDirectly, admin, b.processConsumeMessageDirectly)
 	s.OnConnClose(b.connClosed)
 }
 

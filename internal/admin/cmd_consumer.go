@@ -116,6 +116,7 @@ type progressRow struct {
 	QueueID        int32  `json:"queueId"`
 	BrokerOffset   int64  `json:"brokerOffset"`
 	ConsumerOffset int64  `json:"consumerOffset"`
+	ClientIP       string `json:"clientIP,omitempty"` // with -s true
 	Diff           int64  `json:"diff"`
 	LastTimestamp  int64  `json:"lastTimestamp"`
 }
@@ -127,11 +128,19 @@ type consumerProgressResult struct {
 	BrokerOffsetTotal   int64         `json:"brokerOffsetTotal"`
 	ConsumerOffsetTotal int64         `json:"consumerOffsetTotal"`
 	DiffTotal           int64         `json:"diffTotal"`
+	showClientIP        bool
 }
 
 func (r *consumerProgressResult) writeText(w io.Writer) error {
 	tb := newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime")
+	if r.showClientIP {
+		tb = newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP", "#Diff", "#LastTime")
+	}
 	for _, q := range r.Queues {
+		if r.showClientIP {
+			tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, naIfEmpty(q.ClientIP), q.Diff, dateTime(q.LastTimestamp))
+			continue
+		}
 		tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Diff, dateTime(q.LastTimestamp))
 	}
 	t := &textWriter{w: w}
@@ -141,6 +150,13 @@ func (r *consumerProgressResult) writeText(w io.Writer) error {
 	t.printf("Consumer Offset Total: %d\n", r.ConsumerOffsetTotal)
 	t.printf("Diff Total: %d\n", r.DiffTotal)
 	return t.err
+}
+
+func naIfEmpty(s string) string {
+	if s == "" {
+		return "N/A"
+	}
+	return s
 }
 
 type groupRow struct {
@@ -168,7 +184,9 @@ func (r *groupsProgressResult) writeText(w io.Writer) error {
 func consumerProgressCmd() *command {
 	return &command{name: "consumerProgress", desc: "Query consumers's progress, speed", setup: func(f *flags) func(context.Context, *runner) (result, error) {
 		var group string
+		var showClientIP bool
 		f.String(&group, "g", "groupName", "consumer group name (without it: every group)", false)
+		f.BoolArg(&showClientIP, "s", "showClientIP", "Show Client IP per Queue (asks each client which queues it holds)")
 		return func(ctx context.Context, r *runner) (result, error) {
 			if group == "" {
 				return r.groupsProgress(ctx)
@@ -180,12 +198,17 @@ func consumerProgressCmd() *command {
 			if len(cs.OffsetTable) == 0 {
 				return nil, fmt.Errorf("consumer group %s has no consume stats: it has committed no offset on its topics", group)
 			}
-			res := &consumerProgressResult{Group: group, ConsumeTps: cs.ConsumeTps, Queues: []progressRow{}}
+			res := &consumerProgressResult{Group: group, ConsumeTps: cs.ConsumeTps, Queues: []progressRow{},
+				showClientIP: showClientIP}
+			var owners map[messageQueue]string
+			if showClientIP {
+				owners = r.queueOwners(ctx, group)
+			}
 			for _, e := range cs.OffsetTable {
 				diff := e.Value.BrokerOffset - e.Value.ConsumerOffset
 				res.Queues = append(res.Queues, progressRow{Topic: e.MQ.Topic, BrokerName: e.MQ.BrokerName,
 					QueueID: e.MQ.QueueID, BrokerOffset: e.Value.BrokerOffset, ConsumerOffset: e.Value.ConsumerOffset,
-					Diff: diff, LastTimestamp: e.Value.LastTimestamp})
+					ClientIP: owners[e.MQ], Diff: diff, LastTimestamp: e.Value.LastTimestamp})
 				res.BrokerOffsetTotal += e.Value.BrokerOffset
 				res.ConsumerOffsetTotal += e.Value.ConsumerOffset
 				res.DiffTotal += diff

@@ -50,11 +50,18 @@ func (r *runner) present(ctx context.Context, msgs []*store.MessageExt, bodyDir 
 
 func queryMsgByIdCmd() *command {
 	return &command{name: "queryMsgById", desc: "Query Message by Id", setup: func(f *flags) func(context.Context, *runner) (result, error) {
-		var ids, topic, bodyDir string
+		var ids, topic, bodyDir, group, clientID string
+		var resend bool
 		f.String(&ids, "i", "msgId", "Message Id: the offset id, or with -t the unique id; several separated by commas", true)
 		f.String(&topic, "t", "topic", "topic of the message: needed to find it by its unique (client) id", false)
+		f.String(&group, "g", "consumerGroup", "consumer group name (with -d: have that consumer consume the message now)", false)
+		f.String(&clientID, "d", "clientId", "The consumer's client id", false)
+		f.BoolArg(&resend, "s", "sendMessage", "resend message")
 		f.String(&bodyDir, "", "bodyDir", "save each body to this folder as <msgId> (RocketMQ: /tmp/rocketmq/msgbodys)", false)
 		return func(ctx context.Context, r *runner) (result, error) {
+			if err := errors.Join(f.needs("consumerGroup", "clientId"), f.needs("clientId", "consumerGroup")); err != nil {
+				return nil, err
+			}
 			var msgs []*store.MessageExt
 			for _, id := range strings.Split(ids, ",") {
 				if id = strings.TrimSpace(id); id == "" {
@@ -65,6 +72,12 @@ func queryMsgByIdCmd() *command {
 					return nil, err
 				}
 				msgs = append(msgs, m)
+			}
+			switch {
+			case group != "":
+				return r.consumeDirectly(ctx, msgs, group, clientID)
+			case resend:
+				return r.resend(ctx, msgs)
 			}
 			return r.present(ctx, msgs, bodyDir)
 		}

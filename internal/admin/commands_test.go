@@ -207,6 +207,26 @@ func TestCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("consumeDirectly and resend", func(t *testing.T) {
+		var cc consumerConnectionResult
+		okJSON(t, &cc, "consumerConnection", "-n", ns, "-g", group)
+		before := rec.atLeast(2)
+		out := ok(t, "queryMsgById", "-n", ns, "-i", sent.OffsetMsgID, "-g", group, "-d", cc.Connections[0].ClientID)
+		contains(t, out, "ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS")
+		if rec.atLeast(2) != before+1 {
+			t.Fatalf("the consumer did not get the message pushed to it (twice-received %d, was %d)", rec.atLeast(2), before)
+		}
+		failing(t, ExitFailed, []string{"not online"}, "queryMsgById", "-n", ns, "-i", sent.OffsetMsgID, "-g", group, "-d", "nobody@1")
+		failing(t, ExitBadArgs, []string{"option -g (--consumerGroup) needs -d (--clientId)"}, "queryMsgById", "-n", ns,
+			"-i", sent.OffsetMsgID, "-g", group)
+		var res resendResult
+		okJSON(t, &res, "queryMsgById", "-n", ns, "-i", sent.OffsetMsgID, "-s", "true")
+		if len(res.Results) != 1 || res.Results[0].SendStatus != "SEND_OK" || res.Results[0].MsgID != sent.MsgID ||
+			res.Results[0].OffsetMsgID == sent.OffsetMsgID {
+			t.Fatalf("queryMsgById -s true: %+v (sent %+v)", res, sent)
+		}
+	})
+
 	t.Run("producerConnection", func(t *testing.T) {
 		eventually(t, 10*time.Second, func() string {
 			if o := mqadmin(t, "producerConnection", "-n", ns, "-g", pgroup, "-t", topic); o.code != 0 {

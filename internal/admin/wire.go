@@ -207,12 +207,15 @@ type sendResult struct {
 	QueueOffset int64  `json:"queueOffset"`
 }
 
-// send stores one message in q (SEND_MESSAGE). Answers that store the message but miss the asked durability
-// (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE) are results with that status, as in
-// RocketMQ; other refusals are errors.
+// send stores one message in q (SEND_MESSAGE), with a new unique id unless props has one. Answers that
+// store the message but miss the asked durability (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
+// SLAVE_NOT_AVAILABLE) are results with that status, as in RocketMQ; other refusals are errors.
 func (r *runner) send(ctx context.Context, q queueRef, props map[string]string, body []byte) (*sendResult, error) {
-	uniq := newUniqID()
-	props[store.PropertyUniqKey] = uniq
+	uniq := props[store.PropertyUniqKey]
+	if uniq == "" {
+		uniq = newUniqID()
+		props[store.PropertyUniqKey] = uniq
+	}
 	props[store.PropertyWaitStoreMsgOK] = "true"
 	ext := map[string]string{
 		"producerGroup": strconv.FormatInt(time.Now().UnixMilli(), 10), "topic": q.Topic, "defaultTopic": "TBW102",
