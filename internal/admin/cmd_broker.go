@@ -181,28 +181,21 @@ func (r *brokerStatusResult) writeText(w io.Writer) error {
 
 func brokerStatusCmd() *command {
 	return &command{name: "brokerStatus", desc: "Fetch broker runtime status data", setup: func(f *flags) func(context.Context, *runner) (result, error) {
-		var addr, cluster string
-		f.String(&addr, "b", "brokerAddr", "Broker address", false)
-		f.String(&cluster, "c", "clusterName", "which cluster", false)
+		target := chooseBrokers(f, "Broker address", "which cluster")
 		return func(ctx context.Context, r *runner) (result, error) {
-			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
-				return nil, err
-			}
-			refs, err := r.targets(ctx, addr, cluster, false)
+			refs, err := target.resolve(ctx, r, false)
 			if err != nil {
 				return nil, err
 			}
-			res := &brokerStatusResult{prefix: cluster != "", Brokers: []brokerKV{}}
-			var errs []error
-			for _, ref := range refs {
+			res := &brokerStatusResult{prefix: target.cluster != "", Brokers: []brokerKV{}}
+			_, err = eachBroker(refs, func(ref brokerRef) error {
 				kv, err := r.runtimeInfo(ctx, ref.addr)
-				if err != nil {
-					errs = append(errs, err)
-					continue
+				if err == nil {
+					res.Brokers = append(res.Brokers, brokerKV{Addr: ref.addr, Table: kv})
 				}
-				res.Brokers = append(res.Brokers, brokerKV{Addr: ref.addr, Table: kv})
-			}
-			return res, errors.Join(errs...)
+				return err
+			})
+			return res, err
 		}
 	}}
 }
@@ -256,28 +249,21 @@ func propertiesLine(key, value string) string {
 
 func getBrokerConfigCmd() *command {
 	return &command{name: "getBrokerConfig", desc: "Get broker config by cluster or special broker!", setup: func(f *flags) func(context.Context, *runner) (result, error) {
-		var addr, cluster string
-		f.String(&addr, "b", "brokerAddr", "get which broker", false)
-		f.String(&cluster, "c", "clusterName", "get which cluster", false)
+		target := chooseBrokers(f, "get which broker", "get which cluster")
 		return func(ctx context.Context, r *runner) (result, error) {
-			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
-				return nil, err
-			}
-			refs, err := r.targets(ctx, addr, cluster, false)
+			refs, err := target.resolve(ctx, r, false)
 			if err != nil {
 				return nil, err
 			}
 			res := &brokerConfigResult{Brokers: []brokerKV{}}
 			masters := map[string]string{}
-			var errs []error
-			for _, ref := range refs {
+			_, err = eachBroker(refs, func(ref brokerRef) error {
 				resp, err := r.c.invoke(ctx, ref.addr, remoting.GetBrokerConfig, nil, nil)
 				if err != nil {
-					errs = append(errs, err)
-					continue
+					return err
 				}
 				kv := brokerKV{Addr: ref.addr, Table: parseProperties(resp.Body)}
-				if cluster != "" {
+				if target.cluster != "" {
 					if ref.id == 0 {
 						kv.Role, masters[ref.name] = "Master", ref.addr
 					} else {
@@ -285,8 +271,9 @@ func getBrokerConfigCmd() *command {
 					}
 				}
 				res.Brokers = append(res.Brokers, kv)
-			}
-			return res, errors.Join(errs...)
+				return nil
+			})
+			return res, err
 		}
 	}}
 }
@@ -307,30 +294,22 @@ func (r *updateBrokerConfigResult) writeText(w io.Writer) error {
 
 func updateBrokerConfigCmd() *command {
 	return &command{name: "updateBrokerConfig", desc: "Update broker's config", setup: func(f *flags) func(context.Context, *runner) (result, error) {
-		var addr, cluster, key, value string
-		f.String(&addr, "b", "brokerAddr", "update which broker", false)
-		f.String(&cluster, "c", "clusterName", "update which cluster", false)
+		var key, value string
+		target := chooseBrokers(f, "update which broker", "update which cluster")
 		f.String(&key, "k", "key", "config key", true)
 		f.String(&value, "v", "value", "config value", true)
 		return func(ctx context.Context, r *runner) (result, error) {
-			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
-				return nil, err
-			}
-			refs, err := r.targets(ctx, addr, cluster, true)
+			refs, err := target.resolve(ctx, r, true)
 			if err != nil {
 				return nil, err
 			}
-			res := &updateBrokerConfigResult{Key: key, Value: value, Brokers: []string{}}
+			res := &updateBrokerConfigResult{Key: key, Value: value}
 			body := []byte(propertiesLine(key, value))
-			var errs []error
-			for _, ref := range refs {
-				if _, err := r.c.invoke(ctx, ref.addr, remoting.UpdateBrokerConfig, nil, body); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				res.Brokers = append(res.Brokers, ref.addr)
-			}
-			return res, errors.Join(errs...)
+			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
+				_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateBrokerConfig, nil, body)
+				return err
+			})
+			return res, err
 		}
 	}}
 }

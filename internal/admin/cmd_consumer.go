@@ -408,11 +408,9 @@ func (r *updateSubGroupResult) writeText(w io.Writer) error {
 
 func updateSubGroupCmd() *command {
 	return &command{name: "updateSubGroup", desc: "Update or create subscription group", setup: func(f *flags) func(context.Context, *runner) (result, error) {
-		var addr, cluster string
 		g := subscriptionGroupConfig{ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1,
 			NotifyConsumerIdsChangedEnable: true}
-		f.String(&addr, "b", "brokerAddr", "create subscription group to which broker", false)
-		f.String(&cluster, "c", "clusterName", "create subscription group to which cluster", false)
+		target := chooseBrokers(f, "create subscription group to which broker", "create subscription group to which cluster")
 		f.String(&g.GroupName, "g", "groupName", "consumer group name", true)
 		f.BoolArg(&g.ConsumeEnable, "s", "consumeEnable", "consume enable")
 		f.BoolArg(&g.ConsumeFromMinEnable, "m", "consumeFromMinEnable", "from min offset")
@@ -423,10 +421,7 @@ func updateSubGroupCmd() *command {
 		f.Int64(&g.WhichBrokerWhenConsumeSlowly, "w", "whichBrokerWhenConsumeSlowly", "which broker id when consume slowly", false)
 		f.BoolArg(&g.NotifyConsumerIdsChangedEnable, "a", "notifyConsumerIdsChanged", "notify consumerId changed")
 		return func(ctx context.Context, r *runner) (result, error) {
-			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
-				return nil, err
-			}
-			refs, err := r.targets(ctx, addr, cluster, true)
+			refs, err := target.resolve(ctx, r, true)
 			if err != nil {
 				return nil, err
 			}
@@ -434,16 +429,12 @@ func updateSubGroupCmd() *command {
 			if err != nil {
 				return nil, err
 			}
-			res := &updateSubGroupResult{Config: g, Brokers: []string{}}
-			var errs []error
-			for _, ref := range refs {
-				if _, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateSubscriptionGroup, nil, body); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				res.Brokers = append(res.Brokers, ref.addr)
-			}
-			return res, errors.Join(errs...)
+			res := &updateSubGroupResult{Config: g}
+			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
+				_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateSubscriptionGroup, nil, body)
+				return err
+			})
+			return res, err
 		}
 	}}
 }
@@ -474,30 +465,25 @@ func (r *deleteSubGroupResult) writeText(w io.Writer) error {
 
 func deleteSubGroupCmd() *command {
 	return &command{name: "deleteSubGroup", desc: "Delete subscription group from broker.", setup: func(f *flags) func(context.Context, *runner) (result, error) {
-		var addr, cluster, group string
+		var group string
 		var removeOffset bool
-		f.String(&addr, "b", "brokerAddr", "delete subscription group from which broker", false)
-		f.String(&cluster, "c", "clusterName", "delete subscription group from which cluster", false)
+		target := chooseBrokers(f, "delete subscription group from which broker", "delete subscription group from which cluster")
 		f.String(&group, "g", "groupName", "subscription group name", true)
 		f.BoolArg(&removeOffset, "r", "removeOffset", "remove offset")
 		return func(ctx context.Context, r *runner) (result, error) {
-			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
-				return nil, err
-			}
-			refs, err := r.targets(ctx, addr, cluster, true)
+			refs, err := target.resolve(ctx, r, true)
 			if err != nil {
 				return nil, err
 			}
-			res := &deleteSubGroupResult{Group: group, Cluster: cluster, Brokers: []string{}}
+			cluster := target.cluster
+			res := &deleteSubGroupResult{Group: group, Cluster: cluster}
 			ext := map[string]string{"groupName": group, "cleanOffset": fmt.Sprint(removeOffset)}
-			for _, ref := range refs {
-				if _, err := r.c.invoke(ctx, ref.addr, remoting.DeleteSubscriptionGroup, ext, nil); err != nil {
-					return res, err
-				}
-				res.Brokers = append(res.Brokers, ref.addr)
-			}
-			if cluster == "" {
-				return res, nil
+			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
+				_, err := r.c.invoke(ctx, ref.addr, remoting.DeleteSubscriptionGroup, ext, nil)
+				return err
+			})
+			if err != nil || cluster == "" {
+				return res, err
 			}
 			// As RocketMQ's tool: with -c the group's retry and dead-letter topics go too.
 			for _, topic := range []string{retryTopicPrefix + group, dlqTopicPrefix + group} {

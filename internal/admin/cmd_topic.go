@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -79,11 +78,9 @@ func (r *updateTopicResult) writeText(w io.Writer) error {
 
 func updateTopicCmd() *command {
 	return &command{name: "updateTopic", desc: "Update or create topic", setup: func(f *flags) func(context.Context, *runner) (result, error) {
-		var addr, cluster string
 		tc := topicConfig{ReadQueueNums: 8, WriteQueueNums: 8, Perm: namesrv.PermRead | namesrv.PermWrite}
 		var unit, unitSub bool
-		f.String(&addr, "b", "brokerAddr", "create topic to which broker", false)
-		f.String(&cluster, "c", "clusterName", "create topic to which cluster", false)
+		target := chooseBrokers(f, "create topic to which broker", "create topic to which cluster")
 		f.String(&tc.TopicName, "t", "topic", "topic name", true)
 		f.Int(&tc.ReadQueueNums, "r", "readQueueNums", "set read queue nums", false)
 		f.Int(&tc.WriteQueueNums, "w", "writeQueueNums", "set write queue nums", false)
@@ -92,7 +89,8 @@ func updateTopicCmd() *command {
 		f.BoolArg(&unit, "u", "unit", "is unit topic")
 		f.BoolArg(&unitSub, "s", "hasUnitSub", "has unit sub")
 		return func(ctx context.Context, r *runner) (result, error) {
-			if err := f.oneOf("brokerAddr", "clusterName"); err != nil {
+			refs, err := target.resolve(ctx, r, true)
+			if err != nil {
 				return nil, err
 			}
 			if unit {
@@ -101,28 +99,19 @@ func updateTopicCmd() *command {
 			if unitSub {
 				tc.TopicSysFlag |= topicFlagUnitSub
 			}
-			refs, err := r.targets(ctx, addr, cluster, true)
-			if err != nil {
-				return nil, err
-			}
 			res := &updateTopicResult{TopicConfig: tc}
 			ext := map[string]string{"topic": tc.TopicName, "defaultTopic": "TBW102",
 				"readQueueNums": strconv.Itoa(tc.ReadQueueNums), "writeQueueNums": strconv.Itoa(tc.WriteQueueNums),
 				"perm": strconv.Itoa(tc.Perm), "topicFilterType": "SINGLE_TAG",
 				"topicSysFlag": strconv.Itoa(tc.TopicSysFlag), "order": strconv.FormatBool(tc.Order)}
-			var errs []error
-			for _, ref := range refs {
-				if _, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateTopic, ext, nil); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				res.Brokers = append(res.Brokers, ref.addr)
-			}
-			if len(errs) == 0 && tc.Order {
+			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
+				_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateTopic, ext, nil)
+				return err
+			})
+			if err == nil && tc.Order {
 				res.OrderConf, err = r.setOrderConf(ctx, refs, tc)
-				errs = append(errs, err)
 			}
-			return res, errors.Join(errs...)
+			return res, err
 		}
 	}}
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -92,6 +93,44 @@ func (r *runner) targets(ctx context.Context, addr, cluster string, mastersOnly 
 		return nil, fmt.Errorf("cluster %s has no broker", cluster)
 	}
 	return refs, nil
+}
+
+// brokerChoice is the -b / -c pair of the commands that act on one broker or on the brokers of a cluster.
+type brokerChoice struct {
+	f             *flags
+	addr, cluster string
+}
+
+// chooseBrokers registers -b (--brokerAddr) and -c (--clusterName) with the given help texts.
+func chooseBrokers(f *flags, addrUsage, clusterUsage string) *brokerChoice {
+	b := &brokerChoice{f: f}
+	f.String(&b.addr, "b", "brokerAddr", addrUsage, false)
+	f.String(&b.cluster, "c", "clusterName", clusterUsage, false)
+	return b
+}
+
+// resolve requires exactly one of -b and -c and returns the brokers meant: the one at -b, or the masters of
+// cluster -c, with their slaves unless mastersOnly.
+func (b *brokerChoice) resolve(ctx context.Context, r *runner, mastersOnly bool) ([]brokerRef, error) {
+	if err := b.f.oneOf("brokerAddr", "clusterName"); err != nil {
+		return nil, err
+	}
+	return r.targets(ctx, b.addr, b.cluster, mastersOnly)
+}
+
+// eachBroker calls fn for every broker, going on after a failure; it returns the addresses fn succeeded on
+// and the failures joined.
+func eachBroker(refs []brokerRef, fn func(brokerRef) error) ([]string, error) {
+	done := []string{}
+	var errs []error
+	for _, ref := range refs {
+		if err := fn(ref); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, ref.addr)
+	}
+	return done, errors.Join(errs...)
 }
 
 // pickAddr is the address to ask about a broker name: the master's, else the lowest slave's (RocketMQ's
