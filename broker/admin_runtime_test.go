@@ -1,0 +1,91 @@
+package broker
+
+import (
+	"testing"
+	"time"
+)
+
+func TestTPSSampler(t *testing.T) {
+	var s tpsSampler
+	put := func(c tpsCounters) int64 { return c.put }
+	if got := s.rates(put); got != "0.00 0.00 0.00" {
+		t.Fatalf("no samples: %q", got)
+	}
+	t0 := time.Date(2024, 5, 1, 23, 59, 0, 0, time.Local)
+	for i := range 61 { // one sample a second for a minute: 10 puts a second, 2 gets
+		s.sample(t0.Add(time.Duration(i)*time.Second), tpsCounters{put: int64(10 * i), get: int64(2 * i)})
+	}
+	if got := s.rates(put); got != "10.00 10.00 10.00" {
+		t.Fatalf("put rates %q", got)
+	}
+	// A burst in the last 10 s shows in the 10 s figure and less in the minute one.
+	s.sample(t0.Add(61*time.Second), tpsCounters{put: 600 + 100, get: 122})
+	if got := s.rates(put); got != "19.00 11.50 11.48" {
+		t.Fatalf("put rates after a burst %q", got)
+	}
+	today, yest := s.mornings()
+	if today.put != 600 || yest.put != 0 { // the counter at the first sample of the new day; boot counts as the first morning
+		t.Fatalf("the day turned at midnight: today %+v, yesterday %+v", today, yest)
+	}
+}
+
+func TestConsumeRates(t *testing.T) {
+	var r consumeRates
+	t0 := time.Unix(1_700_000_000, 0)
+	if got := r.consumeTPS("T", "G"); got != 0 {
+		t.Fatalf("no samples: %v", got)
+	}
+	for i := range 10 { // 6 messages every 10 s, and a reset that moves another group back
+		r.sample(t0.Add(time.Duration(i*10)*time.Second), map[string]int64{"T@G": int64(6 * i), "T@H": int64(100 - i)})
+	}
+	if got := r.consumeTPS("T", "G"); got != 0.6 {
+		t.Fatalf("consume rate %v, want 0.6 over the last minute", got)
+	}
+	if got := r.consumeTPS("T", "H"); got != 0 {
+		t.Fatalf("a group moved back has rate %v", got)
+	}
+}
+
+func TestQueueTableBodies(t *testing.T) {
+	body, err := consumeStatsBody(1.5, []queueEntry[OffsetWrapper]{
+		{MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, OffsetWrapper{BrokerOffset: 5, ConsumerOffset: 3}},
+		{MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, OffsetWrapper{BrokerOffset: 2, ConsumerOffset: 2, LastTimestamp: 7}},
+	})
+	want := `{"consumeTps":1.5,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":2,"consumerOffset":2,"lastTimestamp":7},` +
+		`{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":0}}}`
+	if err != nil || string(body) != want {
+		t.Fatalf("ConsumeStats body\n%s\nwant\n%s", body, want)
+	}
+	// The reset body in exactly the shape the official Go client's ResetOffsetBody.Decode splits.
+	body, err = queueTableBody("", []queueEntry[int64]{{MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, 11110}})
+	if want := `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:11110}}`; err != nil || string(body) != want {
+		t.Fatalf("ResetOffsetBody %s, want %s", body, want)
+	}
+	if body, _ := queueTableBody("", []queueEntry[int64]{}); string(body) != `{"offsetTable":{}}` {
+		t.Fatalf("empty table %s", body)
+	}
+}
+
+func TestRuntimeFormats(t *testing.T) {
+	if got := runtimeText(26*time.Hour + 3*time.Minute + 4*time.Second); got != "[ 1 days, 2 hours, 3 minutes, 4 seconds ]" {
+		t.Fatalf("runtime %q", got)
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 3 << 20: "3.0 MiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestApplyConfigText(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := applyConfigText(&cfg, []string{"--brokerPermission=4"}); err != nil || cfg.BrokerPermission != 4 {
+		t.Fatalf("brokerPermission=4: %v, %d", err, cfg.BrokerPermission)
+	}
+	for _, bad := range []string{"--brokerPermission=x", "--brokerPermission=99", "--noSuchKey=1"} {
+		c := DefaultConfig()
+		if err := applyConfigText(&c, []string{bad}); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
