@@ -88,7 +88,7 @@ func num(m map[string]string, key string) int64 {
 }
 
 func clusterListCmd() *command {
-	return &command{name: "clusterList", desc: "List all of clusters", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "clusterList", desc: "List all of clusters", setup: func(f *flags) runFunc {
 		var more bool
 		var interval int
 		f.Switch(&more, "m", "moreStats", "Print more stats")
@@ -180,7 +180,7 @@ func (r *brokerStatusResult) writeText(w io.Writer) error {
 }
 
 func brokerStatusCmd() *command {
-	return &command{name: "brokerStatus", desc: "Fetch broker runtime status data", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "brokerStatus", desc: "Fetch broker runtime status data", setup: func(f *flags) runFunc {
 		target := chooseBrokers(f, "Broker address", "which cluster")
 		return func(ctx context.Context, r *runner) (result, error) {
 			refs, err := target.resolve(ctx, r, false)
@@ -248,7 +248,7 @@ func propertiesLine(key, value string) string {
 }
 
 func getBrokerConfigCmd() *command {
-	return &command{name: "getBrokerConfig", desc: "Get broker config by cluster or special broker!", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "getBrokerConfig", desc: "Get broker config by cluster or special broker!", setup: func(f *flags) runFunc {
 		target := chooseBrokers(f, "get which broker", "get which cluster")
 		return func(ctx context.Context, r *runner) (result, error) {
 			refs, err := target.resolve(ctx, r, false)
@@ -293,7 +293,7 @@ func (r *updateBrokerConfigResult) writeText(w io.Writer) error {
 }
 
 func updateBrokerConfigCmd() *command {
-	return &command{name: "updateBrokerConfig", desc: "Update broker's config", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "updateBrokerConfig", desc: "Update broker's config", setup: func(f *flags) runFunc {
 		var key, value string
 		target := chooseBrokers(f, "update which broker", "update which cluster")
 		f.String(&key, "k", "key", "config key", true)

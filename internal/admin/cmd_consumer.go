@@ -182,7 +182,7 @@ func (r *groupsProgressResult) writeText(w io.Writer) error {
 }
 
 func consumerProgressCmd() *command {
-	return &command{name: "consumerProgress", desc: "Query consumers's progress, speed", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "consumerProgress", desc: "Query consumers's progress, speed", setup: func(f *flags) runFunc {
 		var group string
 		var showClientIP bool
 		f.String(&group, "g", "groupName", "consumer group name (without it: every group)", false)
@@ -300,7 +300,8 @@ func (r *consumerConnectionResult) writeText(w io.Writer) error {
 }
 
 func consumerConnectionCmd() *command {
-	return &command{name: "consumerConnection", desc: "Query consumer's socket connection, client version and subscription", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	desc := "Query consumer's socket connection, client version and subscription"
+	return &command{name: "consumerConnection", desc: desc, setup: func(f *flags) runFunc {
 		var group, addr string
 		f.String(&group, "g", "consumerGroup", "consumer group name", true)
 		f.String(&addr, "b", "brokerAddr", "broker address", false)
@@ -336,7 +337,7 @@ func (r *producerConnectionResult) writeText(w io.Writer) error {
 }
 
 func producerConnectionCmd() *command {
-	return &command{name: "producerConnection", desc: "Query producer's socket connection and client version", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "producerConnection", desc: "Query producer's socket connection and client version", setup: func(f *flags) runFunc {
 		var group, topic string
 		f.String(&group, "g", "producerGroup", "producer group name", true)
 		f.String(&topic, "t", "topic", "topic name", true)
@@ -387,7 +388,9 @@ type subscriptionGroupConfig struct {
 
 // String is RocketMQ's SubscriptionGroupConfig.toString.
 func (g subscriptionGroupConfig) String() string {
-	return fmt.Sprintf("SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=%t, consumeBroadcastEnable=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, notifyConsumerIdsChangedEnable=%t]",
+	return fmt.Sprintf("SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=%t, "+
+		"consumeBroadcastEnable=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, "+
+		"notifyConsumerIdsChangedEnable=%t]",
 		g.GroupName, g.ConsumeEnable, g.ConsumeFromMinEnable, g.ConsumeBroadcastEnable, g.RetryQueueNums, g.RetryMaxTimes,
 		g.BrokerID, g.WhichBrokerWhenConsumeSlowly, g.NotifyConsumerIdsChangedEnable)
 }
@@ -407,7 +410,7 @@ func (r *updateSubGroupResult) writeText(w io.Writer) error {
 }
 
 func updateSubGroupCmd() *command {
-	return &command{name: "updateSubGroup", desc: "Update or create subscription group", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "updateSubGroup", desc: "Update or create subscription group", setup: func(f *flags) runFunc {
 		g := subscriptionGroupConfig{ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1,
 			NotifyConsumerIdsChangedEnable: true}
 		target := chooseBrokers(f, "create subscription group to which broker", "create subscription group to which cluster")
@@ -464,7 +467,7 @@ func (r *deleteSubGroupResult) writeText(w io.Writer) error {
 }
 
 func deleteSubGroupCmd() *command {
-	return &command{name: "deleteSubGroup", desc: "Delete subscription group from broker.", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "deleteSubGroup", desc: "Delete subscription group from broker.", setup: func(f *flags) runFunc {
 		var group string
 		var removeOffset bool
 		target := chooseBrokers(f, "delete subscription group from which broker", "delete subscription group from which cluster")

@@ -49,7 +49,7 @@ func (r *runner) present(ctx context.Context, msgs []*store.MessageExt, bodyDir 
 }
 
 func queryMsgByIdCmd() *command {
-	return &command{name: "queryMsgById", desc: "Query Message by Id", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "queryMsgById", desc: "Query Message by Id", setup: func(f *flags) runFunc {
 		var ids, topic, bodyDir, group, clientID string
 		var resend bool
 		f.String(&ids, "i", "msgId", "Message Id: the offset id, or with -t the unique id; several separated by commas", true)
@@ -134,7 +134,7 @@ func (r *queryByKeyResult) writeText(w io.Writer) error {
 }
 
 func queryMsgByKeyCmd() *command {
-	return &command{name: "queryMsgByKey", desc: "Query Message by Key", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "queryMsgByKey", desc: "Query Message by Key", setup: func(f *flags) runFunc {
 		var topic, key string
 		maxNum := 64
 		var begin, end int64 = 0, math.MaxInt64
@@ -163,7 +163,7 @@ func queryMsgByKeyCmd() *command {
 }
 
 func queryMsgByOffsetCmd() *command {
-	return &command{name: "queryMsgByOffset", desc: "Query Message by offset", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "queryMsgByOffset", desc: "Query Message by offset", setup: func(f *flags) runFunc {
 		var topic, brokerName, bodyDir string
 		var qid int
 		var offset int64
@@ -217,7 +217,7 @@ func (r *sendMessageResult) writeText(w io.Writer) error {
 const sendAttempts = 3
 
 func sendMessageCmd() *command {
-	return &command{name: "sendMessage", desc: "Send a message", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "sendMessage", desc: "Send a message", setup: func(f *flags) runFunc {
 		var topic, body, keys, tags, brokerName string
 		qid := -1
 		f.String(&topic, "t", "topic", "Topic name", true)
@@ -307,13 +307,15 @@ func (r *consumeMessageResult) writeText(w io.Writer) error {
 			}
 			t.printf("MSGID: %s %s BODY: %s\n", m.MsgID, m, body)
 		}
-		t.printf("%s print msg finished. status=%s, offset=%d\n", q.Queue, q.Status, q.To)
+		if q.Status != pullFound { // as RocketMQ: a queue read to its end says so; one cut by -c or -e does not
+			t.printf("%s print msg finished. status=%s, offset=%d\n", q.Queue, q.Status, q.To)
+		}
 	}
 	return t.err
 }
 
 func consumeMessageCmd() *command {
-	return &command{name: "consumeMessage", desc: "Consume message", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "consumeMessage", desc: "Consume message", setup: func(f *flags) runFunc {
 		var topic, brokerName, group, begin, end string
 		qid := -1
 		var offset int64 = -1
@@ -390,7 +392,8 @@ func parseWindow(begin, end string) (timeWindow, error) {
 	return w, nil
 }
 
-// consumeQueue pulls q's messages in the window, from offset when >= 0, taking at most *left.
+// consumeQueue pulls q's messages in the window, from offset when >= 0, taking at most *left. The status is
+// the last pull's, NO_NEW_MSG once the queue was read to its end.
 func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w timeWindow, offset int64, left *int64) (consumedQueue, error) {
 	cq := consumedQueue{Queue: q.messageQueue, Messages: []*messageView{}}
 	var err error
@@ -405,13 +408,15 @@ func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w t
 	if w.end > 0 {
 		code, ts = remoting.SearchOffsetByTimestamp, w.end
 	}
-	if cq.To, err = r.queueOffset(ctx, code, q, ts); err != nil {
+	last, err := r.queueOffset(ctx, code, q, ts)
+	if err != nil {
 		return cq, err
 	}
 	cq.From = max(cq.From, offset)
-	cq.To = min(cq.To, cq.From+*left)
+	cq.To = min(last, cq.From+*left)
 	cq.Status = pullNoNewMsg
-	for next := cq.From; next < cq.To; {
+	next := cq.From
+	for next < cq.To {
 		status, msgs, nextBegin, err := r.pull(ctx, group, q, next, int(min(cq.To-next, 32)))
 		if err != nil {
 			return cq, err
@@ -428,6 +433,9 @@ func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w t
 			break
 		}
 		next = nextBegin
+	}
+	if next >= cq.To && cq.To == last && w.end == 0 {
+		cq.Status = pullNoNewMsg
 	}
 	return cq, nil
 }

@@ -66,7 +66,7 @@ func (r *resetOffsetResult) writeText(w io.Writer) error {
 }
 
 func resetOffsetByTimeCmd() *command {
-	return &command{name: "resetOffsetByTime", desc: "Reset consumer offset by timestamp(without client restart).", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "resetOffsetByTime", desc: "Reset consumer offset by timestamp(without client restart).", setup: func(f *flags) runFunc {
 		var group, topic, stamp string
 		force := true
 		f.String(&group, "g", "group", "set the consumer group", true)

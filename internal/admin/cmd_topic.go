@@ -77,7 +77,7 @@ func (r *updateTopicResult) writeText(w io.Writer) error {
 }
 
 func updateTopicCmd() *command {
-	return &command{name: "updateTopic", desc: "Update or create topic", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "updateTopic", desc: "Update or create topic", setup: func(f *flags) runFunc {
 		tc := topicConfig{ReadQueueNums: 8, WriteQueueNums: 8, Perm: namesrv.PermRead | namesrv.PermWrite}
 		var unit, unitSub bool
 		target := chooseBrokers(f, "create topic to which broker", "create topic to which cluster")
@@ -154,7 +154,7 @@ func (r *deleteTopicResult) writeText(w io.Writer) error {
 }
 
 func deleteTopicCmd() *command {
-	return &command{name: "deleteTopic", desc: "Delete topic from broker and NameServer.", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "deleteTopic", desc: "Delete topic from broker and NameServer.", setup: func(f *flags) runFunc {
 		var topic, cluster string
 		f.String(&topic, "t", "topic", "topic name", true)
 		f.String(&cluster, "c", "clusterName", "delete topic from which cluster", true)
@@ -215,7 +215,7 @@ func (r *topicListResult) writeText(w io.Writer) error {
 }
 
 func topicListCmd() *command {
-	return &command{name: "topicList", desc: "Fetch all topic list from name server", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "topicList", desc: "Fetch all topic list from name server", setup: func(f *flags) runFunc {
 		var clusterModel bool
 		f.Switch(&clusterModel, "c", "clusterModel", "print the cluster and the consumer groups of each topic")
 		return func(ctx context.Context, r *runner) (result, error) {
@@ -321,7 +321,7 @@ func brokerAddrsText(addrs map[int64]string) string {
 }
 
 func topicRouteCmd() *command {
-	return &command{name: "topicRoute", desc: "Examine topic route info", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "topicRoute", desc: "Examine topic route info", setup: func(f *flags) runFunc {
 		var topic string
 		var list bool
 		f.String(&topic, "t", "topic", "topic name", true)
@@ -365,7 +365,7 @@ type topicOffset struct {
 }
 
 func topicStatusCmd() *command {
-	return &command{name: "topicStatus", desc: "Examine topic Status info", setup: func(f *flags) func(context.Context, *runner) (result, error) {
+	return &command{name: "topicStatus", desc: "Examine topic Status info", setup: func(f *flags) runFunc {
 		var topic string
 		f.String(&topic, "t", "topic", "topic name", true)
 		return func(ctx context.Context, r *runner) (result, error) {

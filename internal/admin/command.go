@@ -24,12 +24,16 @@ type Env struct {
 }
 
 // command is one mqadmin subcommand. setup registers its options on f and returns the function that runs
-// it once the options are parsed; run returns the result to print (text, or JSON with --json).
+// it once the options are parsed.
 type command struct {
 	name  string
 	desc  string
-	setup func(f *flags) func(ctx context.Context, r *runner) (result, error)
+	setup func(f *flags) runFunc
 }
+
+// runFunc runs a command and returns the result to print (text, or JSON with --json). With an error it may
+// still return what succeeded, which is printed before the error is reported.
+type runFunc = func(ctx context.Context, r *runner) (result, error)
 
 // result is what a command prints: writeText writes the RocketMQ-style text; --json prints the value itself
 // as JSON instead.

@@ -147,7 +147,9 @@ func (v *messageView) writeText(w io.Writer) error {
 
 // String is a short form of RocketMQ's MessageExt.toString, for consumeMessage.
 func (v *messageView) String() string {
-	return fmt.Sprintf("MessageExt [queueId=%d, storeSize=%d, queueOffset=%d, sysFlag=%d, bornTimestamp=%d, bornHost=%s, storeTimestamp=%d, storeHost=%s, msgId=%s, commitLogOffset=%d, bodyCRC=%d, reconsumeTimes=%d, Message{topic='%s', properties=%s, body=%d bytes}]",
+	return fmt.Sprintf("MessageExt [queueId=%d, storeSize=%d, queueOffset=%d, sysFlag=%d, bornTimestamp=%d, bornHost=%s, "+
+		"storeTimestamp=%d, storeHost=%s, msgId=%s, commitLogOffset=%d, bodyCRC=%d, reconsumeTimes=%d, "+
+		"Message{topic='%s', properties=%s, body=%d bytes}]",
 		v.QueueID, v.StoreSize, v.QueueOffset, v.SysFlag, v.BornTimestamp, v.BornHost, v.StoreTimestamp, v.StoreHost,
 		v.OffsetMsgID, v.CommitLogOffset, v.BodyCRC, v.ReconsumeTimes, v.Topic, javaMap(v.Properties), len(v.body))
 }

@@ -40,14 +40,14 @@ func (t *table) write(w io.Writer) error {
 	}
 	var b strings.Builder
 	line := func(cells []string) {
+		var l strings.Builder
 		for i, c := range cells {
-			if i == len(cells)-1 {
-				b.WriteString(c)
-				break
+			l.WriteString(c)
+			if i < len(cells)-1 {
+				l.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
 			}
-			b.WriteString(c)
-			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
 		}
+		b.WriteString(strings.TrimRight(l.String(), " "))
 		b.WriteByte('\n')
 	}
 	line(t.header)
