@@ -25,7 +25,15 @@ type registerResult struct {
 // registerAll registers this broker with every name server in parallel, as RocketMQ's BrokerOuterAPI does,
 // and returns what the first successful answer said. Failures are logged; the next period retries.
 func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
-	body, err := json.Marshal(registerBrokerBody{TopicConfigSerializeWrapper: b.topics.snapshot(), FilterServerList: []string{}})
+	topics := b.topics.snapshot()
+	if perm := b.permission(); perm&PermRead == 0 || perm&PermWrite == 0 {
+		// A broker that may not be read or written advertises its permission on every topic, so clients
+		// route around it instead of finding out from refused requests (as RocketMQ's registerBrokerAll).
+		for _, tc := range topics.TopicConfigTable {
+			tc.Perm = perm
+		}
+	}
+	body, err := json.Marshal(registerBrokerBody{TopicConfigSerializeWrapper: topics, FilterServerList: []string{}})
 	if err != nil {
 		return registerResult{}, err
 	}

@@ -407,3 +407,22 @@ func TestLocksReleasedWhenClientLeaves(t *testing.T) {
 		return strings.Contains(string(other.call(remoting.LockBatchMQ, nil, body2).Body), `"queueId":0`)
 	}, "client-b locks the queue once client-a's connection closed")
 }
+
+// TestReadOnlyBrokerAdvertisesItsPermission: a broker with brokerPermission 4 registers every topic with
+// perm 4, so clients stop routing sends to it (RocketMQ's registerBrokerAll).
+func TestReadOnlyBrokerAdvertisesItsPermission(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Configure: func(_ int, cfg *broker.Config) { cfg.BrokerPermission = broker.PermRead }})
+	ns := newWire(t, c.NamesrvAddrs()[0])
+	cluster.Eventually(t, 10*time.Second, func() bool {
+		resp := ns.call(remoting.GetRouteInfoByTopic, map[string]string{"topic": "TBW102"}, nil)
+		var route struct {
+			QueueDatas []struct {
+				Perm int `json:"perm"`
+			} `json:"queueDatas"`
+		}
+		if resp.Code != int32(remoting.Success) || json.Unmarshal(resp.Body, &route) != nil || len(route.QueueDatas) == 0 {
+			return false
+		}
+		return route.QueueDatas[0].Perm == broker.PermRead
+	}, "TBW102 routed with perm 4")
+}
