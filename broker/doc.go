@@ -5,8 +5,14 @@
 // One file per request family: send.go (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE), pull.go and
 // pull_hold.go (PULL_MESSAGE and its long polling), consumer_manage.go (offsets, consumer lists),
 // client_manage.go (HEART_BEAT, UNREGISTER_CLIENT), rebalance_lock.go (LOCK/UNLOCK_BATCH_MQ), query.go
-// (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID), admin.go (topics, subscription groups, broker config), register.go
-// (REGISTER_BROKER / UNREGISTER_BROKER to every name server).
+// (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID), admin.go and admin_*.go (topics, subscription groups, broker config,
+// stats, connections, offset reset: what mqadmin asks), register.go (REGISTER_BROKER / UNREGISTER_BROKER to
+// every name server), send_back.go (retry and dead-letter queues), transaction.go (half messages,
+// END_TRANSACTION, check-back), reply.go (request-reply).
+//
+// Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and
+// the timer topic before they are stored; schedule.go and timer.go deliver them when due; filter.go and
+// sql_cache.go pick the store filter (tag hashes or SQL92 from filter/) of a subscription.
 //
 // Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, query,
 // admin, client, consumer), so a slow disk never delays heartbeats. A send is answered from the store's
