@@ -31,6 +31,9 @@ type commitLog struct {
 	clock          Clock
 	// writeWithoutMmap writes records with pwrite instead of copying into the mapping.
 	writeWithoutMmap bool
+	// staged keeps records in putMu.stage until the flusher writes them (SYNC_FLUSH).
+	staged bool
+	stager stager
 	// faultInBeforeLock: see faultIn (SYNC_FLUSH writes through the mapping).
 	faultInBeforeLock bool
 
@@ -39,6 +42,8 @@ type commitLog struct {
 		closed bool
 		// scratch holds the records being written with writeWithoutMmap.
 		scratch []byte
+		// stage holds the records not yet written to their file (staged).
+		stage stagedWrites
 		// queueOffsets is the next queue offset to assign per topic/queue (RocketMQ's
 		// topicQueueTable).
 		queueOffsets map[queueKey]int64
@@ -48,7 +53,8 @@ type commitLog struct {
 func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFileQueue) *commitLog {
 	c := &commitLog{q: q, fileSize: cfg.MappedFileSizeCommitLog, maxMessageSize: cfg.MaxMessageSize,
 		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.pwriteCommitLog(),
-		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.pwriteCommitLog()}
+		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.pwriteCommitLog(),
+		staged:            cfg.syncFlushFiles()}
 	var hb [hostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)
@@ -111,7 +117,9 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 	}
 	pos := f.wrote.Load()
 	if pos+int64(total)+blankRecordMinLength > f.size {
-		c.writeBlank(f, pos)
+		if err := c.writeBlank(f, pos); err != nil {
+			return res, err
+		}
 		if f, err = c.q.lastOrCreate(0); err != nil {
 			return res, err
 		}
@@ -122,15 +130,7 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 	key := queueKey{first.Topic, first.QueueID}
 	next := c.putMu.queueOffsets[key]
 	res = appendResult{physicalOffset: f.from + pos, queueOffset: next, wroteBytes: total, count: len(enc), storeTimestamp: now}
-	var buf []byte
-	if c.writeWithoutMmap && f.writeBuf == nil {
-		if cap(c.putMu.scratch) < total {
-			c.putMu.scratch = make([]byte, total)
-		}
-		buf = c.putMu.scratch[:total]
-	} else {
-		buf = f.writeSlice(pos, int64(total))
-	}
+	buf := c.reserveLocked(f, pos, total)
 	off := 0
 	for i := range enc {
 		qo := next
@@ -145,27 +145,62 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 		encodeRecordAt(buf[off:], &enc[i], qo, res.physicalOffset+int64(off), now)
 		off += enc[i].length
 	}
-	if c.writeWithoutMmap && f.writeBuf == nil {
-		if _, err := f.file.WriteAt(buf, pos); err != nil {
-			return appendResult{}, fmt.Errorf("%w: write %s at %d: %v", errWriteFault, f.path, pos, err)
-		}
+	if err := c.finishLocked(f, pos, buf, pos+int64(total)); err != nil {
+		return appendResult{}, err
 	}
 	c.putMu.queueOffsets[key] = next
 	f.storeTimestamp.Store(now)
-	f.publish(pos + int64(total))
 	return res, nil
 }
 
-// writeBlank closes the unused tail of f with a blank record (size + blank magic).
-func (c *commitLog) writeBlank(f *mappedFile, pos int64) {
+// reserveLocked returns where n bytes of records bound for pos in f are encoded: the staged
+// writes, a scratch buffer for pwrite, the transient pool buffer or the mapping.
+func (c *commitLog) reserveLocked(f *mappedFile, pos int64, n int) []byte {
+	switch {
+	case f.writeBuf != nil:
+		return f.writeSlice(pos, int64(n))
+	case c.staged:
+		return c.putMu.stage.reserve(f, pos, n)
+	case c.writeWithoutMmap:
+		if cap(c.putMu.scratch) < n {
+			c.putMu.scratch = make([]byte, n)
+		}
+		return c.putMu.scratch[:n]
+	}
+	return f.writeSlice(pos, int64(n))
+}
+
+// finishLocked completes a write reserved at pos (pwrite when it went to scratch) and moves
+// the write position to end (and the readable end, unless a commit does that later).
+func (c *commitLog) finishLocked(f *mappedFile, pos int64, buf []byte, end int64) error {
+	switch {
+	case f.writeBuf != nil:
+	case c.staged:
+		f.wrote.Store(end)
+		return nil
+	case c.writeWithoutMmap:
+		if _, err := f.file.WriteAt(buf, pos); err != nil {
+			return fmt.Errorf("%w: write %s at %d: %v", errWriteFault, f.path, pos, err)
+		}
+	}
+	f.publish(end)
+	return nil
+}
+
+// writeBlank closes the unused tail of f with a blank record (size + blank magic); the rest
+// of the file is zeros already, except in a reused transient pool buffer.
+func (c *commitLog) writeBlank(f *mappedFile, pos int64) error {
 	rest := f.size - pos
-	b := f.writeSlice(pos, rest)
+	b := c.reserveLocked(f, pos, blankRecordMinLength)
 	binary.BigEndian.PutUint32(b[0:], uint32(rest))
 	putInt32(b[4:], BlankMagicCode)
 	if f.writeBuf != nil {
-		clear(b[blankRecordMinLength:]) // a reused pool buffer holds another file's bytes
+		clear(f.writeBuf[pos+blankRecordMinLength:])
 	}
-	f.publish(f.size)
+	if c.staged {
+		c.putMu.stage.closeFile(f)
+	}
+	return c.finishLocked(f, pos, b, f.size)
 }
 
 // catchWriteFault turns a fault on mapped memory (SIGBUS/SIGSEGV, made a panic by

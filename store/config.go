@@ -139,8 +139,8 @@ type Config struct {
 }
 
 // syncFlushFiles reports whether the CommitLog is written the SYNC_FLUSH way: every file
-// warmed (written with zeros and synced before it takes records) and records written with
-// pwrite. Measured here (BenchmarkRawSyncWrite, BenchmarkSyncFlushVariants): an fdatasync
+// warmed (written with zeros and synced before it takes records) and records staged in
+// memory by the puts, then written with pwrite by the group-commit flusher (stage.go). Measured here (BenchmarkRawSyncWrite, BenchmarkSyncFlushVariants): an fdatasync
 // after appending into a sparse file allocates blocks and commits the ext4 journal, about
 // twice the cost of one that only overwrites written blocks once 16 records are flushed
 // together; and writes through the mapping dirty whole (large) page-cache folios, so every

@@ -121,17 +121,23 @@
 // # Writing and flushing
 //
 // The CommitLog lock covers offset assignment and the copy of the encoded record into the
-// mapping (or into a transient pool buffer, or, with writeWithoutMmap and always with
-// SYNC_FLUSH, a pwrite of it); validation, CRC and sizing come before it, the flush wait
-// after it. SYNC_FLUSH puts queue a waiter for the group-commit flusher; each flush
-// (fdatasync, measured faster here than msync of the dirty range) completes every waiter it
-// covers. Why SYNC_FLUSH warms files and writes with pwrite (measured, see Config.syncFlushFiles):
+// mapping (or into a transient pool buffer, or, with writeWithoutMmap, a pwrite of it; with
+// SYNC_FLUSH into the staged writes, see below); validation, CRC and sizing come before it,
+// the flush wait after it. SYNC_FLUSH puts queue a waiter for the group-commit flusher; each
+// flush writes the staged records with one pwrite per file (only then can readers and
+// dispatch see them, and dispatch is woken so it runs while the disk works), then fdatasyncs
+// (measured faster here than msync of the dirty range) and completes every waiter it
+// covers. Staging keeps system calls out of the put lock: the writers a flush releases are
+// back in the queue sooner, so the next flush serves them all.
+//
+// Why SYNC_FLUSH warms files and writes with pwrite (measured, see Config.syncFlushFiles):
 // an fdatasync that must also allocate blocks writes metadata too (on ext4 a journal commit,
 // or without a journal synchronous bitmap and inode writes), and a write through the mapping
-// dirties a whole page-cache folio (16 KiB to 1 MiB on current kernels), all of which the next
-// fdatasync writes, where pwrite dirties only the blocks it touches. Before flushing, the flusher waits
-// briefly (at most half the last flush, 1 ms) for as many writers as the last flush saw
-// active, so closed-loop writers do not split into two cohorts that alternate. Every flush is
+// dirties a whole page-cache folio (16 KiB to 1 MiB on current kernels), all of which the
+// next fdatasync writes, where pwrite dirties only the blocks it touches. Before flushing,
+// the flusher waits briefly (at most half the last flush, 1 ms) for as many writers as the
+// last flush saw active, so closed-loop writers do not split into two cohorts that
+// alternate; Stats counts the waits that timed out (GatherTimeouts). Every flush is
 // timed into Stats; flushes over 500 ms are logged.
 //
 // # Services

@@ -109,7 +109,9 @@ func (s *Store) runGroupCommit(ctx context.Context) {
 		start := time.Now()
 		err := s.flushCommitLog(0)
 		g.lastFlush = time.Since(start)
-		s.reput.wakeup()
+		if !s.commitLog.staged {
+			s.reput.wakeup()
+		}
 		flushed := s.commitLog.q.flushedWhere.Load()
 		if len(batch) > 0 {
 			g.batches.Add(1)
@@ -267,13 +269,25 @@ func (s *Store) runCommit(ctx context.Context) {
 		})
 }
 
-// flushCommitLog flushes the CommitLog, times it and moves the checkpoint. A failed flush
-// turns the store read-only: after a failed fsync the kernel may have dropped the pages.
+// flushCommitLog writes the staged records (SYNC_FLUSH), flushes the CommitLog, times both
+// and moves the checkpoint. A failed write or flush turns the store read-only: after a failed
+// fsync the kernel may have dropped the pages.
 func (s *Store) flushCommitLog(leastPages int) error {
 	q := s.commitLog.q
 	before := q.flushedWhere.Load()
 	start := time.Now()
-	flushed, err := q.flush(leastPages)
+	var err error
+	if s.commitLog.staged {
+		if err = s.commitLog.commitStaged(); err == nil && q.maxOffset() > s.reput.from.Load() {
+			// Dispatch runs while the flush waits for the disk, not after it, when the
+			// writers it releases want the CPUs.
+			s.reput.wakeup()
+		}
+	}
+	flushed := before
+	if err == nil {
+		flushed, err = q.flush(leastPages)
+	}
 	d := time.Since(start)
 	if err != nil {
 		s.stats.flushFailures.Add(1)

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 )
@@ -139,4 +141,66 @@ func TestSyncFlushConcurrentWriters(t *testing.T) {
 			}
 		}
 	}
+}
+
+// With SYNC_FLUSH a put leaves its record staged: nothing reads it until the flusher has
+// written it to the file, and the put is acknowledged only after that write was flushed.
+func TestSyncFlushStagedRecordsVisibleAfterFlush(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	s, ctx := openUnstarted(t, cfg, testOptions(t))
+	done := make(chan PutResult, 1)
+	s.PutMessageAsync(testMessage("T", 0, "staged", nil), func(r PutResult, err error) {
+		if err != nil {
+			t.Errorf("put: %v", err)
+		}
+		done <- r
+	})
+	if got := s.MaxPhyOffset(); got != 0 {
+		t.Fatalf("MaxPhyOffset %d before the flusher ran, want 0", got)
+	}
+	if _, err := s.LookMessageByOffset(0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("staged record readable: %v", err)
+	}
+	s.goService(ctx, "groupCommit", s.runGroupCommit)
+	r := <-done
+	if r.Status != PutOK || s.commitLog.q.flushedWhere.Load() < int64(r.WroteBytes) {
+		t.Fatalf("status %v, flushed %d of %d", r.Status, s.commitLog.q.flushedWhere.Load(), r.WroteBytes)
+	}
+	if m, err := s.LookMessageByOffset(0); err != nil || string(m.Body) != "staged" {
+		t.Fatalf("after the flush: %v %v", m, err)
+	}
+}
+
+// A staged record that cannot be written fails its put with FLUSH_DISK_TIMEOUT and turns the
+// store read-only.
+func TestSyncFlushStagedWriteFailure(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	s := openStore(t, cfg, testOptions(t))
+	mustPut(t, s, testMessage("T", 0, "first", nil))
+	f := s.commitLog.q.last()
+	readOnly, err := os.Open(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes through a read-only descriptor fail; the real one is put back for Close.
+	s.commitLog.putMu.Lock()
+	rw := f.file
+	f.file = readOnly
+	s.commitLog.putMu.Unlock()
+	r, err := s.PutMessage(context.Background(), testMessage("T", 0, "second", nil))
+	if err != nil || r.Status != PutFlushDiskTimeout {
+		t.Fatalf("put with a failing write: %+v %v", r, err)
+	}
+	if s.Stats().Writable {
+		t.Fatal("store still writable after a failed write")
+	}
+	if _, err := s.PutMessage(context.Background(), testMessage("T", 0, "third", nil)); !errors.Is(err, ErrNotWritable) {
+		t.Fatalf("put after the failure: %v", err)
+	}
+	s.commitLog.stager.mu.Lock()
+	f.file = rw
+	s.commitLog.stager.mu.Unlock()
+	readOnly.Close()
 }

@@ -529,8 +529,9 @@ func (s *Store) put(msgs []*Message) (PutResult, error) {
 	case s.group == nil:
 		s.reput.wakeup()
 	}
-	// With SYNC_FLUSH the flusher wakes dispatch once per flush: one dispatch run for the
-	// whole batch instead of a context switch per put.
+	// With SYNC_FLUSH the flusher wakes dispatch once per flush (when it has written the
+	// staged records, before it waits for the disk): one dispatch run for the whole batch
+	// instead of a context switch per put.
 	return res, nil
 }
 

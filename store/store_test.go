@@ -65,11 +65,14 @@ func checkAll(t testing.TB, s *Store, puts []putRecord) {
 }
 
 func TestRoundTripAcrossFileBoundaries(t *testing.T) {
-	for _, pool := range []bool{false, true} {
-		t.Run(fmt.Sprintf("transientPool=%v", pool), func(t *testing.T) {
+	for _, mode := range []string{"mmap", "transientPool", "syncFlush"} {
+		t.Run(mode, func(t *testing.T) {
 			cfg := smallConfig(t)
-			cfg.TransientStorePoolEnable = pool
+			cfg.TransientStorePoolEnable = mode == "transientPool"
 			cfg.TransientStorePoolSize = 3
+			if mode == "syncFlush" {
+				cfg.FlushDiskType = SyncFlush
+			}
 			s := openStore(t, cfg, testOptions(t))
 			puts := putMixed(t, s, 300)
 			waitDispatched(t, s)
