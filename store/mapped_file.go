@@ -325,15 +325,21 @@ func (f *mappedFile) flush(leastPages int, mode flushMode) (int64, error) {
 }
 
 // zeroFrom clears the file from pos to its end, so nothing stale past a truncation point can
-// be read back as data. The page-aligned part is zeroed with fallocate when supported.
-func (f *mappedFile) zeroFrom(pos int64) error {
+// be read back as data. The page-aligned part is zeroed with fallocate when supported, or,
+// for a warm file (see warmFrom), written with zeros so it stays warm.
+func (f *mappedFile) zeroFrom(pos int64, warm bool) error {
 	if pos >= f.size {
 		return nil
 	}
 	edge := min((pos+osPageSize-1)&^(osPageSize-1), f.size)
 	clear(f.data[pos:edge])
 	if edge < f.size {
-		err := unix.Fallocate(int(f.file.Fd()), unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, edge, f.size-edge)
+		var err error
+		if warm {
+			err = f.writeZeros(edge, f.size)
+		} else {
+			err = unix.Fallocate(int(f.file.Fd()), unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, edge, f.size-edge)
+		}
 		if err != nil {
 			clear(f.data[edge:f.size])
 		}

@@ -21,8 +21,10 @@ type mappedFileQueue struct {
 	dir         string
 	fileSize    int64
 	preallocate bool
-	flushMode   flushMode
-	log         *slog.Logger
+	// warm files are kept warm: a truncated tail is zeroed by writing zeros (see warmFrom).
+	warm      bool
+	flushMode flushMode
+	log       *slog.Logger
 	// create makes the file that starts at from; nil means createMappedFile inline.
 	create func(path string, from int64) (*mappedFile, error)
 
@@ -237,7 +239,12 @@ func (q *mappedFileQueue) newFile(from int64) (*mappedFile, error) {
 
 // truncate drops everything at and after offset: the file holding it keeps its head (its tail
 // is zeroed on disk), later files are deleted. No writer or reader may be active.
-func (q *mappedFileQueue) truncate(offset int64) error {
+func (q *mappedFileQueue) truncate(offset int64) error { return q.truncateTo(offset, true) }
+
+// truncateTo is truncate; zeroTail=false trusts that the tail of the file holding offset is
+// zeros already (a CommitLog recovered after a clean Close), sparing the rewrite of a warm
+// file's tail.
+func (q *mappedFileQueue) truncateTo(offset int64, zeroTail bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var keep []*mappedFile
@@ -248,8 +255,10 @@ func (q *mappedFileQueue) truncate(offset int64) error {
 			keep = append(keep, f)
 		case offset >= f.from:
 			pos := offset - f.from
-			if err := f.zeroFrom(pos); err != nil && firstErr == nil {
-				firstErr = err
+			if zeroTail {
+				if err := f.zeroFrom(pos, q.warm); err != nil && firstErr == nil {
+					firstErr = err
+				}
 			}
 			f.setPositions(pos)
 			keep = append(keep, f)

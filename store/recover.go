@@ -40,6 +40,7 @@ func (s *Store) recover() error {
 	abnormal := !s.lastExitOK || !s.checkpoint.existed
 	files := cl.q.snapshot()
 	var scanStart, end int64
+	var reason string
 	if len(files) > 0 {
 		start := max(len(files)-normalRecoveryFiles, 0)
 		if abnormal {
@@ -55,7 +56,6 @@ func (s *Store) recover() error {
 			}
 		}
 		scanStart = files[start].from
-		var reason string
 		end, reason = s.scanCommitLog(scanStart)
 		if reason != "" {
 			s.log.Warn("commitlog recovery truncates at the first bad record", "at", cl.describeOffset(end), "reason", reason)
@@ -63,7 +63,9 @@ func (s *Store) recover() error {
 	}
 	s.log.Info("recovering store", "abnormal", abnormal, "lastExitOK", s.lastExitOK,
 		"checkpoint", s.checkpoint.existed, "scanFrom", scanStart, "commitlogEnd", end)
-	if err := cl.q.truncate(end); err != nil {
+	// After a clean Close the scan ends at the zeros that follow the last record; after a
+	// crash, or a bad record, stale bytes may lie anywhere past the end and are zeroed.
+	if err := cl.q.truncateTo(end, abnormal || reason != ""); err != nil {
 		return err
 	}
 	cl.q.flushedWhere.Store(end)

@@ -222,6 +222,7 @@ func (s *Store) open() error {
 		}
 	}
 	q := newMappedFileQueue(cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, preallocateFiles, s.log)
+	q.warm = cfg.warmCommitLog()
 	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.warmCommitLog(), s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
 	q.create = s.alloc.get
 	s.commitLog = newCommitLog(cfg, s.opts.StoreHost, s.clock, q)

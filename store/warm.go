@@ -23,7 +23,6 @@ const warmChunk = 1 << 20
 // the only writer of the range.
 func (f *mappedFile) warmFrom(pos int64) (int64, error) {
 	fd := int(f.file.Fd())
-	zeros := make([]byte, min(warmChunk, f.size))
 	wrote := int64(0)
 	for pos < f.size {
 		hole, err := unix.Seek(fd, pos, unix.SEEK_HOLE)
@@ -40,19 +39,10 @@ func (f *mappedFile) warmFrom(pos int64) (int64, error) {
 			return wrote, f.warmErr("seek data", hole, err)
 		}
 		end = min(end, f.size)
-		for at := hole; at < end; {
-			n := min(int64(len(zeros)), end-at)
-			if _, err := f.file.WriteAt(zeros[:n], at); err != nil {
-				return wrote, f.warmErr("write zeros", at, err)
-			}
-			// Write the chunk back and wait, so the next chunk does not pile up behind it.
-			flags := unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-			if err := unix.SyncFileRange(fd, at, n, flags); err != nil {
-				return wrote, f.warmErr("write back zeros", at, err)
-			}
-			at += n
-			wrote += n
+		if err := f.writeZeros(hole, end); err != nil {
+			return wrote, err
 		}
+		wrote += end - hole
 		pos = end
 	}
 	if wrote == 0 {
@@ -63,6 +53,24 @@ func (f *mappedFile) warmFrom(pos int64) (int64, error) {
 		return wrote, f.warmErr("sync zeros", pos, err)
 	}
 	return wrote, nil
+}
+
+// writeZeros writes zeros over [from, to) with pwrite, warmChunk at a time, each chunk
+// written back before the next is written. The caller syncs.
+func (f *mappedFile) writeZeros(from, to int64) error {
+	zeros := make([]byte, min(warmChunk, to-from))
+	flags := unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	for at := from; at < to; {
+		n := min(int64(len(zeros)), to-at)
+		if _, err := f.file.WriteAt(zeros[:n], at); err != nil {
+			return f.warmErr("write zeros", at, err)
+		}
+		if err := unix.SyncFileRange(int(f.file.Fd()), at, n, flags); err != nil {
+			return f.warmErr("write back zeros", at, err)
+		}
+		at += n
+	}
+	return nil
 }
 
 func (f *mappedFile) warmErr(op string, pos int64, err error) error {
