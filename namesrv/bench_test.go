@@ -14,7 +14,7 @@ import (
 // topics on 2 broker names (a master and a slave each).
 func BenchmarkRouteQuery(b *testing.B) {
 	cfg := DefaultConfig()
-	cfg.ListenAddr, cfg.ListenPort = "127.0.0.1", 0
+	cfg.ListenAddr, cfg.ListenPort, cfg.MetricsPort = "127.0.0.1", 0, 0
 	cfg.KvConfigPath = filepath.Join(b.TempDir(), "kvConfig.json")
 	ns, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

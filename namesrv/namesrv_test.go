@@ -32,6 +32,7 @@ func testConfig(t *testing.T) Config {
 	cfg := DefaultConfig()
 	cfg.ListenAddr = "127.0.0.1"
 	cfg.ListenPort = 0
+	cfg.MetricsPort = 0
 	cfg.RocketmqHome = t.TempDir()
 	cfg.KvConfigPath = filepath.Join(cfg.RocketmqHome, "namesrv", "kvConfig.json")
 	cfg.ClientRequestThreadPoolNums = 2

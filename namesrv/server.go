@@ -21,6 +21,7 @@ type Server struct {
 	routes *RouteInfoManager
 	kv     *KVConfigManager
 	rs     *remoting.Server
+	mx     *serverMetrics // metrics.go: the /metrics endpoint on metricsPort
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -73,6 +74,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		}, logger.With("component", "namesrv-remoting")),
 	}
 	s.registerProcessors()
+	s.mx = newServerMetrics(s)
 	s.rs.OnConnClose(func(c *remoting.Conn) {
 		s.mu.Lock()
 		delete(s.conns, c.ID())
@@ -89,7 +91,11 @@ func (s *Server) Start() error {
 	if s.started {
 		return errors.New("namesrv: already started")
 	}
+	if err := s.mx.start(); err != nil {
+		return err
+	}
 	if err := s.rs.Start(); err != nil {
+		_ = s.mx.close()
 		return fmt.Errorf("namesrv: %w", err)
 	}
 	s.started = true
@@ -160,9 +166,10 @@ func (s *Server) closeConns(ids []uint64) {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		mxErr := s.mx.close()
 		close(s.stop)
 		s.wg.Wait()
-		err = s.rs.Close()
+		err = errors.Join(s.rs.Close(), mxErr)
 		s.logger.Info("namesrv: closed")
 	})
 	return err

@@ -68,6 +68,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		cfg.RocketmqHome = filepath.Join(t.TempDir(), fmt.Sprintf("namesrv%d", i))
 		cfg.KvConfigPath = filepath.Join(cfg.RocketmqHome, "kvConfig.json")
 		cfg.ListenAddr = "127.0.0.1"
+		cfg.MetricsPort = 0 // tests that scrape set a FreePort
 		if opts.ConfigureNamesrv != nil {
 			opts.ConfigureNamesrv(i, &cfg)
 		}
@@ -99,6 +100,7 @@ func TestBrokerConfig(t testing.TB, namesrvAddr, name string) broker.Config {
 	cfg.BrokerName = name
 	cfg.BrokerIP1 = "127.0.0.1"
 	cfg.ListenPort = FreePort(t)
+	cfg.MetricsPort = 0 // tests that scrape set a FreePort
 	cfg.NamesrvAddr = namesrvAddr
 	cfg.StorePathRootDir = filepath.Join(t.TempDir(), name)
 	cfg.MappedFileSizeCommitLog = 64 << 20

@@ -1,0 +1,91 @@
+package namesrv
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// serverMetrics is the name server's Prometheus endpoint on metricsPort: the routing tables read at scrape
+// time, and a counter per request code. With metricsPort=0 it is empty and costs nothing.
+type serverMetrics struct {
+	server   *metrics.Server // nil when metricsPort is 0
+	requests metrics.PerKey[remoting.RequestCode, atomic.Int64]
+}
+
+var (
+	brokersDesc = metrics.Desc("rocketmq_namesrv_brokers",
+		"Broker addresses registered here, by cluster and role (master: brokerId 0).", "cluster", "role")
+	topicsDesc   = metrics.Desc("rocketmq_namesrv_topics", "Topics with route data here.")
+	requestsDesc = metrics.Desc("rocketmq_namesrv_requests_total",
+		"Requests received for a code this name server serves, by request code and RocketMQ's name of it.",
+		"code", "request")
+)
+
+// newServerMetrics prepares the endpoint on bindAddress:metricsPort and, when it is on, counts every request
+// through the remoting interceptor (the name server has no ACL interceptor of its own).
+func newServerMetrics(s *Server) *serverMetrics {
+	m := &serverMetrics{}
+	if s.cfg.MetricsPort == 0 {
+		return m
+	}
+	reg := metrics.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(func(ch chan<- prometheus.Metric) {
+		m.collect(s.routes, ch)
+	}, brokersDesc, topicsDesc, requestsDesc))
+	addr := net.JoinHostPort(s.cfg.ListenAddr, strconv.Itoa(s.cfg.MetricsPort))
+	m.server = metrics.NewServer(addr, reg, s.logger.With("component", "metrics"))
+	s.rs.SetInterceptor(m.countRequest)
+	return m
+}
+
+// countRequest is a remoting.Interceptor that counts and lets every request through.
+func (m *serverMetrics) countRequest(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	m.requests.Get(remoting.RequestCode(req.Code)).Add(1)
+	return nil
+}
+
+func (m *serverMetrics) collect(routes *RouteInfoManager, ch chan<- prometheus.Metric) {
+	type key struct{ cluster, role string }
+	brokers := map[key]int{}
+	for _, bd := range routes.ClusterInfo().BrokerAddrTable {
+		for id := range bd.BrokerAddrs {
+			role := "slave"
+			if id == 0 {
+				role = "master"
+			}
+			brokers[key{bd.Cluster, role}]++
+		}
+	}
+	for k, n := range brokers {
+		ch <- metrics.Gauge(brokersDesc, float64(n), k.cluster, k.role)
+	}
+	ch <- metrics.Gauge(topicsDesc, float64(len(routes.AllTopics())))
+	m.requests.Range(func(code remoting.RequestCode, n *atomic.Int64) bool {
+		ch <- metrics.Counter(requestsDesc, float64(n.Load()), strconv.Itoa(int(code)), code.String())
+		return true
+	})
+}
+
+func (m *serverMetrics) start() error {
+	if m.server == nil {
+		return nil
+	}
+	if err := m.server.Start(); err != nil {
+		return fmt.Errorf("namesrv: config key metricsPort: %w (each name server and broker on a host needs its own metricsPort; 0 turns the endpoint off)", err)
+	}
+	return nil
+}
+
+func (m *serverMetrics) close() error {
+	if m.server == nil {
+		return nil
+	}
+	return m.server.Close()
+}
