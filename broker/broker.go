@@ -48,6 +48,7 @@ type Broker struct {
 	uniqIDs  *uniqIDGenerator
 	sqlCache sqlCache
 	stats    *brokerStats
+	metrics  *brokerMetrics
 	admin    adminState // admin_*.go: live config, TPS samples
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool
@@ -146,6 +147,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	if aclCheck != nil {
 		b.server.SetInterceptor(aclCheck.Intercept)
 	}
+	b.metrics = newBrokerMetrics(b)
 	return b, nil
 }
 
@@ -281,6 +283,9 @@ func (b *Broker) Start() error {
 	if err := b.server.Start(); err != nil {
 		return fmt.Errorf("broker: listen on port %d (listenPort): %w", b.cfg.ListenPort, err)
 	}
+	if err := b.metrics.start(); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
 	b.pullHold.start()
 	if b.cfg.BrokerRole != RoleSlave {
 		b.schedule.start()
@@ -309,6 +314,9 @@ func (b *Broker) Close() error {
 		defer cancel()
 		b.unregisterAll(ctx)
 		if err := b.server.StopAccepting(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := b.metrics.close(); err != nil { // no scrape reads the store once it is closed
 			errs = append(errs, err)
 		}
 		close(b.stop)

@@ -70,7 +70,8 @@ type Config struct {
 	DiskFallRecorded             bool   `mapstructure:"diskFallRecorded"`             // kept for config compatibility
 	StoreReplyMessageEnable      bool   `mapstructure:"storeReplyMessageEnable"`      // keep replies in the store too
 	EnablePropertyFilter         bool   `mapstructure:"enablePropertyFilter"`         // SQL92 subscriptions
-	MetricsPort                  int    `mapstructure:"metricsPort"`                  // Prometheus endpoint (0 = off)
+	MetricsPort                  int    `mapstructure:"metricsPort"`                  // Prometheus /metrics endpoint (5557; 0 = off); one per process on a host
+	MetricsQueueLagSeriesLimit   int    `mapstructure:"metricsQueueLagSeriesLimit"`   // cap on per-queue consumer lag series (10000; 0 = none)
 	MessageDelayLevel            string `mapstructure:"messageDelayLevel"`            // delay of each level, "1s 5s 10s ... 2h"
 	FlushDelayOffsetInterval     int64  `mapstructure:"flushDelayOffsetInterval"`     // delayOffset.json persistence (10 s)
 	TimerMaxDelaySec             int64  `mapstructure:"timerMaxDelaySec"`             // furthest delivery time accepted (3 days)
@@ -121,7 +122,8 @@ func DefaultConfig() Config {
 		SendThreadPoolQueueCapacity:  10_000,
 		PullThreadPoolQueueCapacity:  100_000,
 		StoreReplyMessageEnable:      true,
-		MetricsPort:                  0,
+		MetricsPort:                  5557,
+		MetricsQueueLagSeriesLimit:   10_000,
 		MessageDelayLevel:            "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
 		FlushDelayOffsetInterval:     10_000,
 		TimerMaxDelaySec:             3 * 24 * 3600,
@@ -214,6 +216,11 @@ func (c Config) Validate() error {
 	}
 	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
 		bad("metricsPort", "%d is not a TCP port (0 = off)", c.MetricsPort)
+	} else if c.MetricsPort != 0 && (c.MetricsPort == c.ListenPort || c.MetricsPort == c.haListenPort()) {
+		bad("metricsPort", "%d is also listenPort or haListenPort", c.MetricsPort)
+	}
+	if c.MetricsQueueLagSeriesLimit < 0 {
+		bad("metricsQueueLagSeriesLimit", "%d is negative (0 = no per-queue lag series)", c.MetricsQueueLagSeriesLimit)
 	}
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)

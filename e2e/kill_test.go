@@ -64,7 +64,7 @@ func TestKill9DuringSyncFlushLoad(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := []string{"-n", c.NamesrvAddr(), "--brokerName=broker-k", "--brokerIP1=127.0.0.1",
 		"--listenPort=" + strconv.Itoa(port), "--storePathRootDir=" + filepath.Join(t.TempDir(), "store"),
-		"--flushDiskType=SYNC_FLUSH", "--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536", "--registerNameServerPeriod=1000"}
+		"--flushDiskType=SYNC_FLUSH", "--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536", "--registerNameServerPeriod=1000", "--metricsPort=0"}
 	child := startChildBroker(t, args...)
 	w := newWireClient(t)
 	waitBroker := func() {
