@@ -24,6 +24,8 @@ type allocator struct {
 	fastFail    bool
 	log         *slog.Logger
 	wake        chan struct{}
+	// made, when set, runs after each file is made (the store checks the disk).
+	made func()
 
 	mu struct {
 		sync.Mutex
@@ -87,6 +89,9 @@ func (a *allocator) make(path string, from int64) (*mappedFile, error) {
 	}
 	if buf != nil {
 		mf.writeBuf, mf.pool = buf, a.pool
+	}
+	if a.made != nil {
+		a.made()
 	}
 	return mf, nil
 }

@@ -176,6 +176,27 @@ func TestCleanForciblyAndDiskFull(t *testing.T) {
 	}
 }
 
+// Disk use is measured whenever a CommitLog file is made, not only by the clean service
+// (every cleanResourceInterval, an hour in these tests): writes stop at the next file.
+func TestDiskFullNoticedAtNewFile(t *testing.T) {
+	s, disk, _ := cleanStore(t, newFakeClock(time.Now()))
+	disk.set(950)
+	fileSize := s.cfg.MappedFileSizeCommitLog
+	start := s.commitLog.q.maxWrote()
+	for i := 0; ; i++ {
+		_, err := s.PutMessage(context.Background(), testMessage("T", 0, bodyOf(i, 1000), nil))
+		if errors.Is(err, ErrDiskFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.commitLog.q.maxWrote() > start+3*fileSize {
+			t.Fatal("puts still accepted three files after the disk filled")
+		}
+	}
+}
+
 // Readers hold records in files the cleaner deletes: the records stay readable until
 // Release, and the files are unmapped after the last release.
 func TestReadsRacingDeletion(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -153,10 +154,15 @@ func (c Config) warmCommitLog() bool { return c.WarmMapedFileEnable || c.syncFlu
 // pwriteCommitLog reports whether CommitLog records are written with pwrite.
 func (c Config) pwriteCommitLog() bool { return c.WriteWithoutMmap || c.syncFlushFiles() }
 
-// DefaultConfig returns RocketMQ's defaults, with the root under ./store.
+// DefaultConfig returns RocketMQ's defaults: the root is $HOME/store (./store when the home
+// folder is unknown) and the CommitLog <root>/commitlog.
 func DefaultConfig() Config {
+	root := "store"
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		root = filepath.Join(home, "store")
+	}
 	return Config{
-		StorePathRootDir:                  "store",
+		StorePathRootDir:                  root,
 		MappedFileSizeCommitLog:           1 << 30,
 		MappedFileSizeConsumeQueue:        300000 * cqUnitSize,
 		MaxMessageSize:                    4 << 20,

@@ -78,3 +78,15 @@ func TestConfigValidateNamesKey(t *testing.T) {
 }
 
 func containsKey(msg, key string) bool { return strings.Contains(msg, key+":") }
+
+func TestDefaultRootIsHomeStore(t *testing.T) {
+	t.Setenv("HOME", "/home/someone")
+	cfg := DefaultConfig()
+	if cfg.StorePathRootDir != "/home/someone/store" || cfg.commitLogDir() != "/home/someone/store/commitlog" {
+		t.Fatalf("root %q, commitlog %q", cfg.StorePathRootDir, cfg.commitLogDir())
+	}
+	t.Setenv("HOME", "")
+	if cfg := DefaultConfig(); cfg.StorePathRootDir != "store" {
+		t.Fatalf("root without a home %q", cfg.StorePathRootDir)
+	}
+}

@@ -225,6 +225,9 @@ func (s *Store) open() error {
 	q.warm = cfg.warmCommitLog()
 	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.warmCommitLog(), s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
 	q.create = s.alloc.get
+	// A new file is where disk use jumps (a whole file when it is warmed): measure it then,
+	// not only every cleanResourceInterval.
+	s.alloc.made = func() { s.checkDisk() }
 	s.commitLog = newCommitLog(cfg, s.opts.StoreHost, s.clock, q)
 	s.cqs = newConsumeQueueTable(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.log)
 	if cfg.MessageIndexEnable {
