@@ -24,12 +24,15 @@ type connection struct {
 	requestOffset atomic.Int64
 	ackOffset     atomic.Int64
 	requested     chan struct{} // closed at the first report
-	done          chan struct{} // closed by close
-	closeOnce     sync.Once
+	// ctx ends when the connection closes (or the service does).
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
 }
 
-func newConnection(s *Service, nc net.Conn) *connection {
-	c := &connection{s: s, nc: nc, addr: nc.RemoteAddr().String(), requested: make(chan struct{}), done: make(chan struct{})}
+func newConnection(ctx context.Context, s *Service, nc net.Conn) *connection {
+	c := &connection{s: s, nc: nc, addr: nc.RemoteAddr().String(), requested: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.requestOffset.Store(-1)
 	c.ackOffset.Store(-1)
 	return c
@@ -38,7 +41,7 @@ func newConnection(s *Service, nc net.Conn) *connection {
 // close shuts the connection once, with the reason in the log.
 func (c *connection) close(reason string, args ...any) {
 	c.closeOnce.Do(func() {
-		close(c.done)
+		c.cancel()
 		_ = c.nc.Close()
 		if c.requestOffset.Load() >= 0 {
 			c.s.reporting.Add(-1)
@@ -51,7 +54,7 @@ func (c *connection) close(reason string, args ...any) {
 // readLoop reads the slave's reports. As RocketMQ's ReadSocketService it uses the last complete
 // 8-byte value of what arrived; unlike RocketMQ (#3015) it refuses the first report too when it
 // lies beyond the master's max offset.
-func (c *connection) readLoop(ctx context.Context) {
+func (c *connection) readLoop() {
 	var buf [512]byte
 	have := 0
 	housekeeping := c.s.cfg.housekeeping()
@@ -69,7 +72,7 @@ func (c *connection) readLoop(ctx context.Context) {
 		}
 		if err != nil {
 			switch {
-			case ctx.Err() != nil:
+			case c.ctx.Err() != nil:
 				c.close("HA service closing")
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				c.close("housekeeping: nothing read for haHousekeepingInterval", "interval", housekeeping)
@@ -104,12 +107,10 @@ func (c *connection) report(off int64) bool {
 // writeLoop is RocketMQ's WriteSocketService: from the slave's first report on, it sends the
 // CommitLog in frames of at most haTransferBatchSize bytes that never cross a file, straight from
 // the mapped file, and an empty frame when nothing was sent for haSendHeartbeatInterval.
-func (c *connection) writeLoop(ctx context.Context) {
+func (c *connection) writeLoop() {
 	select {
 	case <-c.requested:
-	case <-c.done:
-		return
-	case <-ctx.Done():
+	case <-c.ctx.Done():
 		c.close("HA service closing")
 		return
 	}
@@ -117,11 +118,9 @@ func (c *connection) writeLoop(ctx context.Context) {
 	heartbeat := c.s.cfg.heartbeat()
 	batch := c.s.cfg.HATransferBatchSize
 	var hdr [HeaderSize]byte
-	timer := time.NewTimer(heartbeat)
-	defer timer.Stop()
 	lastWrite := time.Time{} // the first frame goes out at once, data or heartbeat
 	loggedGap := false
-	for {
+	for c.ctx.Err() == nil {
 		data, release, err := c.s.cl.ReadCommitLog(next, batch)
 		if err != nil && !loggedGap {
 			loggedGap = true
@@ -143,31 +142,39 @@ func (c *connection) writeLoop(ctx context.Context) {
 		if release != nil {
 			release()
 		}
-		if wait := heartbeat - time.Since(lastWrite); wait <= 0 {
+		wait := heartbeat - time.Since(lastWrite)
+		if wait <= 0 {
 			putHeader(hdr[:], next, 0)
 			if err := c.write(hdr[:], nil); err != nil {
 				c.close("heartbeat write failed", "err", err)
 				return
 			}
 			lastWrite = time.Now()
-			timer.Reset(heartbeat)
-		} else {
-			timer.Reset(wait)
+			wait = heartbeat
 		}
-		var newData <-chan struct{}
-		if err == nil { // after a read error only the heartbeat timer wakes the writer
-			newData = c.s.cl.WaitNewData(next)
-		}
-		select {
-		case <-newData:
-		case <-timer.C:
-		case <-c.done:
-			return
-		case <-ctx.Done():
-			c.close("HA service closing")
+		if err := c.waitForData(next, wait, err != nil); err != nil {
+			c.close("the CommitLog closed", "err", err)
 			return
 		}
 	}
+	c.close("HA service closing")
+}
+
+// waitForData parks the writer until the CommitLog passes next, wait passes or the connection
+// closes; after a read error (heartbeatsOnly) only time or the close end it. An error means the
+// store closed.
+func (c *connection) waitForData(next int64, wait time.Duration, heartbeatsOnly bool) error {
+	ctx, cancel := context.WithTimeout(c.ctx, wait)
+	defer cancel()
+	if heartbeatsOnly {
+		<-ctx.Done()
+		return nil
+	}
+	_, err := c.s.cl.WaitForNewData(ctx, next)
+	if err != nil && ctx.Err() != nil {
+		return nil // the heartbeat is due, or the connection closed
+	}
+	return err
 }
 
 // startOffset is where streaming starts: the slave's report, or for an empty slave (0) the start

@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -80,18 +81,25 @@ func (l *memLog) TruncateCommitLog(offset int64) error {
 	return nil
 }
 
-func (l *memLog) WaitNewData(offset int64) <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.base+int64(len(l.data)) > offset {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
+func (l *memLog) WaitForNewData(ctx context.Context, after int64) (int64, error) {
+	for {
+		l.mu.Lock()
+		end := l.base + int64(len(l.data))
+		if end > after {
+			l.mu.Unlock()
+			return end, nil
+		}
+		if l.notify == nil {
+			l.notify = make(chan struct{})
+		}
+		ch := l.notify
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 	}
-	if l.notify == nil {
-		l.notify = make(chan struct{})
-	}
-	return l.notify
 }
 
 func (l *memLog) wakeLocked() {

@@ -122,7 +122,7 @@ func (s *Service) serve(ctx context.Context, nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := newConnection(s, nc)
+	c := newConnection(ctx, s, nc)
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()
@@ -134,11 +134,11 @@ func (s *Service) serve(ctx context.Context, nc net.Conn) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		c.readLoop(ctx)
+		c.readLoop()
 	}()
 	go func() {
 		defer s.wg.Done()
-		c.writeLoop(ctx)
+		c.writeLoop()
 	}()
 }
 
