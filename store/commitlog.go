@@ -356,6 +356,15 @@ func (c *commitLog) setQueueOffset(key queueKey, next int64, remove bool) {
 	c.putMu.queueOffsets[key] = next
 }
 
+// raiseQueueOffset makes the next queue offset of key at least next.
+func (c *commitLog) raiseQueueOffset(key queueKey, next int64) {
+	c.putMu.Lock()
+	defer c.putMu.Unlock()
+	if c.putMu.queueOffsets[key] < next {
+		c.putMu.queueOffsets[key] = next
+	}
+}
+
 // close refuses further appends; in-flight appends finish first (they hold putMu).
 func (c *commitLog) close() {
 	c.putMu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,6 +17,8 @@ const reputPollInterval = 100 * time.Millisecond
 // the last dispatched offset and feeds the ConsumeQueues, the index and the arriving
 // listener. from only grows, except in recovery.
 type reputService struct {
+	// mu is held by each dispatch run, and by TruncateCommitLog to keep dispatch out.
+	mu                 sync.Mutex
 	from               atomic.Int64
 	lastStoreTimestamp atomic.Int64
 	wake               chan struct{}
@@ -70,6 +73,8 @@ func (s *Store) runReput(ctx context.Context) {
 // doReput dispatches every complete record between the reput offset and the dispatch limit.
 // notify calls the arriving listener. Only the reput goroutine, Open and Close call it.
 func (s *Store) doReput(notify bool) {
+	s.reput.mu.Lock()
+	defer s.reput.mu.Unlock()
 	q := s.commitLog.q
 	for {
 		from := s.reput.from.Load()
@@ -110,10 +115,12 @@ func (s *Store) dispatchFile(f *mappedFile, pos, end int64, notify bool) (int64,
 			return f.from + f.size, nil
 		}
 		if size <= 0 || pos+size > end {
-			if pos+size > f.readable() || size <= 0 {
+			if size <= 0 || pos+size > f.size {
 				return f.from + pos, fmt.Errorf("%w: record size %d at %s", ErrCorruptRecord, size, s.commitLog.describeOffset(f.from+pos))
 			}
-			break // the record ends past the confirm offset
+			// The record ends past the confirm offset, or past what a replica has
+			// received so far (AppendCommitLog may split records): wait for the rest.
+			break
 		}
 		v, err := parseRecord(f.data[pos : pos+size])
 		if err != nil {
@@ -151,6 +158,11 @@ func (s *Store) dispatchRecord(v *recordView, phy int64, notify bool) error {
 		added, err := cq.put(phy, int32(v.size), tags, v.queueOffset)
 		if err != nil {
 			return fmt.Errorf("store: consume queue %s/%d: %w", topic, v.queueID, err)
+		}
+		if added && s.replicaAppends.Load() {
+			// Records a replica appended were given their queue offsets elsewhere: a put
+			// on this store later (after a promotion) must continue after them.
+			s.commitLog.raiseQueueOffset(queueKey{topic, v.queueID}, v.queueOffset+1)
 		}
 		if added && notify && listener != nil {
 			listener(Arrival{Topic: topic, QueueID: v.queueID, QueueOffset: v.queueOffset, TagsCode: tags,

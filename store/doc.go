@@ -148,6 +148,18 @@
 // and the arriving listener); allocation of the next CommitLog file; ConsumeQueue flush;
 // clean (expiry and disk-full detection).
 //
+// # Replication
+//
+// replica.go and truncate.go give ha/ and raftlog/ what they need, with contracts on each
+// method: ReadCommitLog (a zero-copy view of raw bytes from an offset, within one file, up
+// to the readable end), AppendCommitLog (raw bytes exactly at the end; an empty log starts at
+// any file boundary; typed errors for a gap, an overlap or a chunk crossing a file),
+// TruncateCommitLog (drop a diverged tail at any byte, with its ConsumeQueue units, index
+// entries and queue offsets, durably), FlushedPhyOffset, WaitForNewData (no polling: writers
+// signal only while someone waits), and Options.Replicator, which a SYNC_MASTER put waits for
+// after its flush. Replicas hold identical bytes at identical offsets, so chunks may split
+// records; dispatch waits for a record to be whole.
+//
 // # Reads
 //
 // GetMessage, SelectRecord and QueryMessage return slices of mapped memory and hold a

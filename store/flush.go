@@ -206,6 +206,23 @@ func (s *Store) runFlushWatcher(ctx context.Context) {
 	}
 }
 
+// failAbove fails the waiters whose records end past offset: TruncateCommitLog dropped them.
+func (g *groupCommit) failAbove(offset int64) {
+	g.mu.Lock()
+	var lost []*flushWaiter
+	for _, list := range [][]*flushWaiter{g.mu.inflight, g.mu.pending} {
+		for _, w := range list {
+			if w.need > offset {
+				lost = append(lost, w)
+			}
+		}
+	}
+	g.mu.Unlock()
+	for _, w := range lost {
+		w.complete(PutFlushDiskTimeout)
+	}
+}
+
 // failAll completes every remaining waiter at Close (after the final flush).
 func (g *groupCommit) failAll(s *Store) {
 	g.mu.Lock()
@@ -265,6 +282,7 @@ func (s *Store) runCommit(ctx context.Context) {
 		func(least int) {
 			if before := q.committedWhere.Load(); q.commit(least) > before {
 				s.reput.wakeup()
+				s.newData.notify()
 			}
 		})
 }
@@ -282,6 +300,7 @@ func (s *Store) flushCommitLog(leastPages int) error {
 			// Dispatch runs while the flush waits for the disk, not after it, when the
 			// writers it releases want the CPUs.
 			s.reput.wakeup()
+			s.newData.notify()
 		}
 	}
 	flushed := before

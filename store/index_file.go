@@ -481,6 +481,19 @@ func (s *indexService) flush() (through, endTs int64, err error) {
 	return through, endTs, err
 }
 
+// syncAll syncs every index file (after truncateAbove).
+func (s *indexService) syncAll() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var firstErr error
+	for _, f := range s.files {
+		if err := f.flush(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
 func (s *indexService) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -364,6 +364,11 @@ func (q *mappedFileQueue) flush(leastPages int) (int64, error) {
 func (q *mappedFileQueue) commit(leastPages int) int64 {
 	q.commitMu.Lock()
 	defer q.commitMu.Unlock()
+	return q.commitLocked(leastPages)
+}
+
+// commitLocked is commit with commitMu held.
+func (q *mappedFileQueue) commitLocked(leastPages int) int64 {
 	for {
 		where := q.committedWhere.Load()
 		f := q.find(where)
@@ -401,6 +406,21 @@ func (q *mappedFileQueue) close() {
 		_ = f.destroy(false)
 	}
 	q.files.Store(&[]*mappedFile{})
+}
+
+// dropAll deletes every file of the queue; the folder and anything else in it stay (a file
+// the allocate service made ahead, for one).
+func (q *mappedFileQueue) dropAll() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var firstErr error
+	for _, f := range q.snapshot() {
+		if err := f.destroy(true); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	q.files.Store(&[]*mappedFile{})
+	return firstErr
 }
 
 // destroyAll deletes every file and the folder.

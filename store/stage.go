@@ -67,9 +67,20 @@ func (c *commitLog) commitStaged() error {
 	c.stager.mu.Lock()
 	defer c.stager.mu.Unlock()
 	c.putMu.Lock()
+	st := c.takeStageLocked()
+	c.putMu.Unlock()
+	return c.writeStage(st)
+}
+
+// takeStageLocked swaps the staged writes for the spare set. stager.mu and putMu held.
+func (c *commitLog) takeStageLocked() stagedWrites {
 	st := c.putMu.stage
 	c.putMu.stage = c.stager.spare
-	c.putMu.Unlock()
+	return st
+}
+
+// writeStage writes st to the files in order and keeps it as the spare. stager.mu held.
+func (c *commitLog) writeStage(st stagedWrites) error {
 	var err error
 	for _, sg := range st.segs {
 		if _, werr := sg.f.file.WriteAt(st.buf[sg.off:sg.off+sg.n], sg.pos); werr != nil {

@@ -72,6 +72,8 @@ type Options struct {
 	// during Open's recovery). It runs on the dispatch goroutine and must not block; the
 	// Arrival and its Properties map are the listener's to keep.
 	ArrivingListener func(a Arrival)
+	// Replicator, when set, makes puts on a SYNC_MASTER wait for a slave (see Replicator).
+	Replicator Replicator
 	// TagsCode, when set, may override the ConsumeQueue tag code of a record (the broker uses
 	// it for SCHEDULE_TOPIC_XXXX delivery times); ok=false keeps TagsHash(TAGS).
 	TagsCode func(topic string, props map[string]string, storeTimestamp int64) (code int64, ok bool)
@@ -136,9 +138,11 @@ const (
 
 // Store is the message store: CommitLog, ConsumeQueues, IndexFile and their services.
 //
-// Lock order: commitLog.putMu may be held while taking mappedFileQueue.mu (new file) and
-// allocator.mu; consumeQueue.mu while taking its mappedFileQueue.mu; indexService.mu alone.
-// No other lock is held while calling the ArrivingListener or a put callback.
+// Lock order: reputService.mu (dispatch), stager.mu (SYNC_FLUSH commit), commitLog.putMu,
+// then the CommitLog queue's flushMu, commitMu and mu; putMu may be held while taking
+// allocator.mu; dispatch takes consumeQueue.mu (then its queue's mu), indexService.mu and
+// putMu (queue offsets of appended records). TruncateCommitLog holds the first five. No
+// other lock is held while calling the ArrivingListener, a put callback or the Replicator.
 type Store struct {
 	cfg   Config
 	opts  Options
@@ -160,6 +164,14 @@ type Store struct {
 	diskFull      atomic.Bool
 	confirmOffset atomic.Int64
 	lastExitOK    bool
+	// replicator is Options.Replicator on a SYNC_MASTER, nil otherwise.
+	replicator Replicator
+	// replicaAppends is set once AppendCommitLog wrote something (dispatch then keeps the
+	// next queue offsets up to date).
+	replicaAppends atomic.Bool
+	// newData wakes WaitForNewData callers; stopped is closed when Close begins.
+	newData dataSignal
+	stopped chan struct{}
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -180,7 +192,7 @@ func Open(cfg Config, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, opts: opts, log: opts.Logger, clock: opts.Clock,
-		wakeCommit: make(chan struct{}, 1), diskUsage: diskUsedRatio}
+		wakeCommit: make(chan struct{}, 1), diskUsage: diskUsedRatio, stopped: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -189,6 +201,9 @@ func Open(cfg Config, opts Options) (*Store, error) {
 		s.clock = realClock{}
 	}
 	s.confirmOffset.Store(-1)
+	if cfg.BrokerRole == RoleSyncMaster {
+		s.replicator = opts.Replicator
+	}
 	s.memoryBytes = totalMemory()
 	if err := s.open(); err != nil {
 		s.closeFiles()
@@ -304,6 +319,7 @@ func (s *Store) Close() error {
 // no checkpoint, abort file kept), for tests of recovery.
 func (s *Store) shutdown(clean bool) error {
 	s.state.Store(stateClosed)
+	close(s.stopped)
 	if s.commitLog != nil {
 		s.commitLog.close()
 	}
@@ -441,22 +457,31 @@ func (s *Store) putAndWait(ctx context.Context, msgs []*Message) (PutResult, err
 		return PutResult{}, err
 	}
 	res, err := s.put(msgs)
-	if err != nil || !s.waitsForFlush(msgs[0]) {
+	if err != nil {
 		return res, err
 	}
+	flush, repl := s.waitsFor(msgs[0])
+	if !flush && !repl {
+		return res, nil
+	}
 	ch := make(chan PutResult, 1)
-	s.group.add(s, res, func(r PutResult, _ error) { ch <- r })
+	var flushed atomic.Bool
+	s.awaitDurable(res, flush, repl, &flushed, func(r PutResult, _ error) { ch <- r })
 	select {
 	case r := <-ch:
 		return r, nil
 	case <-ctx.Done():
 		res.Status = PutFlushDiskTimeout
+		if repl && (!flush || flushed.Load()) {
+			res.Status = PutFlushSlaveTimeout
+		}
 		return res, nil
 	}
 }
 
 // PutMessageAsync stores one message and calls done exactly once: at once for ASYNC_FLUSH
-// or on error, from the flusher for SYNC_FLUSH. done must not block.
+// or on error, from the flusher for SYNC_FLUSH (from the Replicator on a SYNC_MASTER).
+// done must not block.
 func (s *Store) PutMessageAsync(m *Message, done func(PutResult, error)) {
 	one := [1]*Message{m}
 	s.putAsync(one[:], done)
@@ -473,11 +498,43 @@ func (s *Store) PutMessagesAsync(msgs []*Message, done func(PutResult, error)) {
 
 func (s *Store) putAsync(msgs []*Message, done func(PutResult, error)) {
 	res, err := s.put(msgs)
-	if err != nil || !s.waitsForFlush(msgs[0]) {
+	if err != nil {
 		done(res, err)
 		return
 	}
-	s.group.add(s, res, done)
+	flush, repl := s.waitsFor(msgs[0])
+	if !flush && !repl {
+		done(res, nil)
+		return
+	}
+	s.awaitDurable(res, flush, repl, nil, done)
+}
+
+// awaitDurable calls done once the put res is flushed (flush) and then acknowledged by a
+// slave (repl: the Replicator decides the status); a failed flush skips the slave wait.
+// flushed, when not nil, is set once the flush step is over.
+func (s *Store) awaitDurable(res PutResult, flush, repl bool, flushed *atomic.Bool, done func(PutResult, error)) {
+	next := done
+	if repl {
+		next = func(r PutResult, err error) {
+			if flushed != nil {
+				flushed.Store(true)
+			}
+			if err != nil || r.Status != PutOK {
+				done(r, err)
+				return
+			}
+			s.replicator.Wait(r.PhysicalOffset+int64(r.WroteBytes), func(st PutStatus) {
+				r.Status = st
+				done(r, nil)
+			})
+		}
+	}
+	if flush {
+		s.group.add(s, res, next)
+	} else {
+		next(res, nil)
+	}
 }
 
 func checkBatch(msgs []*Message) error {
@@ -499,16 +556,20 @@ func checkBatch(msgs []*Message) error {
 	return nil
 }
 
-// waitsForFlush reports whether a put of m waits for the group commit.
-func (s *Store) waitsForFlush(m *Message) bool {
-	if s.group == nil {
-		return false
+// waitsFor reports whether a put of m waits for the group commit (SYNC_FLUSH) and for a
+// slave (SYNC_MASTER with a Replicator): both unless the message's WAIT property is "false",
+// and then the flusher is woken so the record is flushed soon anyway.
+func (s *Store) waitsFor(m *Message) (flush, repl bool) {
+	if s.group == nil && s.replicator == nil {
+		return false, false
 	}
 	if v, ok := propertyValue([]byte(m.Properties), PropertyWaitStoreMsgOK); ok && string(v) == "false" {
-		s.group.wakeup()
-		return false
+		if s.group != nil {
+			s.group.wakeup()
+		}
+		return false, false
 	}
-	return true
+	return s.group != nil, s.replicator != nil
 }
 
 // put writes msgs and wakes the services that follow the CommitLog.
@@ -532,6 +593,9 @@ func (s *Store) put(msgs []*Message) (PutResult, error) {
 		wake(s.wakeCommit) // the commit wakes dispatch
 	case s.group == nil:
 		s.reput.wakeup()
+	}
+	if s.pool == nil && !s.commitLog.staged {
+		s.newData.notify() // readable now; otherwise once committed
 	}
 	// With SYNC_FLUSH the flusher wakes dispatch once per flush (when it has written the
 	// staged records, before it waits for the disk): one dispatch run for the whole batch
@@ -632,6 +696,7 @@ func (s *Store) Flush() error {
 	}
 	if s.pool != nil {
 		s.commitLog.q.commit(0)
+		s.newData.notify()
 	}
 	err := s.flushCommitLog(0)
 	return errors.Join(err, s.flushConsumeQueues(0))
