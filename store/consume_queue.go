@@ -265,8 +265,9 @@ func (cq *consumeQueue) truncateAbove(phy int64) error {
 		return err
 	}
 	if first := cq.q.first(); first == nil || end <= first.from {
-		// Nothing left: let the next unit start the queue where it belongs.
-		if err := cq.q.truncate(0); err != nil {
+		// Nothing left: let the next unit start the queue where it belongs (a file at 0
+		// kept empty would make it fill the queue with fillers up to there).
+		if err := cq.q.dropAll(); err != nil {
 			return err
 		}
 		cq.minLogicOffset.Store(0)

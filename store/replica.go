@@ -114,7 +114,8 @@ func (s *Store) ReadCommitLog(offset int64, maxBytes int) (data []byte, release 
 // *OffsetMismatchError names both offsets, and must not run past the end of the file it
 // starts in (ErrChunkCrossesFile); nothing is written then. An empty CommitLog (a new
 // replica) takes a first chunk at any multiple of mappedFileSizeCommitLog, as a master
-// starts a new slave at its current file. The bytes are taken as they are (whole records,
+// starts a new slave at its current file; a replica too far behind its master (its end no
+// longer on the master) empties itself first with TruncateCommitLog(MinPhyOffset()). The bytes are taken as they are (whole records,
 // parts of records, blank fillers): they must be the master's bytes at the same offsets.
 //
 // When it returns the bytes are readable (MaxPhyOffset covers them) but not yet durable:

@@ -71,8 +71,8 @@ func sameFiles(t *testing.T, master, slave *Store) {
 	}
 }
 
-// sameQueueOffsets checks that the slave would give the next put of each queue the offset
-// the master would.
+// sameQueueOffsets checks that the slave would give the next put of each queue it holds
+// records of the offset the master would.
 func sameQueueOffsets(t *testing.T, master, slave *Store) {
 	t.Helper()
 	master.commitLog.putMu.Lock()
@@ -84,6 +84,9 @@ func sameQueueOffsets(t *testing.T, master, slave *Store) {
 	slave.commitLog.putMu.Lock()
 	defer slave.commitLog.putMu.Unlock()
 	for k, v := range want {
+		if slave.MaxOffsetInQueue(k.topic, k.queueID) == 0 {
+			continue
+		}
 		if got := slave.commitLog.putMu.queueOffsets[k]; got != v {
 			t.Errorf("%s/%d: slave's next queue offset %d, master's %d", k.topic, k.queueID, got, v)
 		}
@@ -483,4 +486,45 @@ func TestReplicatorContextTimeout(t *testing.T) {
 	if err != nil || r.Status != PutFlushSlaveTimeout {
 		t.Fatalf("%v %v", r.Status, err)
 	}
+}
+
+// A replica too far behind (its offset no longer on the master) empties itself and starts
+// again at the master's current file.
+func TestReplicaRestartsFarBehind(t *testing.T) {
+	mcfg := smallConfig(t)
+	master := openStore(t, mcfg, testOptions(t))
+	slave := openStore(t, slaveConfig(t), testOptions(t))
+	putMixed(t, master, 20)
+	copyLog(t, master, slave, 4096)
+	puts := putMixed(t, master, 100)
+	end := master.MaxPhyOffset()
+	start := end - end%mcfg.MappedFileSizeCommitLog
+	waitDispatched(t, slave)
+	if err := slave.TruncateCommitLog(slave.MinPhyOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if slave.MaxPhyOffset() != 0 || slave.MaxOffsetInQueue("TopicA", 0) != 0 {
+		t.Fatalf("not empty: end %d, TopicA/0 max %d", slave.MaxPhyOffset(), slave.MaxOffsetInQueue("TopicA", 0))
+	}
+	data, release, err := master.ReadCommitLog(start, 32<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = slave.AppendCommitLog(start, data)
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyLog(t, master, slave, 32<<10)
+	waitDispatched(t, slave)
+	for _, p := range puts {
+		if p.res.PhysicalOffset < start {
+			continue
+		}
+		if u, err := slave.CommitLogOffsetInQueue(p.topic, p.queue, p.res.QueueOffset); err != nil || u != p.res.PhysicalOffset {
+			t.Fatalf("%s/%d offset %d: %d %v, want %d", p.topic, p.queue, p.res.QueueOffset, u, err, p.res.PhysicalOffset)
+		}
+	}
+	sameFiles(t, master, slave)
+	sameQueueOffsets(t, master, slave)
 }
