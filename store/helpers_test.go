@@ -57,6 +57,17 @@ func smallConfig(t testing.TB) Config {
 	return cfg
 }
 
+// forEachFlush runs fn as a subtest per flush type, with smallConfig set to it.
+func forEachFlush(t *testing.T, fn func(t *testing.T, cfg Config)) {
+	for _, flush := range []string{AsyncFlush, SyncFlush} {
+		t.Run(flush, func(t *testing.T) {
+			cfg := smallConfig(t)
+			cfg.FlushDiskType = flush
+			fn(t, cfg)
+		})
+	}
+}
+
 func testOptions(t testing.TB) Options {
 	return Options{Logger: testLogger(t), StoreHost: testStoreHost}
 }

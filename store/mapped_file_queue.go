@@ -425,17 +425,9 @@ func (q *mappedFileQueue) dropAll() error {
 
 // destroyAll deletes every file and the folder.
 func (q *mappedFileQueue) destroyAll() error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var firstErr error
-	for _, f := range q.snapshot() {
-		if err := f.destroy(true); err != nil && firstErr == nil {
-			firstErr = err
-		}
+	err := q.dropAll()
+	if rmErr := os.RemoveAll(q.dir); rmErr != nil && err == nil {
+		err = rmErr
 	}
-	q.files.Store(&[]*mappedFile{})
-	if err := os.RemoveAll(q.dir); err != nil && firstErr == nil {
-		firstErr = err
-	}
-	return firstErr
+	return err
 }

@@ -20,7 +20,13 @@ func slaveConfig(t *testing.T) Config {
 // chunk never crosses a file; records may be split), as an HA client does.
 func copyLog(t *testing.T, master, slave *Store, chunk int) {
 	t.Helper()
-	for off := slave.MaxPhyOffset(); off < master.MaxPhyOffset(); {
+	copyLogFrom(t, master, slave, slave.MaxPhyOffset(), chunk)
+}
+
+// copyLogFrom is copyLog from offset from (an empty slave starting at a master's file).
+func copyLogFrom(t *testing.T, master, slave *Store, from int64, chunk int) {
+	t.Helper()
+	for off := from; off < master.MaxPhyOffset(); {
 		data, release, err := master.ReadCommitLog(off, chunk)
 		if err != nil {
 			t.Fatalf("ReadCommitLog(%d): %v", off, err)
@@ -149,16 +155,7 @@ func TestReplicaStartsAtMasterFile(t *testing.T) {
 	if err := slave.AppendCommitLog(start+1, []byte{0}); !errors.Is(err, ErrOffsetMismatch) {
 		t.Fatalf("unaligned first chunk: %v", err)
 	}
-	data, release, err := master.ReadCommitLog(start, 32<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = slave.AppendCommitLog(start, data)
-	release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyLog(t, master, slave, 32<<10)
+	copyLogFrom(t, master, slave, start, 32<<10)
 	if slave.MinPhyOffset() != start || slave.MaxPhyOffset() != end {
 		t.Fatalf("slave holds [%d, %d), want [%d, %d)", slave.MinPhyOffset(), slave.MaxPhyOffset(), start, end)
 	}
@@ -333,78 +330,70 @@ func TestTruncateCommitLogPositions(t *testing.T) {
 // A master truncated at a record boundary gives its next puts the queue offsets of the
 // records it dropped; with SYNC_FLUSH the staged records are written first.
 func TestTruncateCommitLogOnMaster(t *testing.T) {
-	for _, flush := range []string{AsyncFlush, SyncFlush} {
-		t.Run(flush, func(t *testing.T) {
-			cfg := smallConfig(t)
-			cfg.FlushDiskType = flush
-			s := openStore(t, cfg, testOptions(t))
-			puts := putMixed(t, s, 90)
-			waitDispatched(t, s)
-			cut := puts[60].res.PhysicalOffset
-			if err := s.TruncateCommitLog(cut); err != nil {
-				t.Fatal(err)
-			}
-			survivors := puts[:60]
-			checkAll(t, s, survivors)
-			checkDropped(t, s, puts, 60)
-			more := putMixed(t, s, 30)
-			if more[0].res.PhysicalOffset != cut {
-				t.Fatalf("first put after the truncation at %d, want %d", more[0].res.PhysicalOffset, cut)
-			}
-			waitDispatched(t, s)
-			// putMixed cycles through the same queues, so the new records take the dropped
-			// records' queue offsets.
-			checkAll(t, s, append(survivors, more...))
-		})
-	}
+	forEachFlush(t, func(t *testing.T, cfg Config) {
+		s := openStore(t, cfg, testOptions(t))
+		puts := putMixed(t, s, 90)
+		waitDispatched(t, s)
+		cut := puts[60].res.PhysicalOffset
+		if err := s.TruncateCommitLog(cut); err != nil {
+			t.Fatal(err)
+		}
+		survivors := puts[:60]
+		checkAll(t, s, survivors)
+		checkDropped(t, s, puts, 60)
+		more := putMixed(t, s, 30)
+		if more[0].res.PhysicalOffset != cut {
+			t.Fatalf("first put after the truncation at %d, want %d", more[0].res.PhysicalOffset, cut)
+		}
+		waitDispatched(t, s)
+		// putMixed cycles through the same queues, so the new records take the dropped
+		// records' queue offsets.
+		checkAll(t, s, append(survivors, more...))
+	})
 }
 
 func TestWaitForNewData(t *testing.T) {
-	for _, flush := range []string{AsyncFlush, SyncFlush} {
-		t.Run(flush, func(t *testing.T) {
-			cfg := smallConfig(t)
-			cfg.FlushDiskType = flush
-			s := openStore(t, cfg, testOptions(t))
-			mustPut(t, s, testMessage("T", 0, "first", nil))
-			after := s.MaxPhyOffset()
-			if got, err := s.WaitForNewData(context.Background(), after-1); err != nil || got != after {
-				t.Fatalf("data already there: %d %v", got, err)
-			}
-			type result struct {
-				end int64
-				err error
-			}
-			got := make(chan result, 1)
-			go func() {
-				end, err := s.WaitForNewData(context.Background(), after)
-				got <- result{end, err}
-			}()
-			res := mustPut(t, s, testMessage("T", 0, "second", nil))
-			if r := <-got; r.err != nil || r.end < res.PhysicalOffset+int64(res.WroteBytes) {
-				t.Fatalf("woke with %d, %v; the put ends at %d", r.end, r.err, res.PhysicalOffset+int64(res.WroteBytes))
-			}
+	forEachFlush(t, func(t *testing.T, cfg Config) {
+		s := openStore(t, cfg, testOptions(t))
+		mustPut(t, s, testMessage("T", 0, "first", nil))
+		after := s.MaxPhyOffset()
+		if got, err := s.WaitForNewData(context.Background(), after-1); err != nil || got != after {
+			t.Fatalf("data already there: %d %v", got, err)
+		}
+		type result struct {
+			end int64
+			err error
+		}
+		got := make(chan result, 1)
+		go func() {
+			end, err := s.WaitForNewData(context.Background(), after)
+			got <- result{end, err}
+		}()
+		res := mustPut(t, s, testMessage("T", 0, "second", nil))
+		if r := <-got; r.err != nil || r.end < res.PhysicalOffset+int64(res.WroteBytes) {
+			t.Fatalf("woke with %d, %v; the put ends at %d", r.end, r.err, res.PhysicalOffset+int64(res.WroteBytes))
+		}
 
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				_, err := s.WaitForNewData(ctx, s.MaxPhyOffset())
-				got <- result{err: err}
-			}()
-			cancel()
-			if r := <-got; !errors.Is(r.err, context.Canceled) {
-				t.Fatalf("cancelled wait: %v", r.err)
-			}
-			go func() {
-				_, err := s.WaitForNewData(context.Background(), s.MaxPhyOffset())
-				got <- result{err: err}
-			}()
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if r := <-got; !errors.Is(r.err, ErrServiceNotAvailable) {
-				t.Fatalf("wait across Close: %v", r.err)
-			}
-		})
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			_, err := s.WaitForNewData(ctx, s.MaxPhyOffset())
+			got <- result{err: err}
+		}()
+		cancel()
+		if r := <-got; !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("cancelled wait: %v", r.err)
+		}
+		go func() {
+			_, err := s.WaitForNewData(context.Background(), s.MaxPhyOffset())
+			got <- result{err: err}
+		}()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-got; !errors.Is(r.err, ErrServiceNotAvailable) {
+			t.Fatalf("wait across Close: %v", r.err)
+		}
+	})
 }
 
 // On a SYNC_MASTER a put waits for its flush, then for the Replicator, whose status it
@@ -506,16 +495,7 @@ func TestReplicaRestartsFarBehind(t *testing.T) {
 	if slave.MaxPhyOffset() != 0 || slave.MaxOffsetInQueue("TopicA", 0) != 0 {
 		t.Fatalf("not empty: end %d, TopicA/0 max %d", slave.MaxPhyOffset(), slave.MaxOffsetInQueue("TopicA", 0))
 	}
-	data, release, err := master.ReadCommitLog(start, 32<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = slave.AppendCommitLog(start, data)
-	release()
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyLog(t, master, slave, 32<<10)
+	copyLogFrom(t, master, slave, start, 32<<10)
 	waitDispatched(t, slave)
 	for _, p := range puts {
 		if p.res.PhysicalOffset < start {
