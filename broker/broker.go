@@ -61,6 +61,7 @@ type Broker struct {
 	wg             sync.WaitGroup
 	closeOnce      sync.Once
 	closeErr       error
+	ha             haState // ha_*.go: classic replication
 
 	mu           sync.Mutex
 	masterAddr   string // guarded by mu: the master's client address (slaves), from the name server
@@ -107,7 +108,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b.addr = b.storeHost.String()
 	b.delayLevels, _ = parseDelayLevels(cfg.MessageDelayLevel) // validated above
-	b.haAddr = net.JoinHostPort(ip.String(), strconv.Itoa(cfg.ListenPort+1))
+	b.haAddr = net.JoinHostPort(ip.String(), strconv.Itoa(cfg.haListenPort()))
 	b.topics = newTopicConfigManager(&b.cfg, b.log)
 	b.topics.onChange = b.triggerRegister
 	b.offsets = newConsumerOffsetManager(&b.cfg, b.log)
@@ -130,6 +131,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		StoreHost:        b.storeHost,
 		ArrivingListener: b.arrived,
 		TagsCode:         b.scheduleTagsCode,
+		Replicator:       b.replicator(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
@@ -148,6 +150,10 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.server.SetInterceptor(aclCheck.Intercept)
 	}
 	b.metrics = newBrokerMetrics(b)
+	if err := b.newHA(); err != nil {
+		_ = b.store.Close()
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -287,6 +293,9 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.pullHold.start()
+	if err := b.startHA(); err != nil {
+		return fmt.Errorf("broker: start replication: %w", err)
+	}
 	if b.cfg.BrokerRole != RoleSlave {
 		b.schedule.start()
 		b.timer.start()
@@ -336,6 +345,9 @@ func (b *Broker) Close() error {
 		}
 		if err := b.store.Flush(); err != nil {
 			errs = append(errs, fmt.Errorf("flush store: %w", err))
+		}
+		if err := b.closeHA(); err != nil {
+			errs = append(errs, fmt.Errorf("close replication: %w", err))
 		}
 		if err := b.offsets.persist(true); err != nil {
 			errs = append(errs, fmt.Errorf("persist consumer offsets: %w", err))

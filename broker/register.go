@@ -126,9 +126,11 @@ func (b *Broker) registerLoop() {
 // onRegistered notes what the name servers answered (slaves learn their master here).
 func (b *Broker) onRegistered(res registerResult) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	changed := b.masterAddr != res.masterAddr
 	b.masterAddr = res.masterAddr
 	b.masterHAAddr = res.haServerAddr
+	b.mu.Unlock()
+	b.haRegistered(res, changed)
 }
 
 // triggerRegister asks the register loop to register now (after a topic change).

@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// Slave metadata sync (RocketMQ's SlaveSynchronize): classic replication copies only the CommitLog,
+// so a slave pulls topics, consumer offsets, delay offsets and subscription groups from its master's
+// remoting port every slaveSynchronizeInterval (10 s), and at once when it learns the master's
+// address. Topics and subscription groups are replaced when the master's DataVersion differs;
+// delay offsets are taken as they are; consumer offsets are merged (ha_offsets.go).
+
+// syncCallTimeout bounds one request to the master (RocketMQ's BrokerOuterAPI uses 3 s).
+const syncCallTimeout = 3 * time.Second
+
+// slaveSyncLoop runs the sync until the broker stops.
+func (b *Broker) slaveSyncLoop() {
+	defer b.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.wg.Add(1)
+	go func() { // a sync in flight ends with the broker
+		defer b.wg.Done()
+		select {
+		case <-b.stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	t := time.NewTicker(ms(b.cfg.Replication.SlaveSynchronizeInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		case <-b.ha.syncWake:
+		}
+		b.syncFromMaster(ctx)
+	}
+}
+
+// syncFromMaster is one round: the four tables, each on its own (one failing does not stop the rest).
+func (b *Broker) syncFromMaster(ctx context.Context) {
+	addr := b.masterAddress()
+	if addr == "" || addr == b.addr {
+		return
+	}
+	steps := []struct {
+		what string
+		fn   func(context.Context, string) error
+	}{
+		{"topics", b.syncTopics},
+		{"consumer offsets", b.syncConsumerOffsets},
+		{"delay offsets", b.syncDelayOffsets},
+		{"subscription groups", b.syncSubscriptionGroups},
+	}
+	for _, s := range steps {
+		if err := s.fn(ctx, addr); err != nil && ctx.Err() == nil {
+			b.log.Warn("slave sync from the master failed", "what", s.what, "master", addr, "err", err)
+		}
+	}
+}
+
+// masterAddress is the master's remoting address the name servers answered ("" while unknown).
+func (b *Broker) masterAddress() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.masterAddr
+}
+
+// callMaster sends req to the master and checks the answer's code.
+func (b *Broker) callMaster(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+	ctx, cancel := context.WithTimeout(ctx, syncCallTimeout)
+	defer cancel()
+	resp, err := b.ha.remote.Invoke(ctx, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != int32(remoting.Success) {
+		return nil, &remoteError{code: resp.Code, remark: resp.Remark}
+	}
+	return resp, nil
+}
+
+// fetchFromMaster sends a body-less request and decodes the JSON answer into v.
+func (b *Broker) fetchFromMaster(ctx context.Context, addr string, code remoting.RequestCode, v any) error {
+	resp, err := b.callMaster(ctx, addr, remoting.NewRequest(code, nil, nil))
+	if err != nil {
+		return err
+	}
+	if err := decodeFastJSON(resp.Body, v); err != nil {
+		return fmt.Errorf("decode %s answer: %w", code, err)
+	}
+	return nil
+}
+
+func (b *Broker) syncTopics(ctx context.Context, addr string) error {
+	var w TopicConfigWrapper
+	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllTopicConfig, &w); err != nil {
+		return err
+	}
+	for name, tc := range w.TopicConfigTable {
+		if tc != nil && tc.Attributes == nil {
+			tc.Attributes = map[string]string{}
+		}
+		if tc != nil && tc.TopicName == "" {
+			tc.TopicName = name
+		}
+	}
+	if !b.topics.replaceFrom(w.TopicConfigTable, w.DataVersion) {
+		return nil
+	}
+	b.log.Info("topics updated from the master", "master", addr, "topics", len(w.TopicConfigTable))
+	return b.topics.changed()
+}
+
+func (b *Broker) syncSubscriptionGroups(ctx context.Context, addr string) error {
+	var w SubscriptionGroupWrapper
+	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllSubscriptionGroupConfig, &w); err != nil {
+		return err
+	}
+	if !b.groups.replaceFrom(w.SubscriptionGroupTable, w.DataVersion) {
+		return nil
+	}
+	b.log.Info("subscription groups updated from the master", "master", addr, "groups", len(w.SubscriptionGroupTable))
+	return b.groups.persist()
+}
+
+func (b *Broker) syncDelayOffsets(ctx context.Context, addr string) error {
+	var w DelayOffsetWrapper
+	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllDelayOffset, &w); err != nil {
+		return err
+	}
+	for level, off := range w.OffsetTable {
+		b.schedule.setOffset(level, off)
+	}
+	return b.schedule.persist()
+}
+
+// replaceFrom replaces the table with values (nil ones skipped) and takes version, unless version
+// is the table's already (RocketMQ's slave sync of topics and subscription groups). It reports
+// whether it replaced anything.
+func (t *versionedTable[T]) replaceFrom(values map[string]*T, version DataVersion) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if version == t.version {
+		return false
+	}
+	table := make(map[string]*T, len(values))
+	for k, v := range values {
+		if v != nil {
+			c := *v
+			table[k] = &c
+		}
+	}
+	t.table = table
+	t.version = version
+	return true
+}
+
+// bareIntKey finds object keys written without quotes: fastjson (RocketMQ's brokers) writes the
+// int keys of offset tables that way ({"t@g":{0:5}}), which encoding/json refuses.
+var bareIntKey = regexp.MustCompile(`([{,]\s*)(-?[0-9]+)(\s*:)`)
+
+// decodeFastJSON decodes JSON, accepting fastjson's bare integer keys. Only a body the strict
+// decoder refuses is rewritten; topic and group names cannot hold ':' or ',', so the rewrite can
+// only touch a string value that itself holds such a pattern (a topic attribute, say).
+func decodeFastJSON(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	if err == nil {
+		return nil
+	}
+	if fixed := bareIntKey.ReplaceAll(body, []byte(`$1"$2"$3`)); len(fixed) != len(body) {
+		if json.Unmarshal(fixed, v) == nil {
+			return nil
+		}
+	}
+	return err
+}
