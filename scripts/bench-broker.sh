@@ -68,7 +68,7 @@ num() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" <<<"$1" | head -n1; }
 
 ns_port="$(free_port)"
 mkdir -p "$work/namesrv"
-./bin/mqnamesrv --listenPort="$ns_port" --rocketmqHome="$work/namesrv" --kvConfigPath="$work/namesrv/kvConfig.json" \
+./bin/mqnamesrv --listenPort="$ns_port" --metricsPort=0 --rocketmqHome="$work/namesrv" --kvConfigPath="$work/namesrv/kvConfig.json" \
   >"$work/namesrv.log" 2>&1 &
 ns_pid=$!
 wait_port "$ns_port" "$ns_pid" "$work/namesrv.log"
@@ -81,7 +81,7 @@ for flush in ASYNC_FLUSH SYNC_FLUSH; do
   port="$(free_port)"
   prof=()
   if [[ -n "$PROFILE" ]]; then mkdir -p "$PROFILE" && prof=(--cpuprofile="$PROFILE/broker-$flush.pprof"); fi
-  ./bin/mqbroker -n "$ns" --brokerName="bench-$flush" --brokerIP1=127.0.0.1 --listenPort="$port" \
+  ./bin/mqbroker -n "$ns" --brokerName="bench-$flush" --brokerIP1=127.0.0.1 --listenPort="$port" --metricsPort=0 \
     --storePathRootDir="$work/$flush" --flushDiskType="$flush" "${prof[@]}" >"$work/broker-$flush.log" 2>&1 &
   broker_pid=$!
   wait_port "$port" "$broker_pid" "$work/broker-$flush.log"
