@@ -8,7 +8,7 @@ PKGS     := ./...
 # by the wire-level tests in broker/, namesrv/ and remoting/.
 RACE_PKGS ?= $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build run test vet unit fuzz bench clean
+.PHONY: all build run run-ha bench-ha test vet unit fuzz bench clean
 
 all: build
 
@@ -19,6 +19,14 @@ build:
 # make run [DATA=./data]: a name server on 9876 and a broker on 10911, in the foreground.
 run: build
 	./scripts/run.sh "$(DATA)"
+
+# make run-ha [DATA=./data-ha]: a name server, a SYNC_MASTER broker-a and its slave on 127.0.0.1, in the foreground.
+run-ha: build
+	./scripts/run-ha.sh "$(or $(filter-out ./data,$(DATA)),./data-ha)"
+
+# make bench-ha: produce msgs/s and p99 with no replication, ASYNC_MASTER and SYNC_MASTER (scripts/bench-ha.sh).
+bench-ha:
+	./scripts/bench-ha.sh
 
 vet:
 	$(GO) vet $(PKGS)
