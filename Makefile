@@ -20,9 +20,10 @@ build:
 run: build
 	./scripts/run.sh "$(DATA)"
 
-# make run-ha [DATA=./data-ha]: a name server, a SYNC_MASTER broker-a and its slave on 127.0.0.1, in the foreground.
+# make run-ha [DATA=./data]: a name server, a SYNC_MASTER broker-a and its slave on 127.0.0.1 (data in $(DATA)/ha),
+# in the foreground.
 run-ha: build
-	./scripts/run-ha.sh "$(or $(filter-out ./data,$(DATA)),./data-ha)"
+	./scripts/run-ha.sh "$(DATA)/ha"
 
 # make bench-ha: produce msgs/s and p99 with no replication, ASYNC_MASTER and SYNC_MASTER (scripts/bench-ha.sh).
 bench-ha:

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # make run-ha: a name server on 9876, a SYNC_MASTER broker-a on 10911 (HA port 10912) and its slave
-# (brokerId 1) on 10921 (HA port 10922), all on 127.0.0.1, data under $1 (default ./data-ha): namesrv/,
+# (brokerId 1) on 10921 (HA port 10922), all on 127.0.0.1, data under $1 (default ./data/ha): namesrv/,
 # master/, slave/. In the foreground; Ctrl-C stops the slave, the master, then the name server (ordered
 # shutdowns). Extra settings: NAMESRV_PORT, MASTER_PORT, SLAVE_PORT, MASTER_ARGS, SLAVE_ARGS (any
 # --key=value, e.g. MASTER_ARGS="--flushDiskType=SYNC_FLUSH"). Metrics (/metrics): name server 5556, master 5557,
 # slave 5558 (NAMESRV_METRICS_PORT, MASTER_METRICS_PORT, SLAVE_METRICS_PORT; each process needs its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-data="${1:-./data-ha}"
+data="${1:-./data/ha}"
 ns_port="${NAMESRV_PORT:-9876}"
 master_port="${MASTER_PORT:-10911}"
 slave_port="${SLAVE_PORT:-10921}"
