@@ -185,6 +185,50 @@ func BenchmarkSyncFlushScaling(b *testing.B) {
 	}
 }
 
+// BenchmarkSyncFlushDuringWarm measures what the allocate service's warm-up of the next
+// file costs the writers of the current one: each round runs 16 SYNC_FLUSH writers for 3200
+// puts alone, then again while a 256 MiB file is being warmed (warmFrom, restarted until the
+// phase ends), and reports both rates.
+func BenchmarkSyncFlushDuringWarm(b *testing.B) {
+	s := benchStore(b, SyncFlush, nil)
+	path := filepath.Join(b.TempDir(), "warming")
+	var alone, warming time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		alone += timePuts(b, s, 16, 3200)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mf, err := createMappedFile(path, 0, 256<<20, false)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, err = mf.warmFrom(0)
+				_ = mf.destroy(true)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+		warming += timePuts(b, s, 16, 3200)
+		close(stop)
+		wg.Wait()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(3200*b.N)/alone.Seconds(), "alone-msgs/s")
+	b.ReportMetric(float64(3200*b.N)/warming.Seconds(), "warming-msgs/s")
+}
+
 // timePuts runs writers goroutines putting n 1 KiB messages in all and returns the time taken.
 func timePuts(b *testing.B, s *Store, writers, n int) time.Duration {
 	var wg sync.WaitGroup
