@@ -49,7 +49,7 @@ func TestHAKill9SyncMasterLosesNothing(t *testing.T) {
 	const topic = "HAKill9"
 	args := []string{"-n", c.NamesrvAddr(), "--brokerName=broker-ha", "--brokerIP1=127.0.0.1", "--listenPort=" + strconv.Itoa(port),
 		"--storePathRootDir=" + filepath.Join(t.TempDir(), "master"), "--brokerRole=SYNC_MASTER", "--flushDiskType=SYNC_FLUSH",
-		"--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536", "--registerNameServerPeriod=1000"}
+		"--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536", "--registerNameServerPeriod=1000", "--metricsPort=0"}
 	child := startChildBroker(t, args...)
 	w := newWireClient(t)
 	cluster.Eventually(t, 20*time.Second, func() bool {
