@@ -11,7 +11,8 @@ import (
 )
 
 // brokerMetrics is the broker's Prometheus endpoint on metricsPort: a registry whose collectors read the
-// broker's state at scrape time (this file, metrics_lag.go, metrics_ha.go) and the HTTP server. With
+// broker's state at scrape time (this file, metrics_lag.go, metrics_ha.go) and the HTTP server. The HA series
+// come with classic replication (b.ha, built in New); the Raft mode adds its own with registerRaft. With
 // metricsPort=0 it is empty and every method does nothing; only brokerStats' per-topic counters still run.
 type brokerMetrics struct {
 	reg    *prometheus.Registry // nil when metricsPort is 0
@@ -46,14 +47,6 @@ func (m *brokerMetrics) close() error {
 		return nil
 	}
 	return m.server.Close()
-}
-
-// registerHA adds the classic-replication series of a master (rocketmq_ha_*, metrics_ha.go). The HA
-// wiring calls it once the master's HA service exists; at any time, before or after start.
-func (m *brokerMetrics) registerHA(slaves haSlaves, maxPhyOffset func() int64) {
-	if m.reg != nil {
-		m.reg.MustRegister(newHACollector(slaves, maxPhyOffset))
-	}
 }
 
 // registerRaft adds the rocketmq_raft_* series. The Raft mode calls it once its node exists; only that
@@ -114,9 +107,11 @@ func (b *Broker) metricsCollector() prometheus.Collector {
 		ch <- metrics.Counter(flushFailuresDesc, float64(st.FlushFailures))
 		ch <- metrics.Gauge(pullsHeldDesc, float64(b.pullHold.count()))
 		b.collectConsumerLag(ch)
+		b.collectHA(ch)
 	}, brokerInfoDesc, messagesInDesc, messagesOutDesc, bytesInDesc, bytesOutDesc, putLatencyDesc, flushLatencyDesc,
 		flushBehindDesc, commitBehindDesc, dispatchBehindDesc, diskRatioDesc, writableDesc, putFailuresDesc,
-		flushFailuresDesc, pullsHeldDesc, consumerLagDesc, queueLagDesc, queueLagOmittedDesc)
+		flushFailuresDesc, pullsHeldDesc, consumerLagDesc, queueLagDesc, queueLagOmittedDesc,
+		haConnectionsDesc, haSlaveLagDesc, haMasterConnectedDesc)
 }
 
 // collectTopics sends the per-topic counters, and drops those of topics this broker no longer has (their

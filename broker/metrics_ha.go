@@ -17,23 +17,34 @@ var _ haSlaves = (*ha.Service)(nil)
 
 var (
 	haConnectionsDesc = metrics.Desc("rocketmq_ha_slave_connections",
-		"Slave connections on this master's HA port.")
+		"Slave connections on this master's HA port (classic replication).")
 	haSlaveLagDesc = metrics.Desc("rocketmq_ha_slave_lag_bytes",
 		"CommitLog bytes a slave has not acknowledged: the master's max physical offset minus the slave's last "+
 			"report. Absent for a connection that has not reported yet.", "slave")
+	haMasterConnectedDesc = metrics.Desc("rocketmq_ha_master_connected",
+		"1 while this slave's HA client is connected to its master, else 0 (classic replication).")
 )
 
-// newHACollector reads the slave connections of a master at scrape time. The slave label is the
-// connection's remote address (host:port): a slave that reconnects shows up under a new port.
-func newHACollector(slaves haSlaves, maxPhyOffset func() int64) prometheus.Collector {
-	return metrics.NewCollector(func(ch chan<- prometheus.Metric) {
-		conns := slaves.Connections()
-		end := maxPhyOffset()
-		ch <- metrics.Gauge(haConnectionsDesc, float64(len(conns)))
-		for _, c := range conns {
-			if c.AckOffset >= 0 {
-				ch <- metrics.Gauge(haSlaveLagDesc, float64(max(end-c.AckOffset, 0)), c.RemoteAddr)
-			}
+// collectHA sends the classic-replication series: a master's slaves and their lag, or whether a slave's
+// HA client is connected. The HA pieces are built in New and never replaced, so reading them here is safe.
+func (b *Broker) collectHA(ch chan<- prometheus.Metric) {
+	switch {
+	case b.ha.svc != nil:
+		collectSlaves(ch, b.ha.svc, b.store.MaxPhyOffset())
+	case b.ha.client != nil:
+		ch <- metrics.Gauge(haMasterConnectedDesc, metrics.Bool(b.ha.client.Connected()))
+	}
+}
+
+// collectSlaves sends the number of slave connections and, per connection that has reported, its lag
+// behind end. The slave label is the connection's remote address (host:port): a slave that reconnects
+// shows up under a new port, and its old series ends.
+func collectSlaves(ch chan<- prometheus.Metric, slaves haSlaves, end int64) {
+	conns := slaves.Connections()
+	ch <- metrics.Gauge(haConnectionsDesc, float64(len(conns)))
+	for _, c := range conns {
+		if c.AckOffset >= 0 {
+			ch <- metrics.Gauge(haSlaveLagDesc, float64(max(end-c.AckOffset, 0)), c.RemoteAddr)
 		}
-	}, haConnectionsDesc, haSlaveLagDesc)
+	}
 }

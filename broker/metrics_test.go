@@ -196,8 +196,13 @@ func TestStoreSeriesAndTopicCounters(t *testing.T) {
 			t.Errorf("%s missing", name)
 		}
 	}
-	if f.Count("rocketmq_raft_role") != 0 || f.Count("rocketmq_ha_slave_connections") != 0 {
-		t.Error("Raft or HA series without that mode")
+	if f.Count("rocketmq_raft_role") != 0 {
+		t.Error("Raft series without the Raft mode")
+	}
+	// Every master runs the HA service (as RocketMQ): no slave yet.
+	if v, ok := f.Value("rocketmq_ha_slave_connections"); !ok || v != 0 || f.Count("rocketmq_ha_slave_lag_bytes") != 0 {
+		t.Errorf("rocketmq_ha_slave_connections %v, %v and %d lag series on a master without slaves", v, ok,
+			f.Count("rocketmq_ha_slave_lag_bytes"))
 	}
 	if _, err := b.topics.delete(topic); err != nil {
 		t.Fatal(err)
@@ -256,14 +261,15 @@ func (f *fakeSlaves) Connections() []ha.ConnectionInfo {
 }
 
 func TestHASlaveLagSeries(t *testing.T) {
-	m := &brokerMetrics{reg: prometheus.NewRegistry()}
+	reg := prometheus.NewRegistry()
 	var end int64 = 1000
 	src := &fakeSlaves{conns: []ha.ConnectionInfo{
 		{RemoteAddr: "10.0.0.2:40001", RequestOffset: 0, AckOffset: 400},
 		{RemoteAddr: "10.0.0.3:40002", RequestOffset: -1, AckOffset: -1}, // not reported yet
 	}}
-	m.registerHA(src, func() int64 { return end })
-	f := gather(t, m.reg)
+	reg.MustRegister(metrics.NewCollector(func(ch chan<- prometheus.Metric) { collectSlaves(ch, src, end) },
+		haConnectionsDesc, haSlaveLagDesc))
+	f := gather(t, reg)
 	if v, _ := f.Value("rocketmq_ha_slave_connections"); v != 2 {
 		t.Errorf("connections %v, want 2", v)
 	}
@@ -276,7 +282,7 @@ func TestHASlaveLagSeries(t *testing.T) {
 	src.mu.Lock()
 	src.conns[0].AckOffset = 1000
 	src.mu.Unlock()
-	if v, _ := gather(t, m.reg).Value("rocketmq_ha_slave_lag_bytes", "slave", "10.0.0.2:40001"); v != 0 {
+	if v, _ := gather(t, reg).Value("rocketmq_ha_slave_lag_bytes", "slave", "10.0.0.2:40001"); v != 0 {
 		t.Errorf("lag %v after the slave caught up", v)
 	}
 }

@@ -168,3 +168,33 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsHASlaveLag: a master shows its slave's connection and a lag that is 0 once the slave holds
+// everything sent; the slave shows its HA client connected; the stopped slave's series go away.
+func TestMetricsHASlaveLag(t *testing.T) {
+	ports := map[int]int{}
+	c := cluster.Start(t, cluster.Options{Slaves: 1, Configure: func(i int, cfg *broker.Config) {
+		cfg.MetricsPort = cluster.FreePort(t)
+		ports[i] = cfg.MetricsPort
+		cfg.Replication.HASendHeartbeatInterval = 200
+	}})
+	const topic = "MetricsHA"
+	createTopic(t, c, topic, 2)
+	sendN(t, newProducer(t, c), topic, "ha", 20)
+	master := c.Broker(0).Store()
+	cluster.Eventually(t, 20*time.Second, func() bool {
+		f := scrapeAt(t, ports[0])
+		conns, _ := f.Value("rocketmq_ha_slave_connections")
+		lag, ok := f.Value("rocketmq_ha_slave_lag_bytes")
+		return conns == 1 && ok && lag == 0 && c.Broker(1).Store().MaxPhyOffset() == master.MaxPhyOffset()
+	}, "one slave with lag 0 once it holds the master's CommitLog")
+	if v, ok := scrapeAt(t, ports[1]).Value("rocketmq_ha_master_connected"); !ok || v != 1 {
+		t.Fatalf("the slave's rocketmq_ha_master_connected = %v, %v", v, ok)
+	}
+	c.StopBroker(1)
+	cluster.Eventually(t, 20*time.Second, func() bool {
+		f := scrapeAt(t, ports[0])
+		conns, _ := f.Value("rocketmq_ha_slave_connections")
+		return conns == 0 && f.Count("rocketmq_ha_slave_lag_bytes") == 0
+	}, "no slave series once the slave stopped")
+}
