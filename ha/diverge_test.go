@@ -151,7 +151,7 @@ func TestDivergentSlaveWithoutCheck(t *testing.T) {
 	before := slave.MaxPhyOffset()
 	sink, log := newLogSink(t)
 	svc := startService(t, testConfig(), master, testFileSize, log)
-	startClient(t, testConfig(), slave, svc.Addr().String(), nil, log)
+	startClient(t, testConfig(), slave, testFileSize, svc.Addr().String(), nil, log)
 	eventually(t, 10*time.Second, func() bool { return sink.count("a peer that lies gets nothing") >= 2 }, "the master refused the slave twice")
 	if slave.MaxPhyOffset() != before || svc.AckedOffset() != 0 {
 		t.Fatalf("slave at %d (was %d), master acknowledged %d", slave.MaxPhyOffset(), before, svc.AckedOffset())

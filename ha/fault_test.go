@@ -223,7 +223,7 @@ func TestConnectionCutRepeatedly(t *testing.T) {
 	proxy := startProxy(t, svc.Addr().String())
 	proxy.cutAfter.Store(10 << 10)
 	slave := newMemLog(testFileSize)
-	startClient(t, testConfig(), slave, proxy.ln.Addr().String(), localChecker{master}, log.With("side", "slave"))
+	startClient(t, testConfig(), slave, testFileSize, proxy.ln.Addr().String(), localChecker{master}, log.With("side", "slave"))
 
 	rng := rand.New(rand.NewPCG(7, 7))
 	for proxy.cuts.Load() < 20 {

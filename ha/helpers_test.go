@@ -109,10 +109,10 @@ func startService(t testing.TB, cfg Config, cl CommitLog, fileSize int64, log *s
 	return svc
 }
 
-func startClient(t testing.TB, cfg Config, cl CommitLog, addr string, checker TailChecker, log *slog.Logger) *Client {
+func startClient(t testing.TB, cfg Config, cl CommitLog, fileSize int64, addr string, checker TailChecker, log *slog.Logger) *Client {
 	t.Helper()
 	cfg.HAMasterAddress = addr
-	c, err := NewClient(cfg, cl, ClientOptions{Logger: log, FileSize: testFileSize, Checker: checker})
+	c, err := NewClient(cfg, cl, ClientOptions{Logger: log, FileSize: fileSize, Checker: checker})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func newPair(t testing.TB, master, slave *memLog) *pair {
 	sink, log := newLogSink(t)
 	p := &pair{master: master, slave: slave, logs: sink, log: log}
 	p.svc = startService(t, testConfig(), master, testFileSize, log.With("side", "master"))
-	p.client = startClient(t, testConfig(), slave, p.svc.Addr().String(), localChecker{master}, log.With("side", "slave"))
+	p.client = startClient(t, testConfig(), slave, testFileSize, p.svc.Addr().String(), localChecker{master}, log.With("side", "slave"))
 	return p
 }
 

@@ -50,7 +50,7 @@ func TestSlaveRestartResumesFromItsMax(t *testing.T) {
 	if got := waitStatus(t, p.svc, p.master.MaxPhyOffset()); got != store.PutSlaveNotAvailable {
 		t.Fatalf("Wait with no slave connected = %v, want SLAVE_NOT_AVAILABLE", got)
 	}
-	startClient(t, testConfig(), p.slave, p.svc.Addr().String(), localChecker{p.master}, p.log)
+	startClient(t, testConfig(), p.slave, testFileSize, p.svc.Addr().String(), localChecker{p.master}, p.log)
 	eventually(t, 10*time.Second, func() bool { return len(p.svc.Connections()) == 1 && p.svc.Connections()[0].RequestOffset >= 0 }, "slave reconnected")
 	if got := p.svc.Connections()[0].RequestOffset; got != resumeAt {
 		t.Fatalf("restarted slave requested %d, want its own max offset %d", got, resumeAt)

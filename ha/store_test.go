@@ -95,15 +95,7 @@ func TestRealStoresReplicateThroughCuts(t *testing.T) {
 	_, log := newLogSink(t)
 	svc := startService(t, testConfig(), master, storeFileSize, log)
 	proxy := startProxy(t, svc.Addr().String())
-	client, err := NewClient(withMaster(testConfig(), proxy.ln.Addr().String()), slave, ClientOptions{Logger: log, FileSize: storeFileSize,
-		Checker: localChecker{master}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
+	startClient(t, testConfig(), slave, storeFileSize, proxy.ln.Addr().String(), localChecker{master}, log)
 	for round := 0; proxy.cuts.Load() < 15; round++ {
 		proxy.cutAfter.Store(int64(500 + round*997%20000))
 		cuts := proxy.cuts.Load()
@@ -115,11 +107,6 @@ func TestRealStoresReplicateThroughCuts(t *testing.T) {
 	putN(t, master, "T", "last", 20, 100)
 	waitStoresIdentical(t, master, slave, "T")
 	t.Logf("%d cuts; %d bytes in %d messages replicated", proxy.cuts.Load(), master.MaxPhyOffset(), master.MaxOffsetInQueue("T", 0))
-}
-
-func withMaster(c Config, addr string) Config {
-	c.HAMasterAddress = addr
-	return c
 }
 
 // TestRealStoreDivergentSlave: on real stores, a slave with records its master never had (written
@@ -168,15 +155,7 @@ func TestRealStoreDivergentSlave(t *testing.T) {
 			before := slave.MaxPhyOffset()
 			sink, log := newLogSink(t)
 			svc := startService(t, testConfig(), master, storeFileSize, log)
-			client, err := NewClient(withMaster(testConfig(), svc.Addr().String()), slave, ClientOptions{Logger: log, FileSize: storeFileSize,
-				Checker: localChecker{master}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := client.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = client.Close() })
+			startClient(t, testConfig(), slave, storeFileSize, svc.Addr().String(), localChecker{master}, log)
 			eventually(t, 20*time.Second, func() bool {
 				conns := svc.Connections()
 				return len(conns) == 1 && conns[0].RequestOffset >= 0 && conns[0].RequestOffset <= common &&
