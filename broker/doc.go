@@ -8,7 +8,9 @@
 // (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID), admin.go and admin_*.go (topics, subscription groups, broker config,
 // stats, connections, offset reset: what mqadmin asks), register.go (REGISTER_BROKER / UNREGISTER_BROKER to
 // every name server), send_back.go (retry and dead-letter queues), transaction.go (half messages,
-// END_TRANSACTION, check-back), reply.go (request-reply).
+// END_TRANSACTION, check-back), reply.go (request-reply). Classic replication (package ha) is wired in by
+// ha_*.go: the HA service or client by role and the SYNC_MASTER store hook (ha_wiring.go), a slave's
+// metadata sync (ha_sync.go) and consumer-offset merge (ha_offsets.go), the tail check (ha_check.go).
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and
 // the timer topic before they are stored; schedule.go and timer.go deliver them when due; filter.go and
