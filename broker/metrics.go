@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"net"
 	"strconv"
 
@@ -31,23 +30,11 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 	return &brokerMetrics{reg: reg, server: metrics.NewServer(addr, reg, b.log.With("component", "metrics"))}
 }
 
-func (m *brokerMetrics) start() error {
-	if m.server == nil {
-		return nil
-	}
-	if err := m.server.Start(); err != nil {
-		return fmt.Errorf("config key metricsPort: %w (each broker and name server on a host needs its own metricsPort; 0 turns the endpoint off)", err)
-	}
-	return nil
-}
+// start binds metricsPort; the error of a port already taken names the key.
+func (m *brokerMetrics) start() error { return m.server.Start() }
 
 // close stops the endpoint and waits for the scrapes in flight: after it no collector reads the store.
-func (m *brokerMetrics) close() error {
-	if m.server == nil {
-		return nil
-	}
-	return m.server.Close()
-}
+func (m *brokerMetrics) close() error { return m.server.Close() }
 
 // registerRaft adds the rocketmq_raft_* series. The Raft mode calls it once its node exists; only that
 // mode does, so the series are absent otherwise.

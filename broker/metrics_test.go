@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -62,9 +61,7 @@ func startMetricsBroker(t *testing.T, cfg Config) *Broker {
 
 func scrapeBroker(t *testing.T, b *Broker) metrics.Families {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	f, err := metrics.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", b.cfg.MetricsPort, metrics.Path))
+	f, err := metrics.Scrape(context.Background(), b.metrics.server.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +228,7 @@ func TestMetricsEndpointLifecycle(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := metrics.Scrape(context.Background(), fmt.Sprintf("http://127.0.0.1:%d%s", cfg.MetricsPort, metrics.Path)); err == nil {
+	if _, err := metrics.Scrape(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.MetricsPort))); err == nil {
 		t.Fatal("the endpoint still answers after Close")
 	}
 

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,9 +19,7 @@ import (
 // scrapeAt reads the /metrics endpoint on port of 127.0.0.1.
 func scrapeAt(t *testing.T, port int) metrics.Families {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	f, err := metrics.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", port, metrics.Path))
+	f, err := metrics.Scrape(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		t.Fatal(err)
 	}

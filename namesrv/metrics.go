@@ -73,19 +73,13 @@ func (m *serverMetrics) collect(routes *RouteInfoManager, ch chan<- prometheus.M
 	})
 }
 
+// start binds metricsPort; the error of a port already taken names the key.
 func (m *serverMetrics) start() error {
-	if m.server == nil {
-		return nil
-	}
 	if err := m.server.Start(); err != nil {
-		return fmt.Errorf("namesrv: config key metricsPort: %w (each name server and broker on a host needs its own metricsPort; 0 turns the endpoint off)", err)
+		return fmt.Errorf("namesrv: %w", err)
 	}
 	return nil
 }
 
-func (m *serverMetrics) close() error {
-	if m.server == nil {
-		return nil
-	}
-	return m.server.Close()
-}
+// close stops the endpoint and waits for the scrapes in flight.
+func (m *serverMetrics) close() error { return m.server.Close() }

@@ -2,11 +2,10 @@ package namesrv
 
 import (
 	"context"
-	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -24,9 +23,7 @@ func freeMetricsPort(t *testing.T) int {
 
 func scrapeNamesrv(t *testing.T, port int) metrics.Families {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	f, err := metrics.Scrape(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", port, metrics.Path))
+	f, err := metrics.Scrape(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +64,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if err := f.ns.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := metrics.Scrape(context.Background(), fmt.Sprintf("http://127.0.0.1:%d%s", port, metrics.Path)); err == nil {
+	if _, err := metrics.Scrape(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 		t.Fatal("the endpoint answers after Close")
 	}
 }

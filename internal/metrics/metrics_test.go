@@ -27,9 +27,7 @@ func startServer(t *testing.T, cs ...prometheus.Collector) *Server {
 
 func scrape(t *testing.T, s *Server) Families {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	f, err := Scrape(ctx, "http://"+s.Addr()+Path)
+	f, err := Scrape(context.Background(), s.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +66,8 @@ func TestServerPortInUseNamesTheAddress(t *testing.T) {
 	defer ln.Close()
 	s := NewServer(ln.Addr().String(), NewRegistry(), nil)
 	err = s.Start()
-	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
-		t.Fatalf("Start on a used port: %v; want an error naming %s", err, ln.Addr())
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), "config key metricsPort") {
+		t.Fatalf("Start on a used port: %v; want an error naming %s and metricsPort", err, ln.Addr())
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close after a failed Start: %v", err)
@@ -88,10 +86,10 @@ func TestCloseWaitsForScrapeInFlight(t *testing.T) {
 		}
 		ch <- Gauge(d, 1)
 	}, d))
-	url := "http://" + s.Addr() + Path
+	addr := s.Addr()
 	scraped := make(chan error, 1)
 	go func() {
-		_, err := Scrape(context.Background(), url)
+		_, err := Scrape(context.Background(), addr)
 		scraped <- err
 	}()
 	<-entered
@@ -112,7 +110,7 @@ func TestCloseWaitsForScrapeInFlight(t *testing.T) {
 		t.Fatalf("the scrape in flight was cut: %v", err)
 	}
 	before := calls.Load()
-	if _, err := Scrape(context.Background(), url); err == nil {
+	if _, err := Scrape(context.Background(), addr); err == nil {
 		t.Fatal("scrape after Close succeeded")
 	}
 	if calls.Load() != before {

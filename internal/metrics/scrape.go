@@ -5,24 +5,29 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
+// scrapeClient bounds a scrape whose context has no deadline.
+var scrapeClient = &http.Client{Timeout: 30 * time.Second}
+
 // Families are the metric families of one scrape, by name.
 type Families map[string]*dto.MetricFamily
 
-// Scrape fetches url (an endpoint's Path) in the text exposition format and parses it: what Prometheus
-// would see. Tests and tools use it.
-func Scrape(ctx context.Context, url string) (Families, error) {
+// Scrape fetches the endpoint at addr (host:port) in the text exposition format and parses it: what
+// Prometheus would see. Tests and tools use it.
+func Scrape(ctx context.Context, addr string) (Families, error) {
+	url := "http://" + addr + Path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := scrapeClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: scrape %s: %w", url, err)
 	}

@@ -18,6 +18,10 @@ import (
 // Path is where the endpoint serves the metrics.
 const Path = "/metrics"
 
+// ConfigKey is the config key of the endpoint's port, in the broker's and the name server's config alike
+// (0 = no endpoint).
+const ConfigKey = "metricsPort"
+
 // closeTimeout bounds how long Close waits for scrapes in flight before cutting their connections.
 const closeTimeout = 5 * time.Second
 
@@ -32,7 +36,8 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// Server is the HTTP endpoint serving one registry on Path.
+// Server is the HTTP endpoint serving one registry on Path. A nil *Server is an endpoint that is off: its
+// methods do nothing.
 type Server struct {
 	addr string
 	log  *slog.Logger
@@ -66,8 +71,12 @@ func NewServer(addr string, g prometheus.Gatherer, log *slog.Logger) *Server {
 	return s
 }
 
-// Start binds the address and serves on a goroutine that Close waits for.
+// Start binds the address and serves on a goroutine that Close waits for. A port that cannot be bound is
+// an error naming ConfigKey.
 func (s *Server) Start() error {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed || s.mu.ln != nil {
@@ -75,7 +84,8 @@ func (s *Server) Start() error {
 	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
-		return fmt.Errorf("metrics: listen on %s: %w", s.addr, err)
+		return fmt.Errorf("config key %s: listen on %s: %w (each broker and name server on a host needs its own %s; 0 turns the endpoint off)",
+			ConfigKey, s.addr, err, ConfigKey)
 	}
 	s.mu.ln = ln
 	s.wg.Add(1)
@@ -91,6 +101,9 @@ func (s *Server) Start() error {
 
 // Addr is the bound address (host:port), or "" before Start.
 func (s *Server) Addr() string {
+	if s == nil {
+		return ""
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.ln == nil {
@@ -103,6 +116,9 @@ func (s *Server) Addr() string {
 // waits for the serving goroutine. Once it returns no collector of the registry runs on behalf of this
 // endpoint. Safe to call more than once, and without Start.
 func (s *Server) Close() error {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	started := s.mu.ln != nil && !s.mu.closed
 	s.mu.closed = true
