@@ -156,7 +156,8 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	root := filepath.Join(t.TempDir(), "store")
 	args := []string{"-n", c.NamesrvAddr(), "--brokerName=broker-t", "--brokerIP1=127.0.0.1",
-		"--listenPort=" + strconv.Itoa(port), "--storePathRootDir=" + root, "--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536"}
+		"--listenPort=" + strconv.Itoa(port), "--storePathRootDir=" + root, "--mappedFileSizeCommitLog=1048576", "--maxMessageSize=65536",
+		"--metricsPort=0"}
 	child := startChildBroker(t, args...)
 	w := newWireClient(t)
 	cluster.Eventually(t, 20*time.Second, func() bool {
