@@ -243,6 +243,9 @@ func (cq *consumeQueue) rollNextFile(qo int64) int64 {
 func (cq *consumeQueue) truncateAbove(phy int64) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
+	// The flush service must not move the flushed position past the cut meanwhile.
+	cq.q.flushMu.Lock()
+	defer cq.q.flushMu.Unlock()
 	end := cq.q.maxOffset()
 	files := cq.q.snapshot()
 	for end > 0 {

@@ -140,8 +140,9 @@ const (
 //
 // Lock order: reputService.mu (dispatch), stager.mu (SYNC_FLUSH commit), commitLog.putMu,
 // then the CommitLog queue's flushMu, commitMu and mu; putMu may be held while taking
-// allocator.mu; dispatch takes consumeQueue.mu (then its queue's mu), indexService.mu and
-// putMu (queue offsets of appended records). TruncateCommitLog holds the first five. No
+// allocator.mu; dispatch takes consumeQueue.mu (then its queue's mu; a truncation its
+// flushMu first), indexService.mu and putMu (queue offsets of appended records).
+// TruncateCommitLog holds the first five. No
 // other lock is held while calling the ArrivingListener, a put callback or the Replicator.
 type Store struct {
 	cfg   Config
