@@ -27,6 +27,7 @@ func haCluster(t *testing.T, configure func(c *broker.Config)) *cluster.Cluster 
 		}
 		c.Replication.SlaveSynchronizeInterval = 100
 		c.Replication.HASendHeartbeatInterval = 200
+		c.Replication.SlaveTimeout = 10_000 // a loaded test machine must not turn SEND_OK into FLUSH_SLAVE_TIMEOUT
 		if configure != nil {
 			configure(c)
 		}

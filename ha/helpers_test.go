@@ -19,7 +19,7 @@ func testConfig() Config {
 	c.HASendHeartbeatInterval = 100
 	c.HAHousekeepingInterval = 3000
 	c.HATransferBatchSize = 4 << 10
-	c.SlaveTimeout = 2000
+	c.SlaveTimeout = 10000 // tests of the timeout set their own
 	return c
 }
 
