@@ -280,11 +280,28 @@ func (q *mappedFileQueue) truncateTo(offset int64, zeroTail bool) error {
 
 // deleteFirst deletes files from the front while expired(f) says so, never the last file,
 // at most maxBatch of them; pause runs between two deletions and false from it stops.
+// expired runs with a reference held on f, so it may read f's data even while another
+// goroutine deletes the file.
 func (q *mappedFileQueue) deleteFirst(expired func(*mappedFile) bool, maxBatch int, pause func() bool) int {
 	deleted := 0
 	for deleted < maxBatch {
 		fs := q.snapshot()
-		if len(fs) < 2 || !expired(fs[0]) {
+		if len(fs) < 2 {
+			break
+		}
+		if !fs[0].hold() {
+			// Being deleted by someone else: look again once they are done.
+			q.mu.Lock()
+			cur := q.snapshot()
+			q.mu.Unlock()
+			if len(cur) > 0 && cur[0] == fs[0] {
+				break
+			}
+			continue
+		}
+		ok := expired(fs[0])
+		fs[0].release()
+		if !ok {
 			break
 		}
 		q.mu.Lock()
