@@ -110,14 +110,35 @@ func waitAllocatorIdle(s *Store) {
 	}
 }
 
+// sharedStore returns a store opened for the parent benchmark, so that the rounds of a
+// sub-benchmark (b.N ramp-up) share it: a SYNC_FLUSH store with 1 GiB files writes 2 GiB of
+// zeros when it opens (its first file, and the next one made ahead), which a store per
+// round would repeat several times per sub-benchmark.
+func sharedStore(parent *testing.B, flushDiskType string, tune func(*Config)) func() *Store {
+	var s *Store
+	return func() *Store {
+		if s == nil {
+			s = benchStore(parent, flushDiskType, tune)
+		}
+		waitAllocatorIdle(s)
+		return s
+	}
+}
+
 // BenchmarkPutMessage measures PutMessage for 128 B and 1 KiB bodies, one and 16 writers,
-// ASYNC_FLUSH and SYNC_FLUSH. Bytes are record bytes, as in BenchmarkRawWrite.
+// ASYNC_FLUSH and SYNC_FLUSH. Bytes are record bytes, as in BenchmarkRawWrite. An
+// ASYNC_FLUSH round gets a new store; the SYNC_FLUSH rounds of a sub-benchmark share one.
 func BenchmarkPutMessage(b *testing.B) {
 	for _, bs := range benchBodySizes {
 		for _, writers := range []int{1, 16} {
 			for _, flush := range []string{AsyncFlush, SyncFlush} {
+				shared := sharedStore(b, flush, nil)
 				b.Run(fmt.Sprintf("%s/writers=%d/%s", bs.name, writers, flush), func(b *testing.B) {
-					benchPut(b, benchStore(b, flush, nil), bs.size, writers)
+					s := shared
+					if flush == AsyncFlush {
+						s = func() *Store { return benchStore(b, flush, nil) }
+					}
+					benchPut(b, s(), bs.size, writers)
 				})
 			}
 		}
@@ -133,13 +154,13 @@ func BenchmarkSyncFlushVariants(b *testing.B) {
 		warm, pwrite bool
 	}{{"sparse/mmap", false, false}, {"sparse/pwrite", false, true}, {"warm/mmap", true, false}, {"warm/pwrite", true, true}} {
 		for _, writers := range []int{1, 16} {
+			shared := sharedStore(b, SyncFlush, func(c *Config) {
+				c.sparseSyncFlush = true
+				c.WarmMapedFileEnable = v.warm
+				c.WriteWithoutMmap = v.pwrite
+			})
 			b.Run(fmt.Sprintf("%s/writers=%d", v.name, writers), func(b *testing.B) {
-				s := benchStore(b, SyncFlush, func(c *Config) {
-					c.sparseSyncFlush = true
-					c.WarmMapedFileEnable = v.warm
-					c.WriteWithoutMmap = v.pwrite
-				})
-				benchPut(b, s, 1024, writers)
+				benchPut(b, shared(), 1024, writers)
 			})
 		}
 	}
@@ -150,9 +171,9 @@ func BenchmarkSyncFlushVariants(b *testing.B) {
 // turn, one writer for 200 puts then 16 writers for 3200 puts (1 KiB bodies), so a slower
 // disk or another process's load hits every phase alike. Stores: "default" (this store's
 // SYNC_FLUSH: warm files, staged records written by the flusher), "unstaged" (each put
-// writes its record with pwrite) and "sparse-mmap" (as before syncFlushFiles). For each it reports the
-// msgs/s of each phase over all rounds and the median of the per-round ratios (16 writers /
-// 1 writer).
+// writes its record with pwrite) and "sparse-mmap" (as before syncFlushFiles). For each it
+// reports the msgs/s of each phase over all rounds and the median of the per-round ratios
+// (16 writers / 1 writer).
 func BenchmarkSyncFlushScaling(b *testing.B) {
 	variants := []struct {
 		name  string

@@ -466,8 +466,11 @@ func (s *Store) putAndWait(ctx context.Context, msgs []*Message) (PutResult, err
 		return res, nil
 	}
 	ch := make(chan PutResult, 1)
-	var flushed atomic.Bool
-	s.awaitDurable(res, flush, repl, &flushed, func(r PutResult, _ error) { ch <- r })
+	var flushed *atomic.Bool // set once the flush step is over (SYNC_MASTER only)
+	if repl {
+		flushed = new(atomic.Bool)
+	}
+	s.awaitDurable(res, flush, repl, flushed, func(r PutResult, _ error) { ch <- r })
 	select {
 	case r := <-ch:
 		return r, nil
