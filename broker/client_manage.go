@@ -47,6 +47,7 @@ func (b *Broker) processUnregisterClient(ctx context.Context, conn *remoting.Con
 
 // connClosed forgets the clients of a closed connection and tells the groups they left.
 func (b *Broker) connClosed(conn *remoting.Conn) {
+	b.pullHold.dropConn(conn.ID())
 	b.clientsLeft(b.clients.connClosed(conn))
 }
 

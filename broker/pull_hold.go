@@ -184,6 +184,25 @@ func (s *pullHoldService) checkAll() {
 	s.mu.Unlock()
 }
 
+// dropConn forgets the held pulls of a closed connection: nobody is left to answer.
+func (s *pullHoldService) dropConn(connID uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, list := range s.held {
+		keep := list[:0]
+		for _, p := range list {
+			if p.conn.ID() != connID {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) == 0 {
+			delete(s.held, key)
+		} else {
+			s.held[key] = keep
+		}
+	}
+}
+
 // count is the number of held pulls (metrics, tests).
 func (s *pullHoldService) count() int {
 	s.mu.Lock()

@@ -143,6 +143,7 @@ func TestACLOfficialClient(t *testing.T) {
 
 // The same with TLS enforced on the name server and the broker, and the clients on WithTls(true).
 func TestACLOfficialClientOverTLS(t *testing.T) {
+	plainClientsAfter(t)
 	c := startSecureCluster(t, true, remoting.TLSEnforcing)
 	runACLScenario(t, c, true)
 
@@ -242,6 +243,7 @@ func runACLScenario(t *testing.T, c *cluster.Cluster, secure bool) {
 
 // A permissive broker and name server serve plain and TLS clients on the same ports.
 func TestTLSPermissiveServesPlainAndTLSClients(t *testing.T) {
+	plainClientsAfter(t)
 	c := startSecureCluster(t, false, remoting.TLSPermissive)
 	const topic = "PermissiveTopic"
 	createTopic(t, c, topic, 2) // a plain admin client

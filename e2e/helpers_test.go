@@ -216,3 +216,16 @@ func remotingPull(group, topic, expr, typ string) *remoting.Command {
 		"queueId": "0", "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "6", "commitOffset": "0",
 		"suspendTimeoutMillis": "0", "subscription": expr, "subVersion": "0", "expressionType": typ}, nil)
 }
+
+// plainClientsAfter makes clients created after t plain TCP again. The official Go client's WithTls sets
+// a field of its package-global default remoting config (every producer, consumer and admin shares that
+// pointer), so one TLS client turns TLS on for every later client in the process. Tests that use WithTls(true)
+// call this first.
+func plainClientsAfter(t *testing.T) {
+	t.Cleanup(func() {
+		p, err := rocketmq.NewProducer(producer.WithTls(false), producer.WithNsResolver(primitive.NewPassthroughResolver([]string{"127.0.0.1:1"})))
+		if err == nil {
+			_ = p.Shutdown()
+		}
+	})
+}
