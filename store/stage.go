@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // stagedWrites are CommitLog records appended under the put lock but not yet in the file
@@ -58,6 +60,25 @@ func (st *stagedWrites) reset() {
 type stager struct {
 	mu    sync.Mutex
 	spare stagedWrites // guarded by mu
+	// readAhead is the CommitLog offset up to which the pages ahead of the writes were asked
+	// for (guarded by mu); see readAheadOf.
+	readAhead int64
+}
+
+// readAheadWindow is how far ahead of the write position commitStaged asks the kernel to
+// read a warm file's pages.
+const readAheadWindow = 4 << 20
+
+// readAheadOf asks the kernel to read the pages ahead of end in f, once per half window. A
+// pwrite that covers part of a page not in the page cache must first read that page, and in
+// a warm file (written zeros) that is a disk read in the flush path; the page is cached
+// right after the file is warmed, but not after a reboot. Cheap when the pages are cached.
+func (c *commitLog) readAheadOf(f *mappedFile, end int64) {
+	if at := f.from + end; at+readAheadWindow/2 > c.stager.readAhead && end < f.size {
+		n := min(int64(readAheadWindow), f.size-end)
+		_ = unix.Fadvise(int(f.file.Fd()), end, n, unix.FADV_WILLNEED)
+		c.stager.readAhead = at + n
+	}
 }
 
 // commitStaged writes the staged records to their files and makes them readable. A failed
@@ -88,6 +109,7 @@ func (c *commitLog) writeStage(st stagedWrites) error {
 			break
 		}
 		sg.f.committed.Store(sg.end)
+		c.readAheadOf(sg.f, sg.end)
 	}
 	st.reset()
 	c.stager.spare = st

@@ -52,6 +52,7 @@ func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 	q.commitMu.Lock()
 	defer q.commitMu.Unlock()
 
+	cl.stager.readAhead = 0
 	if err := cl.writeStage(cl.takeStageLocked()); err != nil {
 		s.markNotWritable(err)
 		return false, fmt.Errorf("%w: %v", ErrNotWritable, err)
