@@ -89,6 +89,24 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 		meters[i] = stats.NewMeter()
 		workers[i] = client.worker(i, meters[i])
 	}
+	sum := driveProducers(ctx, &cfg, stats, workers)
+	if cfg.Mode == ModeOneway {
+		// Nothing acknowledges a oneway send: wait until the broker has stored what was handed to the
+		// connections, before closing them could lose it, and report how much that is.
+		sum.Stored = admin.waitStored(context.WithoutCancel(ctx), cfg.Topic, queues, stored0+sum.Messages, log) - stored0
+	}
+	cerr := client.close()
+	sum.Client, sum.Mode, sum.Topic = string(cfg.Client), string(cfg.Mode), cfg.Topic
+	sum.Threads, sum.MessageSize = cfg.Threads, cfg.MessageSize
+	if cerr != nil {
+		return sum, fmt.Errorf("close %s client: %w", cfg.Client, cerr)
+	}
+	return sum, nil
+}
+
+// driveProducers runs workers (one goroutine each) until cfg.Duration passes, cfg.Total messages are sent, or
+// ctx ends, reporting every cfg.Interval, and returns the summary once every outstanding send has finished.
+func driveProducers(ctx context.Context, cfg *ProducerConfig, stats *Stats, workers []producerWorker) *Summary {
 	var limiter *rate.Limiter
 	if cfg.Rate > 0 {
 		burst := 1
@@ -105,25 +123,13 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	stopReport := startReporter(stats, cfg.Interval)
 	var wg sync.WaitGroup
 	for i, w := range workers {
-		quota := workerQuota(cfg.Total, cfg.Threads, i)
-		wg.Go(func() { runProducerWorker(runCtx, &cfg, w, quota, limiter) })
+		quota := workerQuota(cfg.Total, len(workers), i)
+		wg.Go(func() { runProducerWorker(runCtx, cfg, w, quota, limiter) })
 	}
 	wg.Wait()
 	end := time.Now()
 	stopReport()
-	sum := stats.Summary(end)
-	if cfg.Mode == ModeOneway {
-		// Nothing acknowledges a oneway send: wait until the broker has stored what was handed to the
-		// connections, before closing them could lose it, and report how much that is.
-		sum.Stored = admin.waitStored(context.WithoutCancel(ctx), cfg.Topic, queues, stored0+sum.Messages, log) - stored0
-	}
-	cerr := client.close()
-	sum.Client, sum.Mode, sum.Topic = string(cfg.Client), string(cfg.Mode), cfg.Topic
-	sum.Threads, sum.MessageSize = cfg.Threads, cfg.MessageSize
-	if cerr != nil {
-		return sum, fmt.Errorf("close %s client: %w", cfg.Client, cerr)
-	}
-	return sum, nil
+	return stats.Summary(end)
 }
 
 // runContext is ctx, ended after d when d > 0.

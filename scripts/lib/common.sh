@@ -1,0 +1,112 @@
+# scripts/lib/common.sh: helpers shared by the benchmark scripts (source it after `cd` to the repository).
+# Processes started with start_bg are stopped by stop_all (newest first, SIGTERM then wait), which the
+# scripts call from their EXIT trap.
+
+# The pids started with start_bg, oldest first.
+BG_PIDS=()
+# The pid of the last process start_bg started.
+LAST_PID=""
+
+# start_bg LOG CMD...: starts CMD in the background with its output in LOG, and records its pid in LAST_PID.
+start_bg() {
+  local log="$1"
+  shift
+  "$@" >"$log" 2>&1 &
+  LAST_PID=$!
+  BG_PIDS+=("$LAST_PID")
+}
+
+# stop PID: SIGTERM and wait (ordered shutdown); nothing when PID is empty or gone.
+stop() {
+  if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+    kill -TERM "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+  fi
+}
+
+# stop_all: stops every process start_bg started, newest first.
+stop_all() {
+  local i
+  for ((i = ${#BG_PIDS[@]} - 1; i >= 0; i--)); do
+    stop "${BG_PIDS[i]}"
+  done
+  BG_PIDS=()
+}
+
+# free_port prints a port free on 127.0.0.1 whose next port is free too (a broker's HA port is listenPort+1).
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null; then
+      echo "$p"
+      return
+    fi
+  done
+  echo "no free port found" >&2
+  return 1
+}
+
+# wait_port PORT PID LOG [SECONDS]: wait until PORT accepts connections (at most SECONDS, default 10),
+# failing if PID exits first.
+wait_port() {
+  local tries=$(( ${4:-10} * 20 ))
+  for _ in $(seq 1 "$tries"); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
+    if ! kill -0 "$2" 2>/dev/null; then
+      echo "process $2 exited before listening on $1; its log:" >&2
+      cat "$3" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
+  echo "port $1 not listening after ${4:-10} s" >&2
+  return 1
+}
+
+# wait_log FILE TEXT: wait until FILE holds TEXT (at most 20 s).
+wait_log() {
+  for _ in $(seq 1 400); do
+    if grep -q "$2" "$1" 2>/dev/null; then return; fi
+    sleep 0.05
+  done
+  echo "no \"$2\" in $1 after 20 s; its log:" >&2
+  cat "$1" >&2
+  return 1
+}
+
+# num JSON KEY: the first numeric value of "KEY" in a one-line JSON summary.
+num() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" <<<"$1" | head -n1; }
+
+# ratio A B: A/B with two decimals, or "-" when B is 0 or empty.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b+0 > 0) printf "%.2f", a/b; else printf "-" }'; }
+
+# machine_line: cores, load average and Go version, for the head of every report.
+machine_line() {
+  echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $(go version | cut -d' ' -f3)"
+}
+
+# start_namesrv DIR: a name server on a free port, data in DIR; sets NS (host:port) and NS_PID.
+start_namesrv() {
+  local port
+  port="$(free_port)"
+  mkdir -p "$1/namesrv"
+  start_bg "$1/namesrv.log" ./bin/mqnamesrv --listenPort="$port" --metricsPort=0 --rocketmqHome="$1/namesrv" \
+    --kvConfigPath="$1/namesrv/kvConfig.json"
+  NS_PID=$LAST_PID
+  wait_port "$port" "$NS_PID" "$1/namesrv.log"
+  NS="127.0.0.1:$port"
+}
+
+# start_broker NAME DIR PORT [--key=value...]: a broker registered with $NS, data in DIR, log in DIR.log;
+# waits until it listens (60 s: a broker recovering a large store takes a while). Sets LAST_PID.
+start_broker() {
+  local name="$1" dir="$2" port="$3"
+  shift 3
+  start_bg "$dir.log" ./bin/mqbroker -n "$NS" --brokerName="$name" --brokerIP1=127.0.0.1 --listenPort="$port" \
+    --metricsPort=0 --storePathRootDir="$dir" "$@"
+  wait_port "$port" "$LAST_PID" "$dir.log" 60
+}
+
+# raft_available: whether this build of mqbroker knows the Raft mode's keys (issue 6).
+raft_available() { ./bin/mqbroker -p 2>/dev/null | grep -q '^enableDLegerCommitLog='; }
