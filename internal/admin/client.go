@@ -50,6 +50,13 @@ func (e *ResponseError) Error() string {
 	return fmt.Sprintf("%s to %s: %s (%d) %s", e.Request, e.Addr, e.Code, int32(e.Code), e.Remark)
 }
 
+// notFoundError is a lookup that found nothing (a message by id): the console answers it 404.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+func notFoundf(format string, args ...any) error { return &notFoundError{fmt.Sprintf(format, args...)} }
+
 // answered reports whether err is a ResponseError with code.
 func answered(err error, code remoting.ResponseCode) bool {
 	var re *ResponseError

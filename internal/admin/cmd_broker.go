@@ -125,31 +125,39 @@ func (r *runner) clusterList(ctx context.Context, more bool) (*clusterListResult
 	var errs []error
 	now := time.Now().UnixMilli()
 	for _, ref := range refs {
-		row := clusterRow{Cluster: ref.cluster, BrokerName: ref.name, BrokerID: ref.id, Addr: ref.addr}
-		kv, err := r.runtimeInfo(ctx, ref.addr)
+		row, _, err := r.brokerRow(ctx, ref, now)
 		if err != nil {
-			row.Unreachable = err.Error()
 			errs = append(errs, err)
-			res.Brokers = append(res.Brokers, row)
-			continue
 		}
-		row.Version = kv["brokerVersionDesc"]
-		row.InTPS, row.OutTPS = firstFloat(kv["putTps"]), firstFloat(kv["getTransferedTps"])
-		row.SendQueue, row.PullQueue, row.PCWait = kv["sendThreadPoolQueueSize"], kv["pullThreadPoolQueueSize"], kv["pageCacheLockTimeMills"]
-		if t := num(kv, "earliestMessageTimeStamp"); t > 0 {
-			row.Hours = float64(now-t) / 3_600_000
-		}
-		row.Space, _ = strconv.ParseFloat(kv["commitLogDiskRatio"], 64)
-		row.InYest = num(kv, "msgPutTotalTodayMorning") - num(kv, "msgPutTotalYesterdayMorning")
-		row.OutYest = num(kv, "msgGetTotalTodayMorning") - num(kv, "msgGetTotalYesterdayMorning")
-		row.InToday = num(kv, "msgPutTotalTodayNow") - num(kv, "msgPutTotalTodayMorning")
-		row.OutToday = num(kv, "msgGetTotalTodayNow") - num(kv, "msgGetTotalTodayMorning")
 		res.Brokers = append(res.Brokers, row)
 	}
 	if len(errs) > 0 {
 		return res, fmt.Errorf("%d of %d brokers did not answer: %w", len(errs), len(refs), errors.Join(errs...))
 	}
 	return res, nil
+}
+
+// brokerRow is ref's clusterList row, read from its runtime info (returned too); a broker that does not
+// answer gets a row with Unreachable set, and the error.
+func (r *runner) brokerRow(ctx context.Context, ref brokerRef, now int64) (clusterRow, map[string]string, error) {
+	row := clusterRow{Cluster: ref.cluster, BrokerName: ref.name, BrokerID: ref.id, Addr: ref.addr}
+	kv, err := r.runtimeInfo(ctx, ref.addr)
+	if err != nil {
+		row.Unreachable = err.Error()
+		return row, nil, err
+	}
+	row.Version = kv["brokerVersionDesc"]
+	row.InTPS, row.OutTPS = firstFloat(kv["putTps"]), firstFloat(kv["getTransferedTps"])
+	row.SendQueue, row.PullQueue, row.PCWait = kv["sendThreadPoolQueueSize"], kv["pullThreadPoolQueueSize"], kv["pageCacheLockTimeMills"]
+	if t := num(kv, "earliestMessageTimeStamp"); t > 0 {
+		row.Hours = float64(now-t) / 3_600_000
+	}
+	row.Space, _ = strconv.ParseFloat(kv["commitLogDiskRatio"], 64)
+	row.InYest = num(kv, "msgPutTotalTodayMorning") - num(kv, "msgPutTotalYesterdayMorning")
+	row.OutYest = num(kv, "msgGetTotalTodayMorning") - num(kv, "msgGetTotalYesterdayMorning")
+	row.InToday = num(kv, "msgPutTotalTodayNow") - num(kv, "msgPutTotalTodayMorning")
+	row.OutToday = num(kv, "msgGetTotalTodayNow") - num(kv, "msgGetTotalTodayMorning")
+	return row, kv, nil
 }
 
 // brokerKV is a key/value listing per broker (brokerStatus, getBrokerConfig).

@@ -191,36 +191,46 @@ func consumerProgressCmd() *command {
 			if group == "" {
 				return r.groupsProgress(ctx)
 			}
-			cs, err := r.consumeStats(ctx, group)
+			res, err := r.consumerProgress(ctx, group, showClientIP)
 			if err != nil {
 				return nil, err
 			}
-			if len(cs.OffsetTable) == 0 {
+			if len(res.Queues) == 0 {
 				return nil, fmt.Errorf("consumer group %s has no consume stats: it has committed no offset on its topics", group)
-			}
-			res := &consumerProgressResult{Group: group, ConsumeTps: cs.ConsumeTps, Queues: []progressRow{},
-				showClientIP: showClientIP}
-			var owners map[messageQueue]string
-			if showClientIP {
-				owners = r.queueOwners(ctx, group)
-			}
-			for _, e := range cs.OffsetTable {
-				diff := e.Value.BrokerOffset - e.Value.ConsumerOffset
-				res.Queues = append(res.Queues, progressRow{Topic: e.MQ.Topic, BrokerName: e.MQ.BrokerName,
-					QueueID: e.MQ.QueueID, BrokerOffset: e.Value.BrokerOffset, ConsumerOffset: e.Value.ConsumerOffset,
-					ClientIP: owners[e.MQ], Diff: diff, LastTimestamp: e.Value.LastTimestamp})
-				res.BrokerOffsetTotal += e.Value.BrokerOffset
-				res.ConsumerOffsetTotal += e.Value.ConsumerOffset
-				res.DiffTotal += diff
 			}
 			return res, nil
 		}
 	}}
 }
 
+// consumerProgress is group's lag per queue with the totals; with showClientIP each queue names the client
+// that holds it.
+func (r *runner) consumerProgress(ctx context.Context, group string, showClientIP bool) (*consumerProgressResult, error) {
+	cs, err := r.consumeStats(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	res := &consumerProgressResult{Group: group, ConsumeTps: cs.ConsumeTps, Queues: []progressRow{},
+		showClientIP: showClientIP}
+	var owners map[messageQueue]string
+	if showClientIP {
+		owners = r.queueOwners(ctx, group)
+	}
+	for _, e := range cs.OffsetTable {
+		diff := e.Value.BrokerOffset - e.Value.ConsumerOffset
+		res.Queues = append(res.Queues, progressRow{Topic: e.MQ.Topic, BrokerName: e.MQ.BrokerName,
+			QueueID: e.MQ.QueueID, BrokerOffset: e.Value.BrokerOffset, ConsumerOffset: e.Value.ConsumerOffset,
+			ClientIP: owners[e.MQ], Diff: diff, LastTimestamp: e.Value.LastTimestamp})
+		res.BrokerOffsetTotal += e.Value.BrokerOffset
+		res.ConsumerOffsetTotal += e.Value.ConsumerOffset
+		res.DiffTotal += diff
+	}
+	return res, nil
+}
+
 // groupsProgress is consumerProgress without -g: every group that has a retry topic, with its
 // connections and total lag.
-func (r *runner) groupsProgress(ctx context.Context) (result, error) {
+func (r *runner) groupsProgress(ctx context.Context) (*groupsProgressResult, error) {
 	topics, err := r.c.topicList(ctx)
 	if err != nil {
 		return nil, err
@@ -342,35 +352,46 @@ func producerConnectionCmd() *command {
 		f.String(&group, "g", "producerGroup", "producer group name", true)
 		f.String(&topic, "t", "topic", "topic name", true)
 		return func(ctx context.Context, r *runner) (result, error) {
-			route, err := r.c.route(ctx, topic)
+			res, err := r.producerConnections(ctx, group, topic)
+			if res == nil || len(res.Connections) > 0 {
+				return res, err
+			}
+			none := fmt.Sprintf("producer group %s has no connection to the brokers of topic %s", group, topic)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", none, err)
 			}
-			res := &producerConnectionResult{Group: group, Connections: []connectionRow{}}
-			seen := map[string]bool{}
-			var errs []error
-			for _, ref := range routeBrokers(route) {
-				var pc struct {
-					ConnectionSet []clientConnection `json:"connectionSet"`
-				}
-				err := r.c.invokeJSON(ctx, ref.addr, remoting.GetProducerConnectionList, map[string]string{"producerGroup": group}, &pc)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				for _, c := range pc.ConnectionSet {
-					if !seen[c.ClientID] { // a producer instance has a connection to every broker; list it once
-						seen[c.ClientID] = true
-						res.Connections = append(res.Connections, c.row())
-					}
-				}
-			}
-			if len(res.Connections) == 0 {
-				return nil, fmt.Errorf("producer group %s has no connection to the brokers of topic %s: %w", group, topic, errors.Join(errs...))
-			}
-			return res, nil
+			return nil, errors.New(none)
 		}
 	}}
+}
+
+// producerConnections lists the producers of group connected to the brokers of topic
+// (GET_PRODUCER_CONNECTION_LIST), with the failures of the brokers that did not answer joined.
+func (r *runner) producerConnections(ctx context.Context, group, topic string) (*producerConnectionResult, error) {
+	route, err := r.c.route(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	res := &producerConnectionResult{Group: group, Connections: []connectionRow{}}
+	seen := map[string]bool{}
+	var errs []error
+	for _, ref := range routeBrokers(route) {
+		var pc struct {
+			ConnectionSet []clientConnection `json:"connectionSet"`
+		}
+		err := r.c.invokeJSON(ctx, ref.addr, remoting.GetProducerConnectionList, map[string]string{"producerGroup": group}, &pc)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, c := range pc.ConnectionSet {
+			if !seen[c.ClientID] { // a producer instance has a connection to every broker; list it once
+				seen[c.ClientID] = true
+				res.Connections = append(res.Connections, c.row())
+			}
+		}
+	}
+	return res, errors.Join(errs...)
 }
 
 // subscriptionGroupConfig is a SubscriptionGroupConfig body.

@@ -109,7 +109,7 @@ func (r *runner) findByID(ctx context.Context, id, topic string) (*store.Message
 	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("message %s not found in topic %s", id, topic)
+	return nil, notFoundf("message %s not found in topic %s", id, topic)
 }
 
 type keyRow struct {

@@ -78,33 +78,40 @@ func resetOffsetByTimeCmd() *command {
 			if err != nil {
 				return nil, usagef("option -s (--timestamp): %v", err)
 			}
-			route, err := r.c.route(ctx, topic)
-			if err != nil {
-				return nil, err
-			}
-			res := &resetOffsetResult{Group: group, Topic: topic, Force: force, TimestampString: stamp, Timestamp: ts,
-				Queues: []resetRow{}}
-			ext := map[string]string{"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10),
-				"isForce": strconv.FormatBool(force)}
-			var errs []error
-			for _, ref := range routeBrokers(route) {
-				resp, err := r.c.invoke(ctx, ref.addr, remoting.InvokeBrokerToResetOffset, ext, nil)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				var body struct {
-					OffsetTable queueTable[int64] `json:"offsetTable"`
-				}
-				if err := decodeFastJSON(resp.Body, &body); err != nil {
-					errs = append(errs, fmt.Errorf("reset offset answer from %s: %w", ref.addr, err))
-					continue
-				}
-				for _, e := range body.OffsetTable {
-					res.Queues = append(res.Queues, resetRow{BrokerName: e.MQ.BrokerName, QueueID: e.MQ.QueueID, Offset: e.Value})
-				}
-			}
-			return res, errors.Join(errs...)
+			return r.resetOffset(ctx, group, topic, stamp, ts, force)
 		}
 	}}
+}
+
+// resetOffset moves group's offsets on topic to the first message stored at or after ts (-1: the end of
+// each queue) on every broker of the topic's route (INVOKE_BROKER_TO_RESET_OFFSET), going on after a
+// failure; stamp is ts as the user wrote it.
+func (r *runner) resetOffset(ctx context.Context, group, topic, stamp string, ts int64, force bool) (*resetOffsetResult, error) {
+	route, err := r.c.route(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	res := &resetOffsetResult{Group: group, Topic: topic, Force: force, TimestampString: stamp, Timestamp: ts,
+		Queues: []resetRow{}}
+	ext := map[string]string{"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10),
+		"isForce": strconv.FormatBool(force)}
+	var errs []error
+	for _, ref := range routeBrokers(route) {
+		resp, err := r.c.invoke(ctx, ref.addr, remoting.InvokeBrokerToResetOffset, ext, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var body struct {
+			OffsetTable queueTable[int64] `json:"offsetTable"`
+		}
+		if err := decodeFastJSON(resp.Body, &body); err != nil {
+			errs = append(errs, fmt.Errorf("reset offset answer from %s: %w", ref.addr, err))
+			continue
+		}
+		for _, e := range body.OffsetTable {
+			res.Queues = append(res.Queues, resetRow{BrokerName: e.MQ.BrokerName, QueueID: e.MQ.QueueID, Offset: e.Value})
+		}
+	}
+	return res, errors.Join(errs...)
 }

@@ -99,21 +99,28 @@ func updateTopicCmd() *command {
 			if unitSub {
 				tc.TopicSysFlag |= topicFlagUnitSub
 			}
-			res := &updateTopicResult{TopicConfig: tc}
-			ext := map[string]string{"topic": tc.TopicName, "defaultTopic": "TBW102",
-				"readQueueNums": strconv.Itoa(tc.ReadQueueNums), "writeQueueNums": strconv.Itoa(tc.WriteQueueNums),
-				"perm": strconv.Itoa(tc.Perm), "topicFilterType": "SINGLE_TAG",
-				"topicSysFlag": strconv.Itoa(tc.TopicSysFlag), "order": strconv.FormatBool(tc.Order)}
-			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
-				_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateTopic, ext, nil)
-				return err
-			})
-			if err == nil && tc.Order {
-				res.OrderConf, err = r.setOrderConf(ctx, refs, tc)
-			}
-			return res, err
+			return r.updateTopic(ctx, refs, tc)
 		}
 	}}
+}
+
+// updateTopic creates or updates topic tc on every broker of refs (UPDATE_AND_CREATE_TOPIC), going on after
+// a failure, then records an ordered topic's layout at the name servers.
+func (r *runner) updateTopic(ctx context.Context, refs []brokerRef, tc topicConfig) (*updateTopicResult, error) {
+	res := &updateTopicResult{TopicConfig: tc}
+	ext := map[string]string{"topic": tc.TopicName, "defaultTopic": "TBW102",
+		"readQueueNums": strconv.Itoa(tc.ReadQueueNums), "writeQueueNums": strconv.Itoa(tc.WriteQueueNums),
+		"perm": strconv.Itoa(tc.Perm), "topicFilterType": "SINGLE_TAG",
+		"topicSysFlag": strconv.Itoa(tc.TopicSysFlag), "order": strconv.FormatBool(tc.Order)}
+	var err error
+	res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
+		_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateTopic, ext, nil)
+		return err
+	})
+	if err == nil && tc.Order {
+		res.OrderConf, err = r.setOrderConf(ctx, refs, tc)
+	}
+	return res, err
 }
 
 // setOrderConf records an ordered topic's "brokerName:queues;..." layout in the name servers' KV config, as
@@ -373,16 +380,9 @@ func topicStatusCmd() *command {
 			if err != nil {
 				return nil, err
 			}
-			res := &topicStatusResult{Topic: topic, Queues: []topicStatusRow{}}
-			for _, ref := range routeBrokers(route) {
-				stats, err := r.topicStats(ctx, ref.addr, topic)
-				if err != nil {
-					return nil, err
-				}
-				for _, e := range stats {
-					res.Queues = append(res.Queues, topicStatusRow{BrokerName: e.MQ.BrokerName, QueueID: e.MQ.QueueID,
-						MinOffset: e.Value.MinOffset, MaxOffset: e.Value.MaxOffset, LastUpdateTimestamp: e.Value.LastUpdateTimestamp})
-				}
+			res, err := r.topicStatus(ctx, route, topic)
+			if err != nil {
+				return nil, err
 			}
 			if len(res.Queues) == 0 {
 				return nil, fmt.Errorf("topic %s: no broker has stats of it", topic)
@@ -390,6 +390,23 @@ func topicStatusCmd() *command {
 			return res, nil
 		}
 	}}
+}
+
+// topicStatus is the min and max offsets of every queue of topic, from each broker of its route
+// (GET_TOPIC_STATS_INFO).
+func (r *runner) topicStatus(ctx context.Context, route *namesrv.TopicRouteData, topic string) (*topicStatusResult, error) {
+	res := &topicStatusResult{Topic: topic, Queues: []topicStatusRow{}}
+	for _, ref := range routeBrokers(route) {
+		stats, err := r.topicStats(ctx, ref.addr, topic)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range stats {
+			res.Queues = append(res.Queues, topicStatusRow{BrokerName: e.MQ.BrokerName, QueueID: e.MQ.QueueID,
+				MinOffset: e.Value.MinOffset, MaxOffset: e.Value.MaxOffset, LastUpdateTimestamp: e.Value.LastUpdateTimestamp})
+		}
+	}
+	return res, nil
 }
 
 // topicStats is GET_TOPIC_STATS_INFO at one broker.

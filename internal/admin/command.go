@@ -50,6 +50,7 @@ func commands() []*command {
 		consumerProgressCmd(), consumerConnectionCmd(), producerConnectionCmd(),
 		updateSubGroupCmd(), deleteSubGroupCmd(), resetOffsetByTimeCmd(),
 		queryMsgByIdCmd(), queryMsgByKeyCmd(), queryMsgByOffsetCmd(), sendMessageCmd(), consumeMessageCmd(),
+		consoleCmd(),
 	}
 }
 

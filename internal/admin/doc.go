@@ -7,7 +7,8 @@
 // Topics: updateTopic, deleteTopic, topicList, topicRoute, topicStatus. Brokers: clusterList, brokerStatus,
 // getBrokerConfig, updateBrokerConfig. Consumers: consumerProgress (lag per queue, with totals),
 // consumerConnection, producerConnection, updateSubGroup, deleteSubGroup, resetOffsetByTime. Messages:
-// queryMsgById, queryMsgByKey, queryMsgByOffset, sendMessage, consumeMessage. `mqadmin help [command]`
+// queryMsgById, queryMsgByKey, queryMsgByOffset, sendMessage, consumeMessage. The web console: console
+// (internal/console serves it; console.go answers its pages with these commands' requests). `mqadmin help [command]`
 // lists them or a command's options. The Raft commands are not there yet: see raft.go.
 //
 // # Options

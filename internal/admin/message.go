@@ -154,11 +154,14 @@ func (v *messageView) String() string {
 		v.OffsetMsgID, v.CommitLogOffset, v.BodyCRC, v.ReconsumeTimes, v.Topic, javaMap(v.Properties), len(v.body))
 }
 
-// messageTrack is RocketMQ's MessageTrack: whether a group consumed a message.
+// messageTrack is RocketMQ's MessageTrack: whether a group consumed a message. ConsumerOffset is the
+// group's committed offset on the message's queue when it was read (the message is consumed once that offset
+// is past the message's queue offset); nil when the group has none there.
 type messageTrack struct {
-	ConsumerGroup string `json:"consumerGroup"`
-	TrackType     string `json:"trackType"` // CONSUMED, CONSUMED_BUT_FILTERED, PULL, NOT_CONSUME_YET, NOT_ONLINE, UNKNOWN
-	ExceptionDesc string `json:"exceptionDesc,omitempty"`
+	ConsumerGroup  string `json:"consumerGroup"`
+	TrackType      string `json:"trackType"` // CONSUMED, CONSUMED_BUT_FILTERED, PULL, NOT_CONSUME_YET, NOT_ONLINE, UNKNOWN
+	ExceptionDesc  string `json:"exceptionDesc,omitempty"`
+	ConsumerOffset *int64 `json:"consumerOffset,omitempty"`
 }
 
 func (mt messageTrack) String() string {
@@ -187,22 +190,27 @@ func (r *runner) tracks(ctx context.Context, v *messageView) []messageTrack {
 		case cc.ConsumeType == "CONSUME_ACTIVELY":
 			mt.TrackType = "PULL"
 		default:
-			mt.TrackType, mt.ExceptionDesc = r.consumedBy(ctx, v, g, cc)
+			r.consumedBy(ctx, v, cc, &mt)
 		}
 		out = append(out, mt)
 	}
 	return out
 }
 
-func (r *runner) consumedBy(ctx context.Context, v *messageView, group string, cc *consumerConnection) (string, string) {
-	cs, err := r.consumeStats(ctx, group)
+// consumedBy sets mt's track type (and the group's offset on the message's queue) from the group's consume
+// stats.
+func (r *runner) consumedBy(ctx context.Context, v *messageView, cc *consumerConnection, mt *messageTrack) {
+	cs, err := r.consumeStats(ctx, mt.ConsumerGroup)
 	if err != nil {
-		return "UNKNOWN", err.Error()
+		mt.TrackType, mt.ExceptionDesc = "UNKNOWN", err.Error()
+		return
 	}
 	ci, err := r.c.clusterInfo(ctx)
 	if err != nil {
-		return "UNKNOWN", err.Error()
+		mt.TrackType, mt.ExceptionDesc = "UNKNOWN", err.Error()
+		return
 	}
+	mt.TrackType = "NOT_CONSUME_YET"
 	for _, e := range cs.OffsetTable {
 		if e.MQ.Topic != v.Topic || e.MQ.QueueID != v.QueueID {
 			continue
@@ -210,15 +218,17 @@ func (r *runner) consumedBy(ctx context.Context, v *messageView, group string, c
 		if bd, ok := ci.BrokerAddrTable[e.MQ.BrokerName]; !ok || pickAddr(bd) != v.StoreHost {
 			continue
 		}
-		if e.Value.ConsumerOffset <= v.QueueOffset {
-			return "NOT_CONSUME_YET", ""
+		offset := e.Value.ConsumerOffset
+		mt.ConsumerOffset = &offset
+		switch sub, ok := cc.SubscriptionTable[v.Topic]; {
+		case offset <= v.QueueOffset:
+		case ok && !tagMatches(sub.SubString, v.Tags):
+			mt.TrackType = "CONSUMED_BUT_FILTERED"
+		default:
+			mt.TrackType = "CONSUMED"
 		}
-		if sub, ok := cc.SubscriptionTable[v.Topic]; ok && !tagMatches(sub.SubString, v.Tags) {
-			return "CONSUMED_BUT_FILTERED", ""
-		}
-		return "CONSUMED", ""
+		return
 	}
-	return "NOT_CONSUME_YET", ""
 }
 
 // tagMatches reports whether a TAG subscription ("*", "", or "a || b") takes tag.

@@ -1,0 +1,78 @@
+// The cluster page: brokers per cluster and broker group, and their throughput over the last minutes.
+
+import { el, api, replace, table, fmtRate, fmtPct, errorNotice, notice } from './dom.js';
+import { lineChart } from './chart.js';
+
+function brokerLabel(b) {
+  return `${b.brokerName}#${b.brokerId} ${b.addr}`;
+}
+
+function roleText(b) {
+  if (b.raft) return b.raft.role;
+  return b.role || (b.brokerId === 0 ? 'MASTER' : 'SLAVE');
+}
+
+// brokerTable lists one cluster's brokers, grouped by broker name; the Raft columns appear when some broker
+// reports Raft status.
+function brokerTable(brokers, raft) {
+  const cols = [
+    { title: 'Broker', cell: (b) => b.brokerName },
+    { title: 'ID', cell: (b) => String(b.brokerId), num: true },
+    { title: 'Role', cell: (b) => roleText(b) },
+    { title: 'Address', cell: (b) => b.addr },
+    { title: 'Version', cell: (b) => b.version || '-' },
+    { title: 'In TPS', cell: (b) => fmtRate(b.inTps), num: true },
+    { title: 'Out TPS', cell: (b) => fmtRate(b.outTps), num: true },
+    { title: 'Disk used', cell: (b) => diskCell(b.diskRatio), num: true },
+  ];
+  if (raft) {
+    cols.push(
+      { title: 'Raft group', cell: (b) => (b.raft ? b.raft.group : '-') },
+      { title: 'Term', cell: (b) => (b.raft ? String(b.raft.term) : '-'), num: true },
+      { title: 'Leader', cell: (b) => (b.raft ? b.raft.leader || 'none' : '-') },
+      { title: 'Commit / applied', cell: (b) => (b.raft ? `${b.raft.commitIndex} / ${b.raft.appliedIndex}` : '-'), num: true });
+  }
+  cols.push({ title: 'Status', cell: (b) => (b.error ? el('span', { class: 'bad', title: b.error }, 'unreachable') : el('span', { class: 'good' }, 'up')) });
+  return table(cols, brokers, { rowAttrs: (b) => ({ class: b.error ? 'down' : null, dataset: { addr: b.addr } }) });
+}
+
+function diskCell(ratio) {
+  const pct = Math.min(100, Math.max(0, Number(ratio || 0) * 100));
+  return el('span', { class: 'disk' }, el('meter', { min: 0, max: 100, low: 75, high: 90, optimum: 0, value: pct }), ' ', fmtPct(ratio));
+}
+
+export function render(main, params, ctx) {
+  const summary = el('p', { id: 'cluster-summary', class: 'muted' }, 'Loading…');
+  const tables = el('div', { id: 'cluster-tables' });
+  const charts = el('div', { class: 'charts', id: 'tps-charts' });
+  replace(main, el('h1', null, 'Cluster'), summary, tables, el('h2', null, 'Throughput'), charts);
+
+  async function refresh() {
+    let c;
+    let h;
+    try {
+      [c, h] = await Promise.all([api('GET', '/api/cluster'), api('GET', '/api/history')]);
+    } catch (err) {
+      replace(tables, errorNotice(err));
+      return;
+    }
+    const clusters = {};
+    for (const b of c.brokers) (clusters[b.cluster] = clusters[b.cluster] || []).push(b);
+    const down = c.brokers.filter((b) => b.error).length;
+    replace(summary,
+      `${c.brokers.length} broker${c.brokers.length === 1 ? '' : 's'} in ${c.clusters.length} cluster${c.clusters.length === 1 ? '' : 's'}`,
+      down ? el('strong', { class: 'bad' }, ` · ${down} unreachable`) : null,
+      ` · ACL ${c.acl ? 'on' : 'off'}`,
+      c.raft ? ' · Raft mode' : '');
+    replace(tables,
+      c.brokers.length === 0 ? notice('info', 'The name servers know no broker.') : null,
+      Object.keys(clusters).sort().map((name) => [el('h2', null, name), brokerTable(clusters[name], c.raft)]));
+    const ins = h.tps.map((s) => ({ name: brokerLabel(s), points: s.points.map((p) => [p.t, p.in]) }));
+    const outs = h.tps.map((s) => ({ name: brokerLabel(s), points: s.points.map((p) => [p.t, p.out]) }));
+    replace(charts,
+      lineChart(ins, h.now, h.windowMs, { id: 'tps-in', title: 'Messages in per second (stored)', unit: 'msg/s' }),
+      lineChart(outs, h.now, h.windowMs, { id: 'tps-out', title: 'Messages out per second (to consumers)', unit: 'msg/s' }));
+  }
+  refresh();
+  return { refresh };
+}

@@ -1,0 +1,75 @@
+// Package console is the web console of `mqadmin console -n NAMESRV --listen ADDR`: pages for the cluster,
+// topics, consumer groups, messages and producers, a JSON API they call, and a sampler that keeps the last
+// minutes of throughput and lag in memory for the plots. Everything is served from the binary (the pages are
+// embedded with embed; no CDN, works offline).
+//
+// # Where the data comes from
+//
+// A Source (source.go) answers every page; internal/admin implements it with mqadmin's own requests over
+// RocketMQ's wire protocol (GET_BROKER_CLUSTER_INFO, GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO,
+// GET_CONSUME_STATS, QUERY_MESSAGE, PULL_MESSAGE, ...), so the console works against RocketRaft and RocketMQ
+// alike. This package imports nothing of internal/admin: the Source interface is the seam, and the tests
+// here use a fake.
+//
+// # API
+//
+//	GET    /api/config                        sample interval and history window
+//	GET    /api/cluster                       brokers (role, address, version, TPS in/out, disk, ACL, Raft)
+//	GET    /api/history[?group=G]             TPS per broker and lag per group over the window
+//	GET    /api/topics                        topic names with their kind (normal, retry, dlq, system)
+//	POST   /api/topics                        create or update a topic (TopicSpec)           change
+//	GET    /api/topics/{topic}                route, queue min/max offsets, consuming groups
+//	DELETE /api/topics/{topic}?cluster=C      delete from the cluster's brokers and the name servers   change
+//	GET    /api/groups                        consumer groups with members and total lag
+//	GET    /api/groups/{group}                members, subscriptions, lag per queue with totals
+//	POST   /api/groups/{group}/reset          {"topic":T,"timestamp":MS or -1}               change
+//	GET    /api/messages?topic=T&key=K[&max=N]            by key
+//	GET    /api/messages?topic=T&begin=MS&end=MS[&max=N]  by store time, per queue, committing nothing
+//	GET    /api/messages/{id}[?topic=T]       one message (offset id, or unique id with its topic) with its
+//	                                          delivery trace: per consuming group, its offset on the
+//	                                          message's queue against the message's queue offset
+//	GET    /api/producers?group=G&topic=T     producers of a group connected to the topic's brokers
+//
+// Answers are JSON; a failure is {"error": "..."} with 400 (a bad parameter, named), 401 (an admin account is
+// needed: "needAccount": true), 403 (a broker refused the account), 404, 502 (a server failed) or 504.
+// Message bodies travel in base64 and the pages show them as text or hex.
+//
+// # Changes, ACL and the admin account
+//
+// Changes (the routes marked above) must carry the X-Console-Request header, which a page of another site
+// cannot send without a CORS preflight the console never grants, and a JSON body. They are signed with the
+// account of the X-Console-Access-Key / X-Console-Secret-Key headers, which the pages take from the person at
+// the browser ("Admin account") and keep in the tab's sessionStorage. When a broker reports ACL on
+// (aclEnable, or it refused the console's own account), a change without an account is refused with 401:
+// changes need the person's admin account, not the console's. The brokers then check that the account is an
+// admin for topic changes, as RocketMQ does; resetting offsets needs a valid account (RocketMQ does not
+// count INVOKE_BROKER_TO_RESET_OFFSET as an admin request). Reads use the console's own account (mqadmin's
+// --accessKey/--secretKey or tools.yml), which needs no admin rights. The console speaks plain HTTP: bind it
+// to 127.0.0.1 (the default) or put it behind TLS when an account travels.
+//
+// # Pages
+//
+// assets/ holds plain ES modules, no build step: app.js (router on location.hash, admin account),
+// dom.js (nodes are built with el(), so data is always text, never HTML), chart.js (SVG line charts),
+// page_*.js. The Content-Security-Policy allows only the console's own scripts and styles. Pages with
+// figures (cluster, groups, a group) refresh themselves every sample interval.
+//
+// # Sampling
+//
+// Every SampleInterval the sampler asks the Source for the brokers and the groups, records TPS in/out per
+// broker and total lag per group, and drops what is older than History. A group whose page was opened is
+// sampled for the next History even if the group list does not show it (no retry topic yet). The last
+// answers also serve the cluster and group lists when they are at most two intervals old, so pages that
+// refresh themselves cost the cluster nothing extra.
+//
+// # Raft
+//
+// Broker.Raft (group, role, term, leader, commit and applied index) drives the Raft columns of the cluster
+// page; they appear only when some broker reports one. internal/admin fills it once the Raft mode and its
+// status request exist (see internal/admin/raft.go); until then the page shows no Raft columns.
+//
+// # Lifecycle
+//
+// New validates the Config (errors name the mqadmin flags), Start binds and starts the HTTP server and the
+// sampler, Close cancels the sampler and the requests in flight, shuts the server down and waits for both.
+package console
