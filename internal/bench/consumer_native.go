@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -132,24 +131,7 @@ func (pw *pullWorker) run(ctx context.Context) {
 func (pw *pullWorker) pull(ctx context.Context, qi int, offset int64, answers chan<- pullAnswer) error {
 	c := pw.c
 	q := c.queues[qi]
-	sysFlag := remoting.PullFlagSuspend | remoting.PullFlagSubscription
-	if offset > 0 {
-		sysFlag |= remoting.PullFlagCommitOffset
-	}
-	ext := map[string]string{
-		"consumerGroup":        c.cfg.Group,
-		"topic":                c.cfg.Topic,
-		"queueId":              strconv.Itoa(int(q.id)),
-		"queueOffset":          strconv.FormatInt(offset, 10),
-		"maxMsgNums":           strconv.Itoa(c.cfg.PullBatch),
-		"sysFlag":              strconv.Itoa(sysFlag),
-		"commitOffset":         strconv.FormatInt(offset, 10),
-		"suspendTimeoutMillis": strconv.FormatInt(pullSuspend.Milliseconds(), 10),
-		"subscription":         "*",
-		"subVersion":           "0",
-		"expressionType":       "TAG",
-		"bname":                q.broker,
-	}
+	ext := PullExt(c.cfg.Group, c.cfg.Topic, q.broker, q.id, offset, c.cfg.PullBatch, pullSuspend, offset > 0)
 	reqCtx, cancel := context.WithTimeout(ctx, pullTimeout)
 	err := c.w.rc.InvokeAsync(reqCtx, q.addr, c.w.request(remoting.PullMessage, ext, nil),
 		func(resp *remoting.Command, err error) {

@@ -78,7 +78,11 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	}
 	var stored0 int64
 	if cfg.Mode == ModeOneway {
-		if stored0, err = admin.storedCount(ctx, cfg.Topic, queues); err != nil {
+		// Messages of an earlier run may still be on their way to the consume queues: count from after them.
+		if err = admin.waitDispatched(ctx, queues); err == nil {
+			stored0, err = admin.storedCount(ctx, cfg.Topic, queues)
+		}
+		if err != nil {
 			_ = client.close()
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/rocketraft/rocketraft/remoting"
@@ -60,21 +59,8 @@ func (w *nativeProducerWorker) request(q queueRef, n int, now time.Time) *remoti
 	} else {
 		propStr = string(props.encode(nil, p.uniq.next()))
 	}
-	ext := map[string]string{
-		"a": p.cfg.Group, // producerGroup
-		"b": p.cfg.Topic, // topic
-		"c": "TBW102",    // defaultTopic
-		"d": "4",         // defaultTopicQueueNums
-		"e": strconv.Itoa(int(q.id)),
-		"f": "0", // sysFlag
-		"g": strconv.FormatInt(now.UnixMilli(), 10),
-		"h": "0", // flag
-		"i": propStr,
-		"j": "0",     // reconsumeTimes
-		"k": "false", // unitMode
-		"m": batch,
-		"n": q.broker,
-	}
+	ext := SendExt(p.cfg.Group, p.cfg.Topic, q.broker, q.id, now, propStr)
+	ext["m"] = batch
 	return p.w.request(code, ext, body)
 }
 

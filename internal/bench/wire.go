@@ -274,3 +274,51 @@ func (w *wire) waitStored(ctx context.Context, topic string, queues []queueRef, 
 		}
 	}
 }
+
+// runtimeInfo asks the broker at addr for its runtime table (GET_BROKER_RUNTIME_INFO).
+func (w *wire) runtimeInfo(ctx context.Context, addr string) (map[string]string, error) {
+	resp, err := w.callOK(ctx, addr, w.request(remoting.GetBrokerRuntimeInfo, nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	var kv struct {
+		Table map[string]string `json:"table"`
+	}
+	if err := json.Unmarshal(resp.Body, &kv); err != nil {
+		return nil, fmt.Errorf("%s from %s: decode answer: %w", remoting.GetBrokerRuntimeInfo, addr, err)
+	}
+	return kv.Table, nil
+}
+
+// waitDispatched polls the brokers of queues until none has CommitLog bytes left to dispatch
+// (dispatchBehindBytes 0), so that queue offsets count every message stored so far; at most the wire's
+// timeout.
+func (w *wire) waitDispatched(ctx context.Context, queues []queueRef) error {
+	addrs := map[string]bool{}
+	for _, q := range queues {
+		addrs[q.addr] = true
+	}
+	deadline := time.Now().Add(w.timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for addr := range addrs {
+		for {
+			t, err := w.runtimeInfo(ctx, addr)
+			if err != nil {
+				return err
+			}
+			if t["dispatchBehindBytes"] == "0" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("broker %s: %s bytes still to dispatch after %v", addr, t["dispatchBehindBytes"], w.timeout)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+		}
+	}
+	return nil
+}
