@@ -169,6 +169,11 @@ func (a *allocator) run(ctx context.Context) {
 				a.log.Error("allocate mapped file", "file", req.path, "err", err)
 			}
 			a.mu.Lock()
+			if a.mu.reqs[req.path] != req && mf != nil {
+				// Discarded while being made (the CommitLog was cut before it).
+				_ = mf.destroy(true)
+				mf, err = nil, errAllocatorStopped
+			}
 			req.mf, req.err = mf, err
 			close(req.done)
 			a.mu.Unlock()
@@ -179,6 +184,28 @@ func (a *allocator) run(ctx context.Context) {
 			return
 		case <-a.wake:
 		}
+	}
+}
+
+// discardFrom deletes the files made ahead that start at or after from, and forgets the
+// requests for them: the CommitLog was cut before them, so they would leave a gap in the
+// folder. The CommitLog writer must not be waiting for a file (TruncateCommitLog holds the
+// put lock).
+func (a *allocator) discardFrom(from int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for path, r := range a.mu.reqs {
+		if r.from < from {
+			continue
+		}
+		select {
+		case <-r.done:
+			if r.mf != nil {
+				_ = r.mf.destroy(true)
+			}
+		default: // being made: run deletes it when done
+		}
+		delete(a.mu.reqs, path)
 	}
 }
 

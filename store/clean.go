@@ -34,22 +34,32 @@ func (s *Store) cleanOnce(ctx context.Context) {
 			s.log.Warn("disk space is short but no commitlog file could be deleted", "diskUsedRatio", s.stats.diskRatio())
 		}
 	}
-	minPhy := s.commitLog.q.minOffset()
-	if minPhy > 0 {
-		pause := pauseFunc(ctx, s.cfg.DeleteConsumeQueueFilesInterval)
-		for _, cq := range s.cqs.all() {
-			if cq.deleteExpired(minPhy, pause) > 0 && ctx.Err() != nil {
-				return
-			}
-		}
-		if s.index != nil {
-			s.index.deleteExpired(minPhy)
-		}
+	if !s.cleanLogics(ctx, s.cfg.DeleteConsumeQueueFilesInterval) {
+		return
 	}
 	hangAfter := time.Duration(s.cfg.DestroyMapedFileIntervalForcibly) * time.Millisecond
 	for _, path := range s.commitLog.q.hangingFiles(hangAfter) {
 		s.log.Warn("a deleted commitlog file is still held by readers; it is unmapped at their last release", "file", path)
 	}
+}
+
+// cleanLogics deletes the ConsumeQueue and index files that only point below the CommitLog
+// minimum, pausing pauseMs between two ConsumeQueue deletions; false when ctx ended.
+func (s *Store) cleanLogics(ctx context.Context, pauseMs int64) bool {
+	minPhy := s.commitLog.q.minOffset()
+	if minPhy <= 0 {
+		return true
+	}
+	pause := pauseFunc(ctx, pauseMs)
+	for _, cq := range s.cqs.all() {
+		if cq.deleteExpired(minPhy, pause) > 0 && ctx.Err() != nil {
+			return false
+		}
+	}
+	if s.index != nil {
+		s.index.deleteExpired(minPhy)
+	}
+	return true
 }
 
 // checkDisk measures disk use, marks the disk full past diskSpaceWarningLevelRatio (writes
@@ -98,13 +108,13 @@ func (s *Store) isTimeToDelete(now time.Time) bool {
 // deleteExpiredCommitLog deletes, oldest first and never the last file, the CommitLog files
 // last modified more than fileReservedTime ago (any file with atOnce), up to
 // deleteFileBatchMax, pausing deleteCommitLogFilesInterval between two. Files not yet flushed
-// or dispatched are kept.
+// or dispatched are kept, and in framed mode those the retention guard keeps.
 func (s *Store) deleteExpiredCommitLog(ctx context.Context, now time.Time, atOnce bool) int {
 	q := s.commitLog.q
 	limit := min(s.reput.from.Load(), q.flushedWhere.Load())
 	reserved := time.Duration(s.cfg.FileReservedTime) * time.Hour
 	return q.deleteFirst(func(f *mappedFile) bool {
-		if f.from+f.size > limit {
+		if f.from+f.size > limit || !s.retentionAllows(f.from, f.from+f.size) {
 			return false
 		}
 		if atOnce {

@@ -3,10 +3,12 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/netip"
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +38,9 @@ type commitLog struct {
 	stager stager
 	// faultInBeforeLock: see faultIn (SYNC_FLUSH writes through the mapping).
 	faultInBeforeLock bool
+	// readLimit is where reads of records stop: math.MaxInt64, or in framed mode the
+	// dispatched position (nothing after it is committed and applied).
+	readLimit atomic.Int64
 
 	putMu struct {
 		sync.Mutex
@@ -58,6 +63,7 @@ func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFi
 	var hb [hostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)
+	c.readLimit.Store(math.MaxInt64)
 	return c
 }
 
@@ -295,6 +301,9 @@ var errNoRecord = fmt.Errorf("store: no record at offset")
 func (c *commitLog) selectRange(phy int64, size int) ([]byte, *mappedFile, error) {
 	if size <= 0 {
 		return nil, nil, fmt.Errorf("%w %d: size %d", errNoRecord, phy, size)
+	}
+	if limit := c.readLimit.Load(); phy+int64(size) > limit {
+		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the visible end %d", errNoRecord, phy, size, limit)
 	}
 	f := c.q.holdAt(phy)
 	if f == nil {

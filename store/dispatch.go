@@ -73,6 +73,9 @@ func (s *Store) runReput(ctx context.Context) {
 // doReput dispatches every complete record between the reput offset and the dispatch limit.
 // notify calls the arriving listener. Only the reput goroutine, Open and Close call it.
 func (s *Store) doReput(notify bool) {
+	if s.opts.Framed {
+		return // the Raft state machine dispatches (framed.go)
+	}
 	s.reput.mu.Lock()
 	defer s.reput.mu.Unlock()
 	q := s.commitLog.q

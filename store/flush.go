@@ -356,6 +356,13 @@ func (s *Store) flushConsumeQueues(leastPages int) error {
 	if leastPages != 0 || firstErr != nil {
 		return firstErr
 	}
+	if s.opts.Framed {
+		// The queue offsets dispatch wrote into records must be durable before the
+		// checkpoint says those records are dispatched.
+		if err := s.syncInPlaceWrites(through); err != nil {
+			return err
+		}
+	}
 	idxThrough, idxTs := int64(-1), int64(0)
 	if s.index != nil {
 		var err error

@@ -145,10 +145,16 @@ func (s *Store) AppendCommitLog(offset int64, data []byte) error {
 		}
 		return err
 	}
-	s.replicaAppends.Store(true)
+	if !s.opts.Framed {
+		s.replicaAppends.Store(true)
+	}
 	if reset {
 		s.reput.mu.Lock()
-		s.reput.from.Store(offset)
+		if s.opts.Framed {
+			s.setDispatched(offset)
+		} else {
+			s.reput.from.Store(offset)
+		}
 		s.reput.mu.Unlock()
 	}
 	if s.commitLog.staged {
@@ -158,6 +164,9 @@ func (s *Store) AppendCommitLog(offset int64, data []byte) error {
 		}
 	}
 	switch {
+	case s.opts.Framed:
+		// The Raft log store syncs when it must (SyncCommitLog); the state machine
+		// dispatches.
 	case s.pool != nil:
 		s.commitLog.q.commit(0)
 	case s.group != nil:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -77,6 +78,11 @@ type Options struct {
 	// TagsCode, when set, may override the ConsumeQueue tag code of a record (the broker uses
 	// it for SCHEDULE_TOPIC_XXXX delivery times); ok=false keeps TagsHash(TAGS).
 	TagsCode func(topic string, props map[string]string, storeTimestamp int64) (code int64, ok bool)
+	// Framed opens the store in framed mode, under the Raft log of package raftlog (see
+	// framed.go): the CommitLog holds framed Raft entries, Open does not scan it (call
+	// RecoverFramed), there are no puts and no reput service, and dispatch is driven by the
+	// Raft state machine. The transient store pool is not used.
+	Framed bool
 }
 
 // Arrival describes a record that just became visible in a ConsumeQueue.
@@ -173,6 +179,12 @@ type Store struct {
 	// newData wakes WaitForNewData callers; stopped is closed when Close begins.
 	newData dataSignal
 	stopped chan struct{}
+	// Framed mode (framed.go): framedReady is set by RecoverFramed; inPlaceFrom is the lowest
+	// CommitLog offset dispatch wrote queue offsets into since the last sync of them
+	// (math.MaxInt64: none); retention is the guard on deleting CommitLog files.
+	framedReady atomic.Bool
+	inPlaceFrom atomic.Int64
+	retention   atomic.Pointer[func(from, to int64) bool]
 
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -202,7 +214,8 @@ func Open(cfg Config, opts Options) (*Store, error) {
 		s.clock = realClock{}
 	}
 	s.confirmOffset.Store(-1)
-	if cfg.BrokerRole == RoleSyncMaster {
+	s.inPlaceFrom.Store(math.MaxInt64)
+	if cfg.BrokerRole == RoleSyncMaster && !opts.Framed {
 		s.replicator = opts.Replicator
 	}
 	s.memoryBytes = totalMemory()
@@ -232,7 +245,7 @@ func (s *Store) open() error {
 		s.log.Warn("transientStorePoolEnable is ignored: it needs flushDiskType=ASYNC_FLUSH and a master role",
 			"flushDiskType", cfg.FlushDiskType, "brokerRole", cfg.BrokerRole)
 	}
-	if cfg.transientPoolActive() {
+	if cfg.transientPoolActive() && !s.opts.Framed {
 		if s.pool, err = newTransientPool(cfg.TransientStorePoolSize, cfg.MappedFileSizeCommitLog, s.log); err != nil {
 			return err
 		}
@@ -253,11 +266,16 @@ func (s *Store) open() error {
 	if cfg.FlushDiskType == SyncFlush {
 		s.group = newGroupCommit(time.Duration(cfg.SyncFlushTimeout) * time.Millisecond)
 	}
-	// Recovery writes through mappings too (zeroed tails, rebuilt units).
-	if err := withFaultPanics(s.recover); err != nil {
+	if s.opts.Framed {
+		// The Raft log store finds the end of the log and calls RecoverFramed.
+		if err := withFaultPanics(s.loadFramed); err != nil {
+			return err
+		}
+	} else if err := withFaultPanics(s.recover); err != nil {
+		// Recovery writes through mappings too (zeroed tails, rebuilt units).
 		return err
 	}
-	if cfg.warmCommitLog() {
+	if cfg.warmCommitLog() && !s.opts.Framed {
 		if err := s.warmCurrentFile(); err != nil {
 			return err
 		}
@@ -271,6 +289,9 @@ func (s *Store) open() error {
 // Start starts the services: flush (group commit or periodic), commit (transient pool),
 // reput (dispatch), allocation of the next CommitLog file, ConsumeQueue flush and clean.
 func (s *Store) Start() error {
+	if s.opts.Framed && !s.framedReady.Load() {
+		return fmt.Errorf("%w: call RecoverFramed before Start", ErrNotRecovered)
+	}
 	if !s.state.CompareAndSwap(stateOpen, stateRunning) {
 		return fmt.Errorf("%w: Start called twice or after Close", ErrServiceNotAvailable)
 	}
@@ -284,7 +305,9 @@ func (s *Store) Start() error {
 	}
 	s.alloc.start(next)
 	s.goService(ctx, "allocate", s.alloc.run)
-	s.goService(ctx, "reput", s.runReput)
+	if !s.opts.Framed {
+		s.goService(ctx, "reput", s.runReput)
+	}
 	s.goService(ctx, "flushConsumeQueue", s.runConsumeQueueFlush)
 	s.goService(ctx, "clean", s.runClean)
 	if s.group != nil {
@@ -417,6 +440,9 @@ func (s *Store) checkWritable() error {
 	}
 	if s.cfg.BrokerRole == RoleSlave {
 		return fmt.Errorf("%w: brokerRole is %s", ErrNotWritable, RoleSlave)
+	}
+	if s.opts.Framed {
+		return fmt.Errorf("%w: a framed store takes messages through its Raft log", ErrNotWritable)
 	}
 	if s.notWritable.Load() {
 		return fmt.Errorf("%w: a write or flush failed earlier; reopen the store", ErrNotWritable)
@@ -681,8 +707,14 @@ func (s *Store) SetConfirmOffset(off int64) {
 // ConfirmOffset is the offset set by SetConfirmOffset, or -1.
 func (s *Store) ConfirmOffset() int64 { return s.confirmOffset.Load() }
 
-// MaxPhyOffset is the end of the readable CommitLog.
-func (s *Store) MaxPhyOffset() int64 { return s.commitLog.q.maxOffset() }
+// MaxPhyOffset is the end of the readable CommitLog; in framed mode the dispatched position
+// (the end of the last committed entry applied), as reads by physical offset stop there.
+func (s *Store) MaxPhyOffset() int64 {
+	if s.opts.Framed {
+		return s.reput.from.Load()
+	}
+	return s.commitLog.q.maxOffset()
+}
 
 // MinPhyOffset is the first CommitLog offset still on disk (0 for an empty store).
 func (s *Store) MinPhyOffset() int64 { return max(s.commitLog.q.minOffset(), 0) }

@@ -67,6 +67,10 @@ func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 	if offset == end {
 		return false, nil
 	}
+	if s.opts.Framed && offset < s.reput.from.Load() {
+		return false, fmt.Errorf("%w: truncate at %d below the dispatched position %d (committed entries)",
+			ErrOffsetOutOfRange, offset, s.reput.from.Load())
+	}
 	var dropFrom int64
 	var lowest map[queueKey]int64
 	err := withFaultPanics(func() error {
@@ -74,6 +78,8 @@ func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 		lowest = s.droppedQueueOffsets(dropFrom, end)
 		return q.truncateTo(offset, true)
 	})
+	// Files made ahead of the old end would leave a gap after the cut.
+	s.alloc.discardFrom(offset - offset%q.fileSize + q.fileSize)
 	if err != nil {
 		s.markNotWritable(err)
 		return true, fmt.Errorf("%w: truncate %s: %v", ErrNotWritable, cl.describeOffset(offset), err)

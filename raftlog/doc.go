@@ -1,0 +1,83 @@
+// Package raftlog is the Raft mode's log: the CommitLog itself is the Raft log, as in
+// DLedger, so there is no second copy of the messages. Store implements hashicorp/raft's
+// LogStore (and MonotonicLogStore) over the mapped CommitLog files of a store.Store opened in
+// framed mode; raft-boltdb holds only the term and vote.
+//
+// # Frames
+//
+// Every Raft entry is one frame in the CommitLog, at the position where the previous one
+// ended, with RocketMQ's file rule: a frame never spans two files; when it does not fit the
+// rest of the current file with 8 bytes to spare, the rest gets the blank filler (size =
+// bytes left, magic 0xCBD43194) and the frame goes to the next file. Every replica uses the
+// same file size (mappedFileSizeCommitLog) and the same rule, and writes the same bytes for
+// the same entry, so entry i lies at the same position on every node and the files of a group
+// are byte-identical up to the commit index. Big-endian. Wire format: never change.
+//
+//	+-----+------+--------------+---------------------------------------------------------+
+//	| off | size | field        | notes                                                   |
+//	+-----+------+--------------+---------------------------------------------------------+
+//	|   0 |    4 | totalSize    | header + extensions + data                              |
+//	|   4 |    4 | magic        | 0x52414654 "RAFT" (never a stored-message magic)        |
+//	|   8 |    8 | index        | Raft log index                                          |
+//	|  16 |    8 | term         | Raft term                                               |
+//	|  24 |    8 | pos          | absolute CommitLog offset of this frame (checked)       |
+//	|  32 |    8 | appendedAt   | Log.AppendedAt, unix ns (the leader's clock; 0 = none)  |
+//	|  40 |    1 | type         | raft.LogType: 0 command, 1 no-op, 4 barrier, 5 config   |
+//	|  41 |    1 | kind         | commands: 1 messages, 2 metadata, 0 anything else       |
+//	|  42 |    2 | reserved     | 0                                                       |
+//	|  44 |    4 | extLen       | length of Log.Extensions                                |
+//	|  48 |    4 | dataCRC      | CRC32C of the data; 0 for kind 1 (records have BODYCRC) |
+//	|  52 |    4 | headerCRC    | CRC32C of bytes 0..51                                   |
+//	|  56 |    e | extensions   | Log.Extensions                                          |
+//	|56+e |    d | data         | Log.Data without its kind byte (kind 0: all of Data)    |
+//	+-----+------+--------------+---------------------------------------------------------+
+//
+// A message entry (kind 1, what the broker proposes for a group of sends) carries standard
+// stored-message records back to back (store/doc.go draws them), so a message's physical
+// offset is the absolute position of its record and offset message ids and ConsumeQueue
+// units keep RocketMQ's meaning. StoreLogs writes each record's PHYSICALOFFSET (every node
+// knows the position) and zeroes its QUEUEOFFSET; the state machine writes the queue offset
+// into the record in place when it applies the entry, the same on every node. Configuration,
+// no-op and barrier entries are frames too (they take an index and bytes) and dispatch skips
+// them.
+//
+// # Dense index (dir/index/<20-digit first index>, 1 Mi slots per file by default)
+//
+//	+-----+------+-------+------------------------------------------+
+//	| off | size | field | notes                                    |
+//	+-----+------+-------+------------------------------------------+
+//	|   0 |    8 | pos   | frame position in the CommitLog          |
+//	|   8 |    8 | term  |                                          |
+//	|  16 |    4 | size  | frame size; 0 = no entry                 |
+//	|  20 |    1 | type  | raft.LogType                             |
+//	|  21 |    1 | kind  |                                          |
+//	|  22 |    2 | pad   |                                          |
+//	+-----+------+-------+------------------------------------------+
+//
+// Slot i lies at (i mod n) * 24 in the file named n*floor(i/n): GetLog is one slot read and one
+// frame read, O(1). The index is derived data: it is synced whenever the CommitLog moves to
+// a new file and at Close, and rebuilt from the frames by recovery.
+//
+// # Deleting entries
+//
+// A suffix DeleteRange (a follower's conflicting, uncommitted tail) cuts the CommitLog at the
+// frame, zeroes and syncs the rest of the file and deletes later files before it returns, so
+// no new entry is acknowledged on top of a tail a crash could bring back. A prefix
+// DeleteRange (compaction after a snapshot) is advisory: the CommitLog is the message data
+// and keeps its own retention (fileReservedTime, disk pressure); a file becomes deletable
+// once Raft compacted every entry in it, and FirstIndex follows the files actually deleted.
+// Lagging followers are thus served from the log for the whole retention window. The two are
+// told apart by the applied index the state machine reports (SetAppliedIndex): Raft compacts
+// only applied entries and cuts only above its commit index.
+//
+// # Crash safety
+//
+// With Options.Sync every StoreLogs ends with one fdatasync of the CommitLog (group commit:
+// Raft hands over a batch per call), so an acknowledged entry survives a machine crash;
+// without it a majority holds it in memory (ASYNC_FLUSH). Open scans the CommitLog from
+// store.RecoveryStart (the third-last file after a clean close, the checkpoint's safe point
+// after a crash) and keeps the frames with a valid header CRC, their own position, an index
+// one past the previous, a term not below it and valid data (data CRC, or record framing,
+// physical offsets and, optionally, body CRCs); the log is cut at the first other unit, the
+// index rewritten from the frames scanned.
+package raftlog
