@@ -74,7 +74,7 @@ func TestProduceConsume(t *testing.T) {
 				sum := runJSON(t, "producer", "-n", ns, "-t", topic, "--client", client, "--queues", "4",
 					"-w", "3", "-s", "200", "-k", "-l", "3", "--mode", m.mode, "-b", "8", "-q", strconv.FormatInt(m.n, 10))
 				if sum.Messages != m.n || sum.Failed != 0 || sum.Rejected != 0 {
-					t.Fatalf("%s: sent %d, failed %d, rejected %d; want %d, 0, 0", m.mode, sum.Messages, sum.Failed, sum.Rejected, m.n)
+					t.Fatalf("%s: sent %d, failed %d, rejected %d (first: %q); want %d, 0, 0", m.mode, sum.Messages, sum.Failed, sum.Rejected, sum.FirstError, m.n)
 				}
 				if sum.Bytes != m.n*200 || sum.Latency == nil || sum.Latency.Count == 0 || sum.Role != "producer" {
 					t.Errorf("%s: summary %+v: want %d bytes and a latency", m.mode, sum, m.n*200)

@@ -19,9 +19,10 @@ import (
 // officialProducer drives the official Go client: one producer instance shared by every goroutine, as
 // RocketMQ's benchmark shares one DefaultMQProducer among its threads.
 type officialProducer struct {
-	cfg  *ProducerConfig
-	p    rocketmq.Producer
-	body []byte
+	cfg   *ProducerConfig
+	p     rocketmq.Producer
+	body  []byte
+	first firstSendGate
 }
 
 // instanceSeq gives every official client instance of the process its own instance name (the client keys its
@@ -84,13 +85,15 @@ func (w *officialProducerWorker) send(ctx context.Context, n int, done func()) b
 	start := time.Now()
 	msgs := w.messages(n, start)
 	p := w.p.p
-	return sendByMode(w.p.cfg.Mode, w.m, n, w.p.cfg.MessageSize, start, done,
-		func(cb func(*primitive.SendResult, error)) error {
-			return p.SendAsync(ctx, func(_ context.Context, res *primitive.SendResult, err error) { cb(res, err) }, msgs...)
-		},
-		func() error { return p.SendOneWay(ctx, msgs...) },
-		func() (*primitive.SendResult, error) { return p.SendSync(ctx, msgs...) },
-		func(res *primitive.SendResult, err error) bool { return w.outcome(n, start, res, err) })
+	return w.p.first.do(func() bool {
+		return sendByMode(w.p.cfg.Mode, w.m, n, w.p.cfg.MessageSize, start, done,
+			func(cb func(*primitive.SendResult, error)) error {
+				return p.SendAsync(ctx, func(_ context.Context, res *primitive.SendResult, err error) { cb(res, err) }, msgs...)
+			},
+			func() error { return p.SendOneWay(ctx, msgs...) },
+			func() (*primitive.SendResult, error) { return p.SendSync(ctx, msgs...) },
+			func(res *primitive.SendResult, err error) bool { return w.outcome(n, start, res, err) })
+	})
 }
 
 // outcome records a send's result as the native producer does: a broker error or a status other than
