@@ -56,6 +56,7 @@ func producerFlags(stderr io.Writer) (*flag.FlagSet, *bench.ProducerConfig, *out
 	fs.Int64Var(&cfg.Total, "q", 0, "messages to send over all goroutines (0: no limit)")
 	fs.StringVar(&cfg.Group, "group", cfg.Group, "producer group")
 	fs.IntVar(&cfg.Inflight, "inflight", cfg.Inflight, "outstanding sends per goroutine (--mode async)")
+	fs.IntVar(&cfg.TopicCount, "topics", cfg.TopicCount, "spread the sends over this many topics, named -t's value + _0 .. _{n-1} and created when missing (1: -t itself; native client only)")
 	fs.StringVar(&cfg.Serialize, "serialize", cfg.Serialize, "header encoding of the native client: rocketmq (binary) or json")
 	return fs, &cfg, out
 }

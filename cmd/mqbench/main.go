@@ -1,6 +1,7 @@
 // Command mqbench is RocketRaft's benchmark tool, modelled on RocketMQ's benchmark Producer and Consumer:
 //
 //	mqbench producer -n 127.0.0.1:9876 -t BenchmarkTest -w 16 -s 1024 --duration 60s [--client native|official]
+//	mqbench producer -n 127.0.0.1:9876 -t Scale -w 16 -s 1024 --duration 60s --topics 1000   (Scale_0 .. Scale_999)
 //	mqbench consumer -n 127.0.0.1:9876 -t BenchmarkTest -g benchmark_consumer --idle 3s
 //
 // Each prints a line per second (messages/s, MB/s, latency p50/p99/p999/max, failures) and a summary at the
@@ -54,9 +55,9 @@ func newCommand(name string, stderr io.Writer) (*command, bool) {
 		fs, cfg, out := producerFlags(stderr)
 		return &command{fs: fs, out: out, validate: cfg.Validate,
 			describe: func() string {
-				return fmt.Sprintf("client: %s, namesrv: %s, topic: %s, threadCount: %d, messageSize: %d, keyEnable: %t, tagCount: %d, mode: %s, batchSize: %d, rate: %g, messageQuantity: %d, duration: %v",
+				return fmt.Sprintf("client: %s, namesrv: %s, topic: %s, threadCount: %d, messageSize: %d, keyEnable: %t, tagCount: %d, mode: %s, batchSize: %d, rate: %g, messageQuantity: %d, duration: %v, topics: %d",
 					cfg.Client, strings.Join(cfg.NamesrvAddrs, ";"), cfg.Topic, cfg.Threads, cfg.MessageSize, cfg.Keys,
-					cfg.TagCount, cfg.Mode, cfg.BatchSize, cfg.Rate, cfg.Total, cfg.Duration)
+					cfg.TagCount, cfg.Mode, cfg.BatchSize, cfg.Rate, cfg.Total, cfg.Duration, cfg.TopicCount)
 			},
 			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
 				return bench.RunProducer(ctx, *cfg, opts)

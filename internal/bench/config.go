@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,25 @@ type ProducerConfig struct {
 	Total       int64   // -q: messages to send over all goroutines; 0 = no limit
 	Inflight    int     // --inflight: outstanding async or oneway requests per goroutine
 	Serialize   string  // --serialize: native client's header encoding, "rocketmq" (binary) or "json"
+	// TopicCount (--topics) spreads the sends over this many topics, named by Topics; 1 sends to Topic itself.
+	TopicCount int
+}
+
+// maxTopicCount bounds --topics: every topic is created up front, and a broker maps a ConsumeQueue file per
+// queue of every topic.
+const maxTopicCount = 10_000
+
+// Topics is the topics the producer sends to: Topic itself when TopicCount is 1, else Topic_0 ..
+// Topic_{TopicCount-1}.
+func (c *ProducerConfig) Topics() []string {
+	if c.TopicCount <= 1 {
+		return []string{c.Topic}
+	}
+	ts := make([]string, c.TopicCount)
+	for i := range ts {
+		ts[i] = c.Topic + "_" + strconv.Itoa(i)
+	}
+	return ts
 }
 
 // ConsumerConfig configures `mqbench consumer`.
@@ -77,7 +97,7 @@ func DefaultCommon() Common {
 // DefaultProducerConfig is RocketMQ's benchmark defaults (64 threads, 128-byte messages), sync sends.
 func DefaultProducerConfig() ProducerConfig {
 	c := ProducerConfig{Common: DefaultCommon(), Group: "benchmark_producer", MessageSize: 128, Mode: ModeSync,
-		BatchSize: 16, Inflight: 64, Serialize: "rocketmq"}
+		BatchSize: 16, Inflight: 64, Serialize: "rocketmq", TopicCount: 1}
 	c.Threads = 64
 	return c
 }
@@ -159,6 +179,19 @@ func (c *ProducerConfig) Validate() error {
 	}
 	if c.Serialize != "rocketmq" && c.Serialize != "json" {
 		errs = append(errs, fmt.Errorf("--serialize: %q is neither rocketmq nor json", c.Serialize))
+	}
+	if c.TopicCount < 1 || c.TopicCount > maxTopicCount {
+		errs = append(errs, fmt.Errorf("--topics: %d is not within 1..%d", c.TopicCount, maxTopicCount))
+	} else if c.TopicCount > 1 {
+		if c.Mode == ModeOneway {
+			errs = append(errs, errors.New("--topics: oneway runs count the stored messages of one topic; use --topics 1"))
+		}
+		if c.Client != ClientNative {
+			errs = append(errs, errors.New("--topics: only the native client spreads sends over topics; use --client native"))
+		}
+		if err := broker.ValidateTopicName(c.Topics()[c.TopicCount-1]); err != nil {
+			errs = append(errs, fmt.Errorf("--topics: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -30,5 +30,8 @@
 // the queue's min (--from first) or max, and are committed with each pull and at the end.
 //
 // Topics are created when missing: UPDATE_AND_CREATE_TOPIC to the master of every broker that
-// GET_BROKER_CLUSTER_INFO lists, then a wait until every name server routes the topic.
+// GET_BROKER_CLUSTER_INFO lists, then a wait until every name server routes the topic. A producer with
+// --topics N sends to N topics (-t's value + "_0" .. "_{N-1}"), all created before the run starts, its
+// goroutines going round the queues of every topic (queue 0 of each topic, then queue 1, ...): the same load,
+// spread, for the scale runs of scripts/bench-scale.sh.
 package bench

@@ -58,18 +58,15 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	stats := newStats(roleProducer, opts.Report)
 	admin := newWire(cfg.Common, 0, 1, log)
 	defer admin.close()
-	route, err := admin.ensureTopic(ctx, cfg.Topic, cfg.Queues, log)
+	targets, err := admin.ensureTargets(ctx, cfg.Topics(), cfg.Queues, log)
 	if err != nil {
 		return nil, err
 	}
-	queues := routeQueues(route, true)
-	if len(queues) == 0 {
-		return nil, fmt.Errorf("topic %s has no writable queue on a broker master", cfg.Topic)
-	}
+	queues := targetQueues(targets, cfg.Topic)
 	var client producerClient
 	switch cfg.Client {
 	case ClientNative:
-		client = newNativeProducer(&cfg, queues, log)
+		client = newNativeProducer(&cfg, targets, log)
 	default:
 		client, err = newOfficialProducer(&cfg, log)
 	}
@@ -102,6 +99,9 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	cerr := client.close()
 	sum.Client, sum.Mode, sum.Topic = string(cfg.Client), string(cfg.Mode), cfg.Topic
 	sum.Threads, sum.MessageSize = cfg.Threads, cfg.MessageSize
+	if cfg.TopicCount > 1 {
+		sum.Topics = cfg.TopicCount
+	}
 	if cerr != nil {
 		return sum, fmt.Errorf("close %s client: %w", cfg.Client, cerr)
 	}

@@ -10,22 +10,22 @@ import (
 )
 
 // nativeProducer sends through our own remoting.Client: SEND_MESSAGE_V2 (short header keys, as RocketMQ's
-// benchmark with sendSmartMsg) or SEND_BATCH_MESSAGE, spread round robin over the topic's write queues.
+// benchmark with sendSmartMsg) or SEND_BATCH_MESSAGE, spread round robin over the write queues of the topics.
 type nativeProducer struct {
 	cfg    *ProducerConfig
 	w      *wire
-	queues []queueRef
+	queues []target
 	body   []byte
 	uniq   *uniqIDs
 }
 
-// newNativeProducer sends to queues (the topic's write queues) over a client of its own.
-func newNativeProducer(cfg *ProducerConfig, queues []queueRef, log *slog.Logger) *nativeProducer {
+// newNativeProducer sends to queues (the write queues of cfg.Topics()) over a client of its own.
+func newNativeProducer(cfg *ProducerConfig, queues []target, log *slog.Logger) *nativeProducer {
 	ser := remoting.SerializeRocketMQ
 	if cfg.Serialize == "json" {
 		ser = remoting.SerializeJSON
 	}
-	log.Info("native producer", "topic", cfg.Topic, "queues", len(queues), "mode", cfg.Mode)
+	log.Info("native producer", "topic", cfg.Topic, "topics", cfg.TopicCount, "queues", len(queues), "mode", cfg.Mode)
 	return &nativeProducer{cfg: cfg, w: newWire(cfg.Common, ser, 1, log), queues: queues, body: newBody(cfg.MessageSize),
 		uniq: newUniqIDs()}
 }
@@ -33,17 +33,19 @@ func newNativeProducer(cfg *ProducerConfig, queues []queueRef, log *slog.Logger)
 func (p *nativeProducer) close() error { return p.w.close() }
 
 func (p *nativeProducer) worker(i int, m *Meter) producerWorker {
-	return &nativeProducerWorker{p: p, m: m, next: i}
+	// Goroutines start evenly spread over the queues (with one topic of 8 queues and 16 goroutines: two per
+	// queue).
+	return &nativeProducerWorker{p: p, m: m, next: i * len(p.queues) / p.cfg.Threads}
 }
 
 type nativeProducerWorker struct {
 	p    *nativeProducer
 	m    *Meter
-	next int // round-robin position over the write queues
+	next int // round-robin position over p.queues
 }
 
-// request builds the SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request for n messages to q.
-func (w *nativeProducerWorker) request(q queueRef, n int, now time.Time) *remoting.Command {
+// request builds the SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request for n messages to t.
+func (w *nativeProducerWorker) request(t target, n int, now time.Time) *remoting.Command {
 	p := w.p
 	props := p.cfg.propsAt(now)
 	code, body, propStr, batch := remoting.SendMessageV2, p.body, "", "false"
@@ -59,17 +61,18 @@ func (w *nativeProducerWorker) request(q queueRef, n int, now time.Time) *remoti
 	} else {
 		propStr = string(props.encode(nil, p.uniq.next()))
 	}
-	ext := SendExt(p.cfg.Group, p.cfg.Topic, q.broker, q.id, now, propStr)
+	ext := SendExt(p.cfg.Group, t.topic, t.q.broker, t.q.id, now, propStr)
 	ext["m"] = batch
 	return p.w.request(code, ext, body)
 }
 
 func (w *nativeProducerWorker) send(ctx context.Context, n int, done func()) bool {
 	p := w.p
-	q := p.queues[w.next%len(p.queues)]
+	t := p.queues[w.next%len(p.queues)]
 	w.next++
+	q := t.q
 	start := time.Now()
-	req := w.request(q, n, start)
+	req := w.request(t, n, start)
 	return sendByMode(p.cfg.Mode, w.m, n, p.cfg.MessageSize, start, done,
 		func(cb func(*remoting.Command, error)) error { return p.w.rc.InvokeAsync(ctx, q.addr, req, cb) },
 		func() error { return p.w.rc.InvokeOneway(ctx, q.addr, req) },

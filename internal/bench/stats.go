@@ -160,6 +160,7 @@ type Summary struct {
 	Client      string `json:"client"` // "native" or "official"
 	Mode        string `json:"mode,omitempty"`
 	Topic       string `json:"topic"`
+	Topics      int    `json:"topics,omitempty"` // a producer's --topics when above 1 (Topic is then their prefix)
 	Group       string `json:"group,omitempty"`
 	Threads     int    `json:"threads"`
 	MessageSize int    `json:"message_size,omitempty"`

@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// target is one queue of one topic a producer sends to.
+type target struct {
+	topic string
+	q     queueRef
+}
+
+// ensureTargets creates the topics that are missing (ensureTopic, one after the other) and lists the write
+// queues of all of them, interleaved: queue 0 of every topic, then queue 1 of every topic, and so on, so that
+// consecutive sends of a goroutine go to different topics. An error names the topic.
+func (w *wire) ensureTargets(ctx context.Context, topics []string, queues int, log *slog.Logger) ([]target, error) {
+	start := time.Now()
+	perTopic := make([][]queueRef, len(topics))
+	for i, t := range topics {
+		route, err := w.ensureTopic(ctx, t, queues, log)
+		if err != nil {
+			return nil, err
+		}
+		perTopic[i] = routeQueues(route, true)
+		if len(perTopic[i]) == 0 {
+			return nil, fmt.Errorf("topic %s has no writable queue on a broker master", t)
+		}
+	}
+	out := interleaveTargets(topics, perTopic)
+	if len(topics) > 1 {
+		log.Info("topics ready", "topics", len(topics), "queues", len(out), "elapsed", time.Since(start))
+	}
+	return out, nil
+}
+
+// interleaveTargets lists perTopic[i] (the queues of topics[i]) queue 0 of every topic first, then queue 1 of
+// every topic that has one, and so on.
+func interleaveTargets(topics []string, perTopic [][]queueRef) []target {
+	most := 0
+	for _, qs := range perTopic {
+		most = max(most, len(qs))
+	}
+	var out []target
+	for j := range most {
+		for i, qs := range perTopic {
+			if j < len(qs) {
+				out = append(out, target{topic: topics[i], q: qs[j]})
+			}
+		}
+	}
+	return out
+}
+
+// targetQueues is the queues of topic among targets, in their order.
+func targetQueues(targets []target, topic string) []queueRef {
+	var qs []queueRef
+	for _, t := range targets {
+		if t.topic == topic {
+			qs = append(qs, t.q)
+		}
+	}
+	return qs
+}
