@@ -70,6 +70,37 @@
 // told apart by the applied index the state machine reports (SetAppliedIndex): Raft compacts
 // only applied entries and cuts only above its commit index.
 //
+// # Using it from the broker (Node)
+//
+// A broker in Raft mode opens its store with store.Options.Framed, then:
+//
+//	n, err := raftlog.OpenNode(st, cfg, raftlog.NodeOptions{Dir: root + "/raft", Meta: m, OnRoleChange: f})
+//	err = st.Start()  // after OpenNode, which recovered the store
+//	err = n.Start()   // bootstraps a new group from cfg.Peers, or rejoins
+//	...
+//	err = n.Close()   // hands leadership over first; then st.Close()
+//
+// Config comes from the broker's keys: SelfID (dLegerSelfId), Peers (ParsePeers of
+// dLegerPeers), PreferredLeaderID (preferredLeaderId), Sync (flushDiskType SYNC_FLUSH), the
+// election timing; DefaultConfig has LAN values.
+//
+// Sends: Node.PutMessage, PutMessages, PutMessageAsync and PutMessagesAsync take the same
+// arguments as the store's methods of the same names and answer with a store.PutResult of
+// the same meaning (offset msg ids from the leader's store host, the queue offset of the
+// first message, the store timestamp the records carry), once the entry is committed and
+// applied on this node; concurrent puts are grouped into one entry (propose.go). Errors:
+// ErrNotLeader (a *NotLeaderError naming the leader: answer with a retriable code),
+// ErrLeadershipLost and ErrProposalTimeout (fate unknown), ErrShutdown, or the store's
+// encoding errors (store.ErrMessageTooLarge, store.ErrBatchMismatch, ...). Metadata commands
+// go through ProposeMeta and come back to every node through MetaApplier.ApplyMeta.
+//
+// Roles: NodeOptions.OnRoleChange gets RoleEvents in order: RoleLeader once this node leads
+// and every entry of earlier terms is applied (IsReadyLeader is then true: become master),
+// RoleFollower with the leader's id when known (become slave). A leader cut off from its
+// quorum steps down within LeaderLeaseTimeout and its puts fail fast with ErrNotLeader.
+// TransferLeadership, AddVoter and RemoveServer are the operations; Status the view for
+// admin tools.
+//
 // # Crash safety
 //
 // With Options.Sync every StoreLogs ends with one fdatasync of the CommitLog (group commit:

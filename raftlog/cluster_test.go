@@ -1,0 +1,376 @@
+package raftlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// A Raft group of in-process nodes, each on its own framed store under t.TempDir(), talking
+// over raft.InmemTransport (or TCP on 127.0.0.1 with clusterOptions.tcp).
+
+type clusterOptions struct {
+	size int
+	sync bool
+	tcp  bool
+	// addressOf, with tcp, is given each node as NodeOptions.AddressOf (from, to ids).
+	addressOf func(from, to string) string
+	tune      func(*Config)
+}
+
+type tnode struct {
+	id, addr string
+	root     string
+	host     netip.AddrPort
+	cl       *store.Store
+	n        *Node
+	trans    *raft.InmemTransport
+	running  bool
+}
+
+type cluster struct {
+	t     testing.TB
+	o     clusterOptions
+	peers []Peer
+	nodes []*tnode
+	mu    sync.Mutex // guards nodes' running and n against the load goroutines
+}
+
+// testRaftConfig is a short-timer config for tests (elections in a few hundred ms even on a
+// loaded machine; the assertions never depend on how fast).
+func testRaftConfig(sync bool) Config {
+	cfg := DefaultConfig()
+	cfg.HeartbeatTimeout = 150 * time.Millisecond
+	cfg.ElectionTimeout = 150 * time.Millisecond
+	cfg.LeaderLeaseTimeout = 100 * time.Millisecond
+	cfg.CommitTimeout = 5 * time.Millisecond
+	cfg.MaxAppendEntries = 64
+	cfg.MaxEntryBytes = 8 << 10
+	cfg.MaxEntryMessages = 16
+	cfg.Sync = sync
+	return cfg
+}
+
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func newCluster(t testing.TB, o clusterOptions) *cluster {
+	t.Helper()
+	if o.size == 0 {
+		o.size = 3
+	}
+	c := &cluster{t: t, o: o}
+	for i := range o.size {
+		id := fmt.Sprintf("n%d", i)
+		addr := id + "-inmem"
+		if o.tcp {
+			addr = freePort(t)
+		}
+		c.peers = append(c.peers, Peer{ID: id, Addr: addr})
+		c.nodes = append(c.nodes, &tnode{id: id, addr: addr, root: t.TempDir(),
+			host: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 1, byte(i + 1)}), 10911)})
+	}
+	for i := range c.nodes {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.stop(i)
+		}
+	})
+	return c
+}
+
+func (c *cluster) config(id string) Config {
+	cfg := testRaftConfig(c.o.sync)
+	cfg.SelfID = id
+	cfg.Peers = c.peers
+	if c.o.tune != nil {
+		c.o.tune(&cfg)
+	}
+	return cfg
+}
+
+// start opens node i on its folders (a new group's first start bootstraps it; later starts
+// rejoin) and connects its in-memory transport to the running nodes.
+func (c *cluster) start(i int) {
+	t := c.t
+	t.Helper()
+	tn := c.nodes[i]
+	cl, err := store.Open(testStoreConfig(tn.root, c.o.sync), store.Options{Logger: testLogger(t, slog.LevelWarn),
+		StoreHost: tn.host, Framed: true})
+	if err != nil {
+		t.Fatalf("%s: store.Open: %v", tn.id, err)
+	}
+	opts := NodeOptions{Logger: testLogger(t, slog.LevelWarn).With("node", tn.id), Dir: filepath.Join(tn.root, "raft")}
+	if c.o.tcp && c.o.addressOf != nil {
+		from := tn.id
+		opts.AddressOf = func(to string) string { return c.o.addressOf(from, to) }
+	}
+	if !c.o.tcp {
+		_, tn.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(tn.addr), time.Second)
+		opts.Transport = tn.trans
+	}
+	n, err := OpenNode(cl, c.config(tn.id), opts)
+	if err != nil {
+		_ = cl.Close()
+		t.Fatalf("%s: OpenNode: %v", tn.id, err)
+	}
+	if err := cl.Start(); err != nil {
+		t.Fatalf("%s: store.Start: %v", tn.id, err)
+	}
+	if !c.o.tcp {
+		for _, o := range c.nodes {
+			if o != tn && o.running {
+				tn.trans.Connect(raft.ServerAddress(o.addr), o.trans)
+				o.trans.Connect(raft.ServerAddress(tn.addr), tn.trans)
+			}
+		}
+	}
+	if err := n.Start(); err != nil {
+		t.Fatalf("%s: Start: %v", tn.id, err)
+	}
+	c.mu.Lock()
+	tn.cl, tn.n, tn.running = cl, n, true
+	c.mu.Unlock()
+}
+
+// stop closes node i (a leader hands over first) and its store.
+func (c *cluster) stop(i int) {
+	tn := c.nodes[i]
+	c.mu.Lock()
+	running := tn.running
+	tn.running = false
+	c.mu.Unlock()
+	if !running {
+		return
+	}
+	if err := tn.n.Close(); err != nil {
+		c.t.Errorf("%s: Close: %v", tn.id, err)
+	}
+	if err := tn.cl.Close(); err != nil {
+		c.t.Errorf("%s: store Close: %v", tn.id, err)
+	}
+}
+
+// waitFor polls cond until it holds; the deadline only guards against a hang.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// leader waits for a running node that is the ready leader and returns its index.
+func (c *cluster) leader() int {
+	c.t.Helper()
+	at := -1
+	waitFor(c.t, "a leader", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, tn := range c.nodes {
+			if tn.running && tn.n.IsReadyLeader() {
+				at = i
+				return true
+			}
+		}
+		return false
+	})
+	return at
+}
+
+// running returns the nodes running now.
+func (c *cluster) running() []*tnode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*tnode
+	for _, tn := range c.nodes {
+		if tn.running {
+			out = append(out, tn)
+		}
+	}
+	return out
+}
+
+// put proposes msgs on whichever node leads, retrying where the outcome says nothing was
+// stored (not the leader, shut down); an unknown outcome (leadership lost) is returned.
+func (c *cluster) put(ctx context.Context, msgs []*store.Message) (store.PutResult, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return store.PutResult{}, err
+		}
+		var target *Node
+		for _, tn := range c.running() {
+			if tn.n.Status().Role == "Leader" {
+				target = tn.n
+			}
+		}
+		if target == nil {
+			time.Sleep(2 * time.Millisecond) // no leader yet: poll
+			continue
+		}
+		res, err := target.PutMessages(ctx, msgs)
+		if errors.Is(err, ErrNotLeader) || (errors.Is(err, ErrShutdown) && !errors.Is(err, raft.ErrRaftShutdown)) {
+			continue
+		}
+		return res, err
+	}
+}
+
+// converge waits until every running node applied the leader's last entry.
+func (c *cluster) converge() {
+	c.t.Helper()
+	li := c.leader()
+	want := c.nodes[li].n.Raft().LastIndex()
+	waitFor(c.t, fmt.Sprintf("every node applying entry %d", want), func() bool {
+		for _, tn := range c.running() {
+			if tn.n.FSM().AppliedIndex() < want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// commitLogSum is the CRC32C and length of node tn's CommitLog [from, to).
+func commitLogSum(t testing.TB, cl *store.Store, from, to int64) uint32 {
+	t.Helper()
+	var sum uint32
+	for off := from; off < to; {
+		b, release, err := cl.ReadCommitLog(off, int(min(to-off, 1<<20)))
+		if err != nil {
+			t.Fatalf("read commitlog at %d: %v", off, err)
+		}
+		sum = crc32.Update(sum, castagnoli, b)
+		off += int64(len(b))
+		release()
+		if len(b) == 0 {
+			t.Fatalf("read commitlog at %d: nothing", off)
+		}
+	}
+	return sum
+}
+
+// checkIdentical checks that the running nodes dispatched the same CommitLog bytes (from the
+// highest minimum, to the common dispatched end) and hold the same ConsumeQueue units for
+// the topics and queues given, dense from each queue's minimum.
+func (c *cluster) checkIdentical(queues map[string]int32) {
+	t := c.t
+	t.Helper()
+	nodes := c.running()
+	from, to := int64(0), int64(-1)
+	for _, tn := range nodes {
+		from = max(from, tn.cl.MinPhyOffset())
+		d := tn.cl.DispatchedOffset()
+		if to >= 0 && d != to {
+			t.Fatalf("dispatched ends differ: %s at %d, another at %d", tn.id, d, to)
+		}
+		to = d
+	}
+	var want uint32
+	for i, tn := range nodes {
+		sum := commitLogSum(t, tn.cl, from, to)
+		if i == 0 {
+			want = sum
+		} else if sum != want {
+			t.Fatalf("commitlog [%d, %d): %s has CRC %08x, %s %08x", from, to, tn.id, sum, nodes[0].id, want)
+		}
+	}
+	t.Logf("commitlogs identical on %d nodes over [%d, %d), CRC32C %08x", len(nodes), from, to, want)
+	for topic, n := range queues {
+		for q := range n {
+			ref := nodes[0].cl
+			lo, hi := ref.MinOffsetInQueue(topic, q), ref.MaxOffsetInQueue(topic, q)
+			for _, tn := range nodes[1:] {
+				if l, h := tn.cl.MinOffsetInQueue(topic, q), tn.cl.MaxOffsetInQueue(topic, q); h != hi {
+					t.Fatalf("%s/%d: %s holds queue offsets [%d, %d), %s [%d, %d)", topic, q, tn.id, l, h, nodes[0].id, lo, hi)
+				}
+			}
+			for qo := lo; qo < hi; qo++ {
+				u, err := ref.ConsumeQueueUnit(topic, q, qo)
+				if err != nil {
+					t.Fatalf("%s/%d@%d on %s: %v", topic, q, qo, nodes[0].id, err)
+				}
+				m, err := ref.LookMessageByOffset(u.PhysicalOffset)
+				if err != nil || m.QueueOffset != qo || m.Topic != topic || m.QueueID != q {
+					t.Fatalf("%s/%d@%d on %s: unit points to %+v (%v)", topic, q, qo, nodes[0].id, m, err)
+				}
+				for _, tn := range nodes[1:] {
+					if v, err := tn.cl.ConsumeQueueUnit(topic, q, qo); err != nil || v != u {
+						t.Fatalf("%s/%d@%d: %s has unit %+v (%v), %s %+v", topic, q, qo, tn.id, v, err, nodes[0].id, u)
+					}
+				}
+			}
+		}
+	}
+}
+
+// acked is what a put was answered with, to find its messages afterwards.
+type acked struct {
+	res  store.PutResult
+	msgs []*store.Message
+}
+
+// checkAcked checks every acknowledged message is readable on every running node at the
+// queue offset and physical offset it was answered with, with its body, and that no queue
+// offset was given twice.
+func (c *cluster) checkAcked(acks []acked) {
+	t := c.t
+	t.Helper()
+	seen := map[string]bool{}
+	for _, a := range acks {
+		for _, tn := range c.running() {
+			phy := a.res.PhysicalOffset
+			for k, m := range a.msgs {
+				got, err := tn.cl.LookMessageByOffset(phy)
+				if err != nil {
+					t.Fatalf("%s: acknowledged message at %d: %v", tn.id, phy, err)
+				}
+				if got.QueueOffset != a.res.QueueOffset+int64(k) || got.Topic != m.Topic || got.QueueID != m.QueueID || !bytes.Equal(got.Body, m.Body) {
+					t.Fatalf("%s: acknowledged %s/%d@%d at %d, found %s/%d@%d %q", tn.id, m.Topic, m.QueueID,
+						a.res.QueueOffset+int64(k), phy, got.Topic, got.QueueID, got.QueueOffset, got.Body)
+				}
+				if got.StoreTimestamp != a.res.StoreTimestamp {
+					t.Fatalf("%s: store timestamp %d, answered %d", tn.id, got.StoreTimestamp, a.res.StoreTimestamp)
+				}
+				phy += int64(got.StoreSize)
+			}
+		}
+		for k, m := range a.msgs {
+			key := fmt.Sprintf("%s/%d@%d", m.Topic, m.QueueID, a.res.QueueOffset+int64(k))
+			if seen[key] {
+				t.Fatalf("queue offset %s acknowledged twice", key)
+			}
+			seen[key] = true
+		}
+	}
+}
+
+func testMsg(topic string, q int32, body string) *store.Message {
+	return &store.Message{Topic: topic, QueueID: q, Body: []byte(body), BornTimestamp: 1700000000000,
+		BornHost:   netip.MustParseAddrPort("192.168.3.4:5000"),
+		Properties: store.EncodeProperties(map[string]string{store.PropertyKeys: body})}
+}

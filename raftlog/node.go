@@ -1,0 +1,349 @@
+package raftlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// Peer is one member of a group: its dLegerSelfId and its Raft address.
+type Peer struct {
+	ID   string
+	Addr string
+}
+
+// ParsePeers reads dLegerPeers, "n0-127.0.0.1:40911;n1-127.0.0.1:40912;...": ids unique,
+// addresses host:port.
+func ParsePeers(s string) ([]Peer, error) {
+	var out []Peer
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(part, "-")
+		if !ok || id == "" {
+			return nil, fmt.Errorf("%q is not id-host:port", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("%q: %q is not host:port", part, addr)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("id %q appears twice", id)
+		}
+		seen[id] = true
+		out = append(out, Peer{ID: id, Addr: addr})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no peer")
+	}
+	return out, nil
+}
+
+// Config are a node's Raft settings.
+type Config struct {
+	// SelfID is this node's id among Peers (dLegerSelfId).
+	SelfID string
+	// Peers is the group (dLegerPeers): the configuration a new group bootstraps with.
+	Peers []Peer
+	// Election timing (see hashicorp/raft's Config): a follower without contact for
+	// [HeartbeatTimeout, 2x) starts an election; a leader that cannot reach a quorum for
+	// LeaderLeaseTimeout steps down and refuses writes.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	// MaxAppendEntries caps the entries per replication RPC and per StoreLogs batch.
+	MaxAppendEntries int
+	// TrailingLogs, SnapshotThreshold, SnapshotInterval: Raft's compaction. Compaction is
+	// advisory here (the CommitLog's retention deletes files).
+	TrailingLogs      uint64
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	// Sync: SYNC_FLUSH, every node syncs an entry before acknowledging it.
+	Sync bool
+	// CheckCRCOnRecover checks message body CRCs when the log is recovered.
+	CheckCRCOnRecover bool
+	// PreferredLeaderID (preferredLeaderId): a leader that is not this node hands leadership
+	// over to it once it has led for ten election timeouts and the preferred node's
+	// heartbeats succeed; attempts are spaced forty election timeouts apart. Empty: no
+	// balancing.
+	PreferredLeaderID string
+	// Group commit of puts (propose.go): an entry carries at most MaxEntryBytes of records
+	// (and never more than fits a CommitLog file) and MaxEntryMessages messages (a single
+	// put larger than the bounds goes alone); at most MaxInFlight entries are in flight.
+	MaxEntryBytes    int
+	MaxEntryMessages int
+	MaxInFlight      int
+}
+
+// DefaultConfig is tuned for a LAN: elections after about 500 ms without a leader.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+		CommitTimeout:      5 * time.Millisecond,
+		MaxAppendEntries:   256,
+		TrailingLogs:       100_000,
+		SnapshotThreshold:  32_768,
+		SnapshotInterval:   60 * time.Second,
+		MaxEntryBytes:      1 << 20,
+		MaxEntryMessages:   1024,
+		MaxInFlight:        4,
+	}
+}
+
+// NodeOptions are a node's collaborators.
+type NodeOptions struct {
+	// Logger receives the node's and hashicorp/raft's logs; nil discards them.
+	Logger *slog.Logger
+	// Dir holds the dense index (Dir/index), the term and vote (Dir/stable.db, raft-boltdb)
+	// and the snapshots (Dir/snapshots).
+	Dir string
+	// Meta applies the metadata commands; nil ignores them.
+	Meta MetaApplier
+	// Transport carries the RPCs; nil makes a TCP transport on SelfID's peer address at
+	// Start. Transport.LocalAddr must be SelfID's address in Peers.
+	Transport raft.Transport
+	// AddressOf, when set, overrides the address this node dials for a peer (tests route
+	// through fault-injecting proxies).
+	AddressOf func(id string) string
+	// OnRoleChange, when set, is called with every change of this node's role, in order, one
+	// call at a time on a goroutine of the node (it may take its time: later events wait).
+	// The first event comes soon after Start: RoleFollower (with or without a leader) or
+	// RoleLeader. A RoleLeader event means every entry of earlier terms is applied here.
+	OnRoleChange func(RoleEvent)
+}
+
+// Node is one member of a Raft broker group: the log store over the framed CommitLog, the
+// state machine, the stable and snapshot stores and, once started, hashicorp/raft itself.
+type Node struct {
+	cfg  Config
+	opts NodeOptions
+	lg   *slog.Logger
+	cl   *store.Store
+
+	log    *Store
+	fsm    *FSM
+	stable *raftboltdb.BoltStore
+	snaps  raft.SnapshotStore
+	trans  raft.Transport
+	raft   *raft.Raft
+
+	prop  *proposer
+	roles *roles
+	ready atomic.Bool // leader with its barrier applied (roles.go)
+
+	failovers atomic.Uint64
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// OpenNode opens the log over cl (a framed store, not started: Open recovers it) and the
+// stable and snapshot stores. Start cl, then start the node.
+func OpenNode(cl *store.Store, cfg Config, opts NodeOptions) (*Node, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if !hasPeer(cfg.Peers, cfg.SelfID) {
+		return nil, fmt.Errorf("raftlog: self id %q is not among the peers", cfg.SelfID)
+	}
+	n := &Node{cfg: cfg, opts: opts, lg: opts.Logger.With("component", "raft", "self", cfg.SelfID), cl: cl,
+		stop: make(chan struct{})}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftlog: create %s: %w", opts.Dir, err)
+	}
+	var err error
+	if n.log, err = Open(cl, opts.Dir, Options{Logger: opts.Logger, Sync: cfg.Sync, CheckCRCOnRecover: cfg.CheckCRCOnRecover}); err != nil {
+		return nil, err
+	}
+	if n.stable, err = raftboltdb.NewBoltStore(filepath.Join(opts.Dir, "stable.db")); err != nil {
+		_ = n.log.Close()
+		return nil, fmt.Errorf("raftlog: open stable store: %w", err)
+	}
+	inner, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(opts.Dir, "snapshots"), 2, NewHCLogger(n.lg))
+	if err != nil {
+		_ = n.stable.Close()
+		_ = n.log.Close()
+		return nil, fmt.Errorf("raftlog: open snapshot store: %w", err)
+	}
+	n.snaps = NewSnapshotStore(inner, n.log)
+	n.fsm = NewFSM(n.log, opts.Meta, opts.Logger)
+	return n, nil
+}
+
+func hasPeer(peers []Peer, id string) bool {
+	for _, p := range peers {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Node) selfAddr() string {
+	for _, p := range n.cfg.Peers {
+		if p.ID == n.cfg.SelfID {
+			return p.Addr
+		}
+	}
+	return ""
+}
+
+// addressProvider routes dials through NodeOptions.AddressOf.
+type addressProvider func(id string) string
+
+func (f addressProvider) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	if a := f(string(id)); a != "" {
+		return raft.ServerAddress(a), nil
+	}
+	return "", fmt.Errorf("raftlog: no address for %s", id)
+}
+
+// Start makes the transport (unless given), bootstraps a new group from the peers (a node
+// with a log, a term or a snapshot rejoins instead) and starts Raft. The store must be
+// started.
+func (n *Node) Start() error {
+	trans := n.opts.Transport
+	if trans == nil {
+		addr := n.selfAddr()
+		tcpAddr, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("raftlog: peer address %s: %w", addr, err)
+		}
+		tc := &raft.NetworkTransportConfig{Logger: NewHCLogger(n.lg), MaxPool: 3, MaxRPCsInFlight: 4, Timeout: 10 * time.Second}
+		if n.opts.AddressOf != nil {
+			tc.ServerAddressProvider = addressProvider(n.opts.AddressOf)
+		}
+		t, err := raft.NewTCPTransportWithConfig(addr, tcpAddr, tc)
+		if err != nil {
+			return fmt.Errorf("raftlog: listen on the raft address %s (dLegerPeers): %w", addr, err)
+		}
+		trans = t
+	}
+	n.trans = trans
+	rc := n.raftConfig()
+	has, err := raft.HasExistingState(n.log, n.stable, n.snaps)
+	if err != nil {
+		return fmt.Errorf("raftlog: %w", err)
+	}
+	if !has {
+		var servers []raft.Server
+		for _, p := range n.cfg.Peers {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+		}
+		if err := raft.BootstrapCluster(rc, n.log, n.stable, n.snaps, trans, raft.Configuration{Servers: servers}); err != nil {
+			return fmt.Errorf("raftlog: bootstrap: %w", err)
+		}
+		n.lg.Info("bootstrapped a new raft group", "peers", len(servers))
+	}
+	n.roles = newRoles()
+	rc.NotifyCh = n.roles.notify
+	if n.raft, err = raft.NewRaft(rc, n.fsm, n.log, n.stable, n.snaps, trans); err != nil {
+		return fmt.Errorf("raftlog: start raft: %w", err)
+	}
+	n.raft.RegisterObserver(n.roles.obs)
+	n.wg.Add(2)
+	go n.roleLoop()
+	go n.eventLoop()
+	n.prop = newProposer(n)
+	n.prop.start()
+	return nil
+}
+
+func (n *Node) raftConfig() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.SelfID)
+	rc.Logger = NewHCLogger(n.lg)
+	rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = n.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = n.cfg.CommitTimeout
+	rc.MaxAppendEntries = n.cfg.MaxAppendEntries
+	rc.TrailingLogs = n.cfg.TrailingLogs
+	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	rc.SnapshotInterval = n.cfg.SnapshotInterval
+	rc.BatchApplyCh = true
+	// The ConsumeQueues, index and metadata files are the durable state: a restart replays
+	// only what the checkpoint does not cover.
+	rc.NoSnapshotRestoreOnStart = true
+	return rc
+}
+
+// Raft is the running raft.Raft (nil before Start).
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// Log is the log store.
+func (n *Node) Log() *Store { return n.log }
+
+// FSM is the state machine.
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// Status is a node's view of its group, from state it holds (no wait on the Raft loop).
+type Status struct {
+	Role                 string // Leader, Follower, Candidate, Shutdown
+	Term                 uint64
+	CommitIndex          uint64
+	AppliedIndex         uint64
+	LastIndex            uint64
+	LeaderID, LeaderAddr string
+	Failovers            uint64
+}
+
+// Status returns the node's Raft status.
+func (n *Node) Status() Status {
+	if n.raft == nil {
+		return Status{Role: "Shutdown"}
+	}
+	addr, id := n.raft.LeaderWithID()
+	return Status{Role: n.raft.State().String(), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
+		AppliedIndex: n.raft.AppliedIndex(), LastIndex: n.raft.LastIndex(), LeaderID: string(id), LeaderAddr: string(addr),
+		Failovers: n.failovers.Load()}
+}
+
+// Close stops taking proposals (queued ones fail with ErrShutdown) and waits for the entries
+// in flight, hands leadership to another voter when this node leads (so the group does not
+// wait for an election timeout), shuts Raft down and closes the transport, the log and the
+// stable store. The CommitLog store stays open: its owner closes it after. Every goroutine
+// that waits on a Raft future ends before Raft shuts down (a future Raft never took would
+// otherwise wait forever). Safe to call more than once; never from OnRoleChange.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.raft != nil {
+			n.prop.close()
+			close(n.stop)
+			if n.raft.State() == raft.Leader && len(n.cfg.Peers) > 1 {
+				if err := n.raft.LeadershipTransfer().Error(); err != nil {
+					n.lg.Warn("leadership transfer before shutdown failed", "err", err)
+				}
+			}
+			n.wg.Wait()
+			errs = append(errs, n.raft.Shutdown().Error())
+			n.raft.DeregisterObserver(n.roles.obs)
+		} else {
+			close(n.stop)
+		}
+		if c, ok := n.trans.(raft.WithClose); ok && n.opts.Transport == nil {
+			errs = append(errs, c.Close())
+		}
+		errs = append(errs, n.log.Close(), n.stable.Close())
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}

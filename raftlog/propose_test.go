@@ -1,0 +1,75 @@
+package raftlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// TestProposeGroupsConcurrentPuts: puts from many goroutines (single messages and batches) on
+// the leader are answered with the offsets every node assigned; the group's CommitLogs and
+// ConsumeQueues come out identical; a follower refuses with a NotLeaderError naming the leader.
+func TestProposeGroupsConcurrentPuts(t *testing.T) {
+	c := newCluster(t, clusterOptions{})
+	li := c.leader()
+	ld := c.nodes[li].n
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	var acks []acked
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				topic := fmt.Sprintf("T%d", g%2)
+				q := int32(i % 3)
+				msgs := []*store.Message{testMsg(topic, q, fmt.Sprintf("g%d-%d", g, i))}
+				if i%5 == 0 {
+					msgs = append(msgs, testMsg(topic, q, fmt.Sprintf("g%d-%d-b", g, i)))
+				}
+				res, err := ld.PutMessages(ctx, msgs)
+				if err != nil {
+					t.Errorf("put: %v", err)
+					return
+				}
+				if res.Status != store.PutOK || res.Count != len(msgs) || strings.Count(res.MsgID, ",") != len(msgs)-1 {
+					t.Errorf("put answered %+v", res)
+				}
+				mu.Lock()
+				acks = append(acks, acked{res, msgs})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if got, err := ld.ProposeMeta(ctx, []byte("meta")); err != nil || got != nil {
+		t.Fatalf("ProposeMeta without a MetaApplier = %v, %v", got, err)
+	}
+	c.converge()
+	c.checkIdentical(map[string]int32{"T0": 3, "T1": 3})
+	c.checkAcked(acks)
+	if st := ld.Raft().Stats(); st != nil {
+		t.Logf("leader: last index %s for %d puts", st["last_log_index"], len(acks))
+	}
+
+	f := c.nodes[(li+1)%3].n
+	_, err := f.PutMessage(ctx, testMsg("T0", 0, "to a follower"))
+	var nl *NotLeaderError
+	if !errors.As(err, &nl) || !errors.Is(err, ErrNotLeader) || nl.LeaderID != c.nodes[li].id || nl.LeaderAddr != c.nodes[li].addr {
+		t.Fatalf("put on a follower = %v, want a NotLeaderError naming %s", err, c.nodes[li].id)
+	}
+	_, err = ld.PutMessage(ctx, testMsg("T0", 0, strings.Repeat("x", 5<<10)))
+	if !errors.Is(err, store.ErrMessageTooLarge) {
+		t.Fatalf("put of a body over maxMessageSize = %v, want store.ErrMessageTooLarge", err)
+	}
+}

@@ -1,0 +1,326 @@
+package raftlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Role is what a node is in its group, as the broker sees it.
+type Role int
+
+const (
+	// RoleFollower: not the leader (a follower or a candidate); the broker is a slave.
+	RoleFollower Role = iota
+	// RoleLeader: the leader, with every entry of earlier terms applied (a barrier of its term
+	// went through); the broker is the master.
+	RoleLeader
+)
+
+func (r Role) String() string {
+	if r == RoleLeader {
+		return "Leader"
+	}
+	return "Follower"
+}
+
+// RoleEvent is one change of a node's role (NodeOptions.OnRoleChange).
+type RoleEvent struct {
+	Role Role
+	// Term is the Raft term the event was seen in.
+	Term uint64
+	// LeaderID and LeaderAddr name the leader as this node knows it: itself for RoleLeader,
+	// empty for a follower that knows no leader (an election is under way).
+	LeaderID, LeaderAddr string
+}
+
+// roleTick is how often the role loop looks at the Raft state on its own (besides Raft's
+// notifications): a dropped observation costs at most this much delay.
+const roleTick = 50 * time.Millisecond
+
+// roles follows the node's leadership. Guarded by its loop goroutine except where noted.
+type roles struct {
+	notify  chan bool // Config.NotifyCh: Raft blocks on it, so it is buffered and drained at once
+	obsCh   chan raft.Observation
+	obs     *raft.Observer
+	barrier chan barrierDone
+
+	leaderTerm   uint64    // term this node leads in, 0 when it does not
+	barrierBusy  bool      // a barrier of leaderTerm is in flight
+	readySince   time.Time // when the leader became ready
+	lastBalance  time.Time // last preferred-leader transfer attempt
+	lastEvent    RoleEvent
+	emitted      bool
+	lastLeaderID string
+	failedPeers  map[raft.ServerID]bool
+
+	events struct {
+		sync.Mutex
+		queue []RoleEvent
+	}
+	eventWake chan struct{}
+}
+
+type barrierDone struct {
+	term uint64
+	err  error
+}
+
+func newRoles() *roles {
+	r := &roles{notify: make(chan bool, 64), obsCh: make(chan raft.Observation, 64), barrier: make(chan barrierDone, 1),
+		failedPeers: map[raft.ServerID]bool{}, eventWake: make(chan struct{}, 1)}
+	r.obs = raft.NewObserver(r.obsCh, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.LeaderObservation, raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation, raft.RaftState:
+			return true
+		}
+		return false
+	})
+	return r
+}
+
+// IsReadyLeader reports whether this node leads and has applied every entry of earlier terms
+// (the moment its RoleLeader event is sent): a broker may act as the master.
+func (n *Node) IsReadyLeader() bool {
+	return n.raft != nil && n.ready.Load() && n.raft.State() == raft.Leader
+}
+
+// roleLoop follows Raft's leadership notifications and observations, runs the barrier of a
+// new leader, counts failovers, balances leadership to Config.PreferredLeaderID, and queues
+// the role events.
+func (n *Node) roleLoop() {
+	defer n.wg.Done()
+	r := n.roles
+	tick := time.NewTicker(roleTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-r.notify:
+			if leader {
+				r.leaderTerm = n.raft.CurrentTerm()
+				r.barrierBusy = false
+				clear(r.failedPeers)
+			} else {
+				r.leaderTerm = 0
+			}
+			n.ready.Store(false)
+		case b := <-r.barrier:
+			r.barrierBusy = false
+			if b.term == r.leaderTerm && b.err == nil && n.raft.State() == raft.Leader {
+				n.ready.Store(true)
+				r.readySince = time.Now()
+			} else if b.err != nil && b.term == r.leaderTerm {
+				n.lg.Warn("barrier of the new leader failed; retrying", "term", b.term, "err", b.err)
+			}
+		case o := <-r.obsCh:
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				r.failedPeers[d.PeerID] = true
+			case raft.ResumedHeartbeatObservation:
+				delete(r.failedPeers, d.PeerID)
+			}
+		case <-tick.C:
+		}
+		if r.leaderTerm != 0 && !n.ready.Load() && !r.barrierBusy {
+			r.barrierBusy = true
+			n.wg.Add(1)
+			go n.runBarrier(r.leaderTerm)
+		}
+		n.noteLeader()
+		n.emitRole()
+		n.balance()
+	}
+}
+
+// runBarrier waits for a barrier of term: once it is applied, so is every earlier entry.
+func (n *Node) runBarrier(term uint64) {
+	defer n.wg.Done()
+	err := n.raft.Barrier(0).Error()
+	select {
+	case n.roles.barrier <- barrierDone{term: term, err: err}:
+	case <-n.stop:
+	}
+}
+
+// noteLeader counts a failover when the known leader changes to another node.
+func (n *Node) noteLeader() {
+	_, id := n.raft.LeaderWithID()
+	r := n.roles
+	if id == "" || string(id) == r.lastLeaderID {
+		return
+	}
+	if r.lastLeaderID != "" {
+		n.failovers.Add(1)
+	}
+	r.lastLeaderID = string(id)
+}
+
+// emitRole queues an event when the role (or a follower's leader) changed.
+func (n *Node) emitRole() {
+	r := n.roles
+	var ev RoleEvent
+	switch {
+	case n.ready.Load() && n.raft.State() == raft.Leader:
+		ev = RoleEvent{Role: RoleLeader, Term: r.leaderTerm, LeaderID: n.cfg.SelfID, LeaderAddr: n.selfAddr()}
+	case n.raft.State() != raft.Leader:
+		addr, id := n.raft.LeaderWithID()
+		ev = RoleEvent{Role: RoleFollower, Term: n.raft.CurrentTerm(), LeaderID: string(id), LeaderAddr: string(addr)}
+	default:
+		return // leading, not ready yet: the last event stands
+	}
+	if r.emitted && ev.Role == r.lastEvent.Role && ev.LeaderID == r.lastEvent.LeaderID &&
+		(ev.Role == RoleFollower || ev.Term == r.lastEvent.Term) {
+		return
+	}
+	r.emitted, r.lastEvent = true, ev
+	n.lg.Info("role changed", "role", ev.Role, "term", ev.Term, "leader", ev.LeaderID)
+	if n.opts.OnRoleChange == nil {
+		return
+	}
+	r.events.Lock()
+	r.events.queue = append(r.events.queue, ev)
+	r.events.Unlock()
+	select {
+	case r.eventWake <- struct{}{}:
+	default:
+	}
+}
+
+// eventLoop calls NodeOptions.OnRoleChange with the queued events, in order, one at a time.
+func (n *Node) eventLoop() {
+	defer n.wg.Done()
+	r := n.roles
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-r.eventWake:
+		}
+		for {
+			r.events.Lock()
+			q := r.events.queue
+			r.events.queue = nil
+			r.events.Unlock()
+			if len(q) == 0 {
+				break
+			}
+			for _, ev := range q {
+				n.opts.OnRoleChange(ev)
+			}
+		}
+	}
+}
+
+// balance hands leadership to Config.PreferredLeaderID when this node leads instead, the
+// preferred node is a voter whose heartbeats succeed, this node has led for a few election
+// timeouts, and no attempt was made for a while (a transfer refuses writes while it runs).
+func (n *Node) balance() {
+	r := n.roles
+	pref := n.cfg.PreferredLeaderID
+	if pref == "" || pref == n.cfg.SelfID || !n.ready.Load() || r.failedPeers[raft.ServerID(pref)] {
+		return
+	}
+	settle := 10 * n.cfg.ElectionTimeout
+	if time.Since(r.readySince) < settle || time.Since(r.lastBalance) < 4*settle {
+		return
+	}
+	addr, ok := n.voterAddr(pref)
+	if !ok {
+		return
+	}
+	r.lastBalance = time.Now()
+	n.lg.Info("handing leadership to the preferred leader", "to", pref)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.raft.LeadershipTransferToServer(raft.ServerID(pref), addr).Error(); err != nil {
+			n.lg.Warn("leadership transfer to the preferred leader failed", "to", pref, "err", err)
+		}
+	}()
+}
+
+// voterAddr is the address of voter id in the latest configuration.
+func (n *Node) voterAddr(id string) (raft.ServerAddress, bool) {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return "", false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id && s.Suffrage == raft.Voter {
+			return s.Address, true
+		}
+	}
+	return "", false
+}
+
+// TransferLeadership hands leadership to voter toID ("" lets Raft pick the most up-to-date
+// follower) and returns once the transfer is over: the target then leads (it still has to
+// pass its barrier before it reports RoleLeader). Writes are refused while it runs. Errors:
+// ErrNotLeader, an unknown toID, or Raft's (the target did not catch up within an election
+// timeout).
+func (n *Node) TransferLeadership(toID string) error {
+	if err := n.leaderCheck(); err != nil {
+		return err
+	}
+	var f raft.Future
+	if toID == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		addr, ok := n.voterAddr(toID)
+		if !ok {
+			return fmt.Errorf("raftlog: transfer leadership: %q is not a voter of the group", toID)
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(toID), addr)
+	}
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("raftlog: transfer leadership to %q: %w", toID, n.proposalError(err))
+	}
+	return nil
+}
+
+// AddVoter adds a node to the group (or changes its address) and waits until the new
+// configuration is committed; the new node starts empty (no bootstrap) and catches up from
+// the log, or from the retained CommitLog files (SnapshotStore). Leader only.
+func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	if err := n.leaderCheck(); err != nil {
+		return err
+	}
+	return n.waitFuture(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0), "add voter "+id)
+}
+
+// RemoveServer removes a node from the group and waits until the new configuration is
+// committed. A leader that removes itself steps down. Leader only.
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if err := n.leaderCheck(); err != nil {
+		return err
+	}
+	return n.waitFuture(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, 0), "remove server "+id)
+}
+
+// waitFuture waits for a configuration change. The future resolves while Raft runs (applied,
+// or failed on a leadership change); ctx only bounds this caller's wait.
+func (n *Node) waitFuture(ctx context.Context, f raft.IndexFuture, what string) error {
+	done := make(chan error, 1)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		done <- f.Error()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("raftlog: %s: %w", what, n.proposalError(err))
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("raftlog: %s: %w: %w", what, ErrProposalTimeout, ctx.Err())
+	}
+}
+
+var _ = errors.New
