@@ -1,0 +1,149 @@
+// Command mqchaos is RocketRaft's fault-injection suite: it starts a real broker group (bin/mqnamesrv,
+// bin/mqbroker), runs a producer and consumers that record what they did, injects a seeded schedule of
+// faults (kill -9, SIGSTOP/SIGCONT, partitions, delays and cuts of the replication links), then checks the
+// history (internal/chaos):
+//
+//	mqchaos run -bin ./bin -dir /tmp/chaos -role SYNC_MASTER -flush SYNC_FLUSH -rounds 8 -seed 1
+//	mqchaos check /tmp/chaos        (checks a recorded run again)
+//
+// The output ends with one summary line, PASS or FAIL and the counts; the exit code is 1 on FAIL.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rocketraft/rocketraft/internal/chaos"
+)
+
+const usage = `usage: mqchaos run [flags]    (mqchaos run -h lists the flags)
+       mqchaos check DIR
+
+  run    starts a name server, a master and a slave from -bin, runs the load and the fault schedule, heals,
+         drains, scans every broker and checks the history recorded in -dir
+  check  checks the history in DIR again and prints the report
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: it returns the exit code (0 PASS, 1 FAIL, 2 usage or a run that could
+// not start).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var rep *chaos.Report
+	var err error
+	switch args[0] {
+	case "run":
+		cfg, ok := parseRun(args[1:], stdout, stderr)
+		if !ok {
+			return 2
+		}
+		rep, err = chaos.Run(ctx, cfg)
+	case "check":
+		if len(args) != 2 {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		rep, err = chaos.CheckDir(args[1])
+	default:
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mqchaos: %v\n", err)
+		return 2
+	}
+	fmt.Fprint(stdout, rep.String())
+	if len(rep.Failures()) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// parseRun parses the run flags into a config with its schedule; false after a usage error (printed).
+func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
+	cfg := chaos.DefaultRunConfig()
+	sc := chaos.ScheduleConfig{Rounds: 6, MinFor: 3 * time.Second, MaxFor: 10 * time.Second,
+		MinGap: 5 * time.Second, MaxGap: 15 * time.Second, Delay: 200 * time.Millisecond}
+	fs := flag.NewFlagSet("mqchaos run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Bin, "bin", "bin", "folder holding mqnamesrv and mqbroker")
+	fs.StringVar(&cfg.Dir, "dir", "", "output folder (history, report, data and logs of the processes); default a new folder under the system's temp folder")
+	fs.StringVar(&cfg.Role, "role", cfg.Role, "brokerRole of the master: SYNC_MASTER or ASYNC_MASTER")
+	fs.StringVar(&cfg.Flush, "flush", cfg.Flush, "flushDiskType: SYNC_FLUSH or ASYNC_FLUSH")
+	fs.Int64Var(&cfg.FileSize, "file-size", cfg.FileSize, "mappedFileSizeCommitLog of the brokers")
+	fs.StringVar(&cfg.Topic, "topic", cfg.Topic, "topic")
+	fs.IntVar(&cfg.Queues, "queues", cfg.Queues, "queues of the topic")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "producer goroutines (worker w sends to queue w % queues, in order)")
+	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "messages per second, all workers together")
+	fs.IntVar(&cfg.Size, "size", cfg.Size, "message body size")
+	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "more attempts of a send that was not acknowledged")
+	fs.DurationVar(&cfg.SendTimeout, "send-timeout", cfg.SendTimeout, "send timeout")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "load before the first fault")
+	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "load after the last fault")
+	fs.Uint64Var(&sc.Seed, "seed", 0, "schedule seed (0: from the clock; printed)")
+	fs.IntVar(&sc.Rounds, "rounds", sc.Rounds, "number of faults")
+	kinds := fs.String("faults", strings.Join(chaos.Kinds, ","), "fault kinds to draw from, comma-separated")
+	fs.DurationVar(&sc.MinFor, "min-for", sc.MinFor, "shortest fault")
+	fs.DurationVar(&sc.MaxFor, "max-for", sc.MaxFor, "longest fault")
+	fs.DurationVar(&sc.MinGap, "min-gap", sc.MinGap, "shortest quiet time before a fault")
+	fs.DurationVar(&sc.MaxGap, "max-gap", sc.MaxGap, "longest quiet time before a fault")
+	fs.DurationVar(&sc.Delay, "delay", sc.Delay, "one-way delay of delay-repl")
+	verbose := fs.Bool("v", false, "log the suite's own events (proxies, pulls) to stderr")
+	if err := fs.Parse(args); err != nil {
+		return cfg, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mqchaos run: unexpected arguments %v\n", fs.Args())
+		return cfg, false
+	}
+	if sc.Seed == 0 {
+		sc.Seed = uint64(time.Now().UnixNano())
+	}
+	sc.Kinds = strings.Split(*kinds, ",")
+	s, err := chaos.NewSchedule(sc)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return cfg, false
+	}
+	cfg.Schedule = s
+	if cfg.Dir == "" {
+		if cfg.Dir, err = os.MkdirTemp("", "mqchaos-"); err != nil {
+			fmt.Fprintln(stderr, err)
+			return cfg, false
+		}
+	}
+	if cfg.Bin, err = filepath.Abs(cfg.Bin); err != nil {
+		fmt.Fprintln(stderr, err)
+		return cfg, false
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Out = stdout
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return cfg, false
+	}
+	fmt.Fprintf(stdout, "mqchaos: %s %s/%s, output in %s\n", cfg.Mode, cfg.Role, cfg.Flush, cfg.Dir)
+	return cfg, true
+}

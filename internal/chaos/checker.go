@@ -1,0 +1,464 @@
+package chaos
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// History is everything a run recorded: what was run, every send attempt, every message read, every fault.
+type History struct {
+	Info   RunInfo
+	Sends  []SendRecord
+	Reads  []ReadRecord
+	Faults []FaultRecord
+}
+
+// LoadHistory reads the history files of a run's output folder. A torn last line (a run killed mid-write)
+// is reported as an error along with the records before it.
+func LoadHistory(dir string) (*History, error) {
+	h := &History{}
+	b, err := os.ReadFile(filepath.Join(dir, RunFile))
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	if err := json.Unmarshal(b, &h.Info); err != nil {
+		return nil, fmt.Errorf("chaos: %s: %w", RunFile, err)
+	}
+	var errs []error
+	if h.Sends, err = readLines[SendRecord](filepath.Join(dir, SendsFile)); err != nil {
+		errs = append(errs, err)
+	}
+	if h.Reads, err = readLines[ReadRecord](filepath.Join(dir, ReadsFile)); err != nil {
+		errs = append(errs, err)
+	}
+	if h.Faults, err = readLines[FaultRecord](filepath.Join(dir, FaultsFile)); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return h, errs[0]
+	}
+	return h, nil
+}
+
+// Report is the checker's verdict on a history. Lists hold message ids (or "queue/offset" places) and are
+// capped at listCap entries in the text; the counts are exact.
+type Report struct {
+	Info RunInfo
+
+	IDs      int // distinct message ids sent
+	Attempts int
+	Acked    int // ids acknowledged (SEND_OK) at least once
+	Retried  int // ids sent more than once
+	Status   map[string]int
+
+	// Lost: acknowledged, and not in the writer's final scan. A failure where Info.Durable.
+	Lost []string
+	// ReplicaLost: for each kill of the writer, the sends acknowledged before the kill that the followers'
+	// scan right after it lacks (what a lost master disk would lose). A failure where Info.Replicated.
+	ReplicaLost []OutageLoss
+	// Duplicates: extra stored copies (in the writer's final scan) of ids sent more than once: allowed.
+	Duplicates int
+	// BadDuplicates: ids sent once and stored more than once.
+	BadDuplicates []string
+	// OrderViolations: acknowledged ids stored (first copy) after a later acknowledged id of the same
+	// producer worker in the same queue.
+	OrderViolations []string
+	// OffsetConflicts: a queue offset read with two different ids (on any node, in any phase), two
+	// acknowledgements naming the same queue offset, or an acknowledged offset holding another id.
+	OffsetConflicts []string
+	// Phantoms: ids read that no send carried.
+	Phantoms []string
+	// UnackedStored: ids never acknowledged that are stored anyway (fine: the send's outcome was unknown or
+	// the broker said "stored, not replicated/flushed").
+	UnackedStored int
+	// NotConsumed: acknowledged ids the consumers never read (checked only when they drained).
+	NotConsumed []string
+	// Diverged: queue offsets present in one broker's final scan and not in another's.
+	Diverged []string
+
+	Faults []FaultTiming
+}
+
+// OutageLoss is what the followers lacked when the writer was killed.
+type OutageLoss struct {
+	Fault   int
+	Before  int // sends acknowledged before the kill
+	Missing []string
+}
+
+// FaultTiming is a fault and how writes fared through it.
+type FaultTiming struct {
+	FaultRecord
+	// FirstAck: from the fault's start to the end of the first acknowledged send begun after it (for a kill
+	// of the writer: the failover time; for classic master/slave, the master's restart); -1 when none.
+	FirstAck time.Duration
+	// MaxGap: the longest time without an acknowledgement from the fault's start to the first
+	// acknowledgement after it healed.
+	MaxGap time.Duration
+}
+
+const listCap = 20
+
+// Check runs every check on h.
+func Check(h *History) *Report {
+	r := &Report{Info: h.Info, Status: map[string]int{}}
+	type sendInfo struct {
+		worker   int
+		seq      int64
+		attempts int
+		acked    bool
+		ackedAt  int64 // End of the first ok attempt
+	}
+	sent := map[string]*sendInfo{}
+	type place struct {
+		q   int32
+		off int64
+	}
+	ackedAt := map[place]string{}
+	for _, s := range h.Sends {
+		r.Attempts++
+		r.Status[s.Status]++
+		si := sent[s.ID]
+		if si == nil {
+			si = &sendInfo{worker: s.Worker, seq: s.Seq}
+			sent[s.ID] = si
+		}
+		si.attempts++
+		if s.Status == SendOK {
+			if !si.acked || s.End < si.ackedAt {
+				si.ackedAt = s.End
+			}
+			si.acked = true
+			p := place{s.Queue, s.Offset}
+			if other, ok := ackedAt[p]; ok && other != s.ID {
+				r.OffsetConflicts = append(r.OffsetConflicts, fmt.Sprintf("%d/%d acknowledged for %s and %s", p.q, p.off, other, s.ID))
+			}
+			ackedAt[p] = s.ID
+		}
+	}
+	r.IDs = len(sent)
+	for _, si := range sent {
+		if si.acked {
+			r.Acked++
+		}
+		if si.attempts > 1 {
+			r.Retried++
+		}
+	}
+
+	// Every read, every node, every phase: a place holds one id.
+	seenAt := map[place]string{}
+	conflictAt := map[place]bool{}
+	phantom := map[string]bool{}
+	final := map[string]map[place]string{} // node -> its final scan
+	consumed := map[string]bool{}
+	kills := map[int]map[string]bool{} // fault index -> ids the followers held
+	for _, rd := range h.Reads {
+		p := place{rd.Queue, rd.Offset}
+		if id, ok := seenAt[p]; !ok {
+			seenAt[p] = rd.ID
+		} else if id != rd.ID && !conflictAt[p] {
+			conflictAt[p] = true
+			r.OffsetConflicts = append(r.OffsetConflicts, fmt.Sprintf("%d/%d read as %s and as %s (%s, %s)", p.q, p.off, id, rd.ID, rd.Node, rd.Phase))
+		}
+		if sent[rd.ID] == nil && !phantom[rd.ID] {
+			phantom[rd.ID] = true
+			r.Phantoms = append(r.Phantoms, fmt.Sprintf("%q at %d/%d on %s", rd.ID, p.q, p.off, rd.Node))
+		}
+		switch rd.Phase {
+		case PhaseRun:
+			consumed[rd.ID] = true
+		case PhaseFinal:
+			if final[rd.Node] == nil {
+				final[rd.Node] = map[place]string{}
+			}
+			final[rd.Node][p] = rd.ID
+		case PhaseKill:
+			if kills[rd.Fault] == nil {
+				kills[rd.Fault] = map[string]bool{}
+			}
+			kills[rd.Fault][rd.ID] = true
+		}
+	}
+	for p, id := range ackedAt {
+		if got, ok := final[h.Info.Writer][p]; ok && got != id {
+			r.OffsetConflicts = append(r.OffsetConflicts, fmt.Sprintf("%d/%d acknowledged for %s holds %s", p.q, p.off, id, got))
+		}
+	}
+
+	// The writer's final scan is the store's content.
+	stored := final[h.Info.Writer]
+	places := slices.SortedFunc(maps.Keys(stored), func(a, b place) int {
+		return cmp.Or(cmp.Compare(a.q, b.q), cmp.Compare(a.off, b.off))
+	})
+	copies := map[string]int{}
+	type wq struct {
+		w int
+		q int32
+	}
+	lastSeq := map[wq]int64{}
+	lastID := map[wq]string{}
+	for _, p := range places {
+		id := stored[p]
+		copies[id]++
+		si := sent[id]
+		if si == nil || copies[id] > 1 || !si.acked {
+			continue
+		}
+		k := wq{si.worker, p.q}
+		if last, ok := lastSeq[k]; ok && si.seq < last {
+			r.OrderViolations = append(r.OrderViolations, fmt.Sprintf("%s at %d/%d after %s", id, p.q, p.off, lastID[k]))
+		} else {
+			lastSeq[k], lastID[k] = si.seq, id
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(sent)) {
+		si := sent[id]
+		n := copies[id]
+		switch {
+		case n > 1 && si.attempts > 1:
+			r.Duplicates += n - 1
+		case n > 1:
+			r.BadDuplicates = append(r.BadDuplicates, fmt.Sprintf("%s stored %d times, sent once", id, n))
+		}
+		if si.acked && n == 0 {
+			r.Lost = append(r.Lost, id)
+		}
+		if !si.acked && n > 0 {
+			r.UnackedStored++
+		}
+		if si.acked && h.Info.Drained && !consumed[id] {
+			r.NotConsumed = append(r.NotConsumed, id)
+		}
+	}
+
+	// Replicas converge: every broker's final scan holds the same places (the ids are compared above).
+	for node, scan := range final {
+		if node == h.Info.Writer {
+			continue
+		}
+		for p := range scan {
+			if _, ok := stored[p]; !ok {
+				r.Diverged = append(r.Diverged, fmt.Sprintf("%d/%d on %s, not on %s", p.q, p.off, node, h.Info.Writer))
+			}
+		}
+		for p := range stored {
+			if _, ok := scan[p]; !ok {
+				r.Diverged = append(r.Diverged, fmt.Sprintf("%d/%d on %s, not on %s", p.q, p.off, h.Info.Writer, node))
+			}
+		}
+	}
+	slices.Sort(r.Diverged)
+
+	// Kills of the writer: what the followers held against what had been acknowledged.
+	var acks []int64
+	for _, si := range sent {
+		if si.acked {
+			acks = append(acks, si.ackedAt)
+		}
+	}
+	slices.Sort(acks)
+	for _, f := range h.Faults {
+		if f.Kind == KillWriter {
+			held := kills[f.Index]
+			ol := OutageLoss{Fault: f.Index}
+			for _, id := range slices.Sorted(maps.Keys(sent)) {
+				if si := sent[id]; si.acked && si.ackedAt <= f.Start {
+					ol.Before++
+					if !held[id] {
+						ol.Missing = append(ol.Missing, id)
+					}
+				}
+			}
+			r.ReplicaLost = append(r.ReplicaLost, ol)
+		}
+		r.Faults = append(r.Faults, timing(f, h.Sends, acks))
+	}
+	return r
+}
+
+// timing measures writes through fault f; acks are the first acknowledgement times of every id, sorted.
+func timing(f FaultRecord, sends []SendRecord, acks []int64) FaultTiming {
+	ft := FaultTiming{FaultRecord: f, FirstAck: -1}
+	first := int64(-1)
+	for _, s := range sends {
+		if s.Status == SendOK && s.Start >= f.Start && (first < 0 || s.End < first) {
+			first = s.End
+		}
+	}
+	if first >= 0 {
+		ft.FirstAck = time.Duration(first-f.Start) * time.Microsecond
+	}
+	// From the fault's start to the first ack after the heal.
+	i, _ := slices.BinarySearch(acks, f.Start)
+	prev := f.Start // a gap counts from the fault's start at the earliest
+	for ; i < len(acks); i++ {
+		ft.MaxGap = max(ft.MaxGap, time.Duration(acks[i]-prev)*time.Microsecond)
+		prev = acks[i]
+		if acks[i] >= f.Healed {
+			break
+		}
+	}
+	if i == len(acks) { // no ack after the heal: the gap runs to the heal at least
+		ft.MaxGap = max(ft.MaxGap, time.Duration(f.Healed-prev)*time.Microsecond)
+	}
+	return ft
+}
+
+// Failures lists what makes the run FAIL; empty means PASS.
+func (r *Report) Failures() []string {
+	var out []string
+	add := func(cond bool, format string, args ...any) {
+		if cond {
+			out = append(out, fmt.Sprintf(format, args...))
+		}
+	}
+	add(r.Info.Durable && len(r.Lost) > 0, "%d acknowledged messages lost (%s promises none)", len(r.Lost), r.mode())
+	if r.Info.Replicated {
+		for _, ol := range r.ReplicaLost {
+			add(len(ol.Missing) > 0, "fault %d: %d acknowledged messages not on any follower when the writer was killed", ol.Fault, len(ol.Missing))
+		}
+	}
+	add(len(r.BadDuplicates) > 0, "%d duplicates of messages sent once", len(r.BadDuplicates))
+	add(len(r.OrderViolations) > 0, "%d per-queue order violations", len(r.OrderViolations))
+	add(len(r.OffsetConflicts) > 0, "%d queue offsets used twice", len(r.OffsetConflicts))
+	add(len(r.Phantoms) > 0, "%d messages read that were never sent", len(r.Phantoms))
+	add(len(r.NotConsumed) > 0, "%d acknowledged messages the consumers never read", len(r.NotConsumed))
+	add(len(r.Diverged) > 0, "%d queue offsets differ between replicas", len(r.Diverged))
+	add(r.Info.Writer == "", "no final scan of the writer")
+	add(r.IDs == 0, "nothing was sent")
+	for _, e := range r.Info.Errors {
+		out = append(out, "run: "+e)
+	}
+	return out
+}
+
+func (r *Report) mode() string {
+	return fmt.Sprintf("%s %s/%s", r.Info.Mode, r.Info.Role, r.Info.Flush)
+}
+
+func (r *Report) replicaLost() int {
+	n := 0
+	for _, ol := range r.ReplicaLost {
+		n += len(ol.Missing)
+	}
+	return n
+}
+
+// maxFailover is the longest FirstAck over the kills of the writer, and whether there was one.
+func (r *Report) maxFailover() (time.Duration, bool) {
+	var d time.Duration
+	found := false
+	for _, f := range r.Faults {
+		if f.Kind == KillWriter {
+			found = true
+			if f.FirstAck < 0 {
+				return -1, true
+			}
+			d = max(d, f.FirstAck)
+		}
+	}
+	return d, found
+}
+
+// Summary is the report's last line: PASS or FAIL and the counts.
+func (r *Report) Summary() string {
+	verdict := "PASS"
+	if len(r.Failures()) > 0 {
+		verdict = "FAIL"
+	}
+	s := fmt.Sprintf("%s %s faults=%d acked=%d/%d lost=%d replica-lost=%d dup=%d bad-dup=%d order=%d offsets-twice=%d phantom=%d unacked-stored=%d not-consumed=%d diverged=%d",
+		verdict, r.mode(), len(r.Faults), r.Acked, r.IDs, len(r.Lost), r.replicaLost(), r.Duplicates, len(r.BadDuplicates),
+		len(r.OrderViolations), len(r.OffsetConflicts), len(r.Phantoms), r.UnackedStored, len(r.NotConsumed), len(r.Diverged))
+	if d, ok := r.maxFailover(); ok {
+		if d < 0 {
+			s += " failover-max=none"
+		} else {
+			s += " failover-max=" + d.Round(time.Millisecond).String()
+		}
+	}
+	return s
+}
+
+// String is the full report, ending with the summary line.
+func (r *Report) String() string {
+	var b strings.Builder
+	i := r.Info
+	fmt.Fprintf(&b, "run: %s, writer role %s, flush %s, %d queues, %d producer workers, %d retries, started %s\n",
+		i.Mode, i.Role, i.Flush, i.Queues, i.Workers, i.Retries, i.Started.UTC().Format(time.RFC3339))
+	if i.Durable {
+		b.WriteString("promise: an acknowledged message survives every fault (SYNC_MASTER + SYNC_FLUSH): loss fails the run\n")
+	} else {
+		fmt.Fprintf(&b, "promise: %s/%s does not promise that an acknowledged message survives the loss of a machine "+
+			"(RocketMQ: no loss needs SYNC_MASTER or SYNC_FLUSH, both for a disk and a master loss); loss is reported, not failed\n", i.Role, i.Flush)
+	}
+	if i.Replicated {
+		b.WriteString("promise: an acknowledged message is on a follower when acknowledged: a follower lacking one at a kill of the writer fails the run\n")
+	} else {
+		b.WriteString("promise: acknowledgement does not wait for a follower: what the followers lacked at a kill of the writer is reported, not failed\n")
+	}
+	fmt.Fprintf(&b, "sends: %d ids, %d attempts, %d acknowledged, %d retried; attempts by outcome: %s\n",
+		r.IDs, r.Attempts, r.Acked, r.Retried, statusLine(r.Status))
+	fmt.Fprintf(&b, "consumers drained: %v\n", i.Drained)
+	b.WriteString("faults:\n")
+	for _, f := range r.Faults {
+		first := "none"
+		if f.FirstAck >= 0 {
+			first = f.FirstAck.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(&b, "  %2d %-14s %-22s lasted %-8v first ack after start %-8s longest ack gap %v%s\n", f.Index, f.Kind, f.Target,
+			(time.Duration(f.Healed-f.Start) * time.Microsecond).Round(time.Millisecond), first,
+			f.MaxGap.Round(time.Millisecond), noteOf(f.Note))
+	}
+	for _, ol := range r.ReplicaLost {
+		fmt.Fprintf(&b, "kill of the writer, fault %d: %d acknowledged before it, %d missing on the followers%s\n",
+			ol.Fault, ol.Before, len(ol.Missing), sample(ol.Missing))
+	}
+	fmt.Fprintf(&b, "lost (acknowledged, not stored at the end): %d%s\n", len(r.Lost), sample(r.Lost))
+	fmt.Fprintf(&b, "duplicates of retried sends (allowed): %d\n", r.Duplicates)
+	fmt.Fprintf(&b, "duplicates of sends made once: %d%s\n", len(r.BadDuplicates), sample(r.BadDuplicates))
+	fmt.Fprintf(&b, "per-queue order violations: %d%s\n", len(r.OrderViolations), sample(r.OrderViolations))
+	fmt.Fprintf(&b, "queue offsets used twice: %d%s\n", len(r.OffsetConflicts), sample(r.OffsetConflicts))
+	fmt.Fprintf(&b, "read but never sent: %d%s\n", len(r.Phantoms), sample(r.Phantoms))
+	fmt.Fprintf(&b, "never acknowledged, stored anyway (fine): %d\n", r.UnackedStored)
+	fmt.Fprintf(&b, "acknowledged, never consumed: %d%s\n", len(r.NotConsumed), sample(r.NotConsumed))
+	fmt.Fprintf(&b, "replicas differ: %d%s\n", len(r.Diverged), sample(r.Diverged))
+	for _, f := range r.Failures() {
+		fmt.Fprintf(&b, "FAIL: %s\n", f)
+	}
+	b.WriteString(r.Summary())
+	b.WriteString("\n")
+	return b.String()
+}
+
+func statusLine(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func noteOf(n string) string {
+	if n == "" {
+		return ""
+	}
+	return " (" + n + ")"
+}
+
+func sample(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	if len(l) > listCap {
+		return fmt.Sprintf(": %s, ... (%d more)", strings.Join(l[:listCap], ", "), len(l)-listCap)
+	}
+	return ": " + strings.Join(l, ", ")
+}

@@ -1,0 +1,216 @@
+package chaos
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hist builds hand-made histories: a SYNC_MASTER + SYNC_FLUSH run with a master and a slave.
+type hist struct{ h History }
+
+func newHist() *hist {
+	return &hist{h: History{Info: RunInfo{Mode: "masterslave", Role: "SYNC_MASTER", Flush: "SYNC_FLUSH",
+		Durable: true, Replicated: true, Writer: "master", Drained: true}}}
+}
+
+func idOf(w int, seq int64) string { return fmt.Sprintf("w%02d-%08d", w, seq) }
+
+// send records one attempt of worker w's message seq to queue q, at time t (µs), acknowledged at offset
+// off when status is SendOK.
+func (b *hist) send(w int, seq int64, attempt int, q int32, t int64, status string, off int64) *hist {
+	b.h.Sends = append(b.h.Sends, SendRecord{ID: idOf(w, seq), Worker: w, Seq: seq, Attempt: attempt, Queue: q,
+		Node: "master", Start: t, End: t + 10, Status: status, Offset: off})
+	return b
+}
+
+func (b *hist) read(phase, node string, q int32, off int64, id string, fault int) *hist {
+	b.h.Reads = append(b.h.Reads, ReadRecord{Phase: phase, Node: node, Queue: q, Offset: off, ID: id, Fault: fault})
+	return b
+}
+
+// stored records (q, off, id) in the final scans of both brokers and in the consumers' reads.
+func (b *hist) stored(q int32, off int64, id string) *hist {
+	return b.read(PhaseRun, "master", q, off, id, 0).read(PhaseFinal, "master", q, off, id, 0).read(PhaseFinal, "slave", q, off, id, 0)
+}
+
+// clean is worker 0 sending seqs 1..n to queue 0, each acknowledged and stored at offset seq-1.
+func clean(n int64) *hist {
+	b := newHist()
+	for seq := int64(1); seq <= n; seq++ {
+		b.send(0, seq, 1, 0, seq*1000, SendOK, seq-1).stored(0, seq-1, idOf(0, seq))
+	}
+	return b
+}
+
+func TestCheckCleanHistoryPasses(t *testing.T) {
+	r := Check(&clean(5).h)
+	if f := r.Failures(); len(f) > 0 {
+		t.Fatalf("failures %v\n%s", f, r)
+	}
+	if r.Acked != 5 || r.IDs != 5 || !strings.HasPrefix(r.Summary(), "PASS ") {
+		t.Fatalf("acked %d ids %d summary %q", r.Acked, r.IDs, r.Summary())
+	}
+	if !strings.HasSuffix(r.String(), r.Summary()+"\n") {
+		t.Fatalf("the report does not end with the summary line:\n%s", r)
+	}
+}
+
+// TestCheckDetectsEachViolation: each case breaks a clean history in one way; the checker must count it
+// in its own field and fail the run (or not, for what is allowed) with a reason naming it.
+func TestCheckDetectsEachViolation(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func() *hist
+		count func(*Report) int
+		fails string // a substring of the failure; "" when the finding must not fail the run
+	}{
+		{"lost", func() *hist {
+			b := clean(3)
+			return b.send(0, 4, 1, 0, 9000, SendOK, 3) // acknowledged, never stored
+		}, func(r *Report) int { return len(r.Lost) }, "acknowledged messages lost"},
+		{"lost in an ASYNC mode is reported, not failed", func() *hist {
+			b := clean(3)
+			b.h.Info.Role, b.h.Info.Flush, b.h.Info.Durable, b.h.Info.Replicated = "ASYNC_MASTER", "ASYNC_FLUSH", false, false
+			b.h.Info.Drained = false
+			return b.send(0, 4, 1, 0, 9000, SendOK, 3)
+		}, func(r *Report) int { return len(r.Lost) }, ""},
+		{"duplicate of a retried send", func() *hist {
+			b := clean(2)
+			b.send(0, 3, 1, 0, 5000, SendTimeout, 0).send(0, 3, 2, 0, 6000, SendOK, 3)
+			return b.stored(0, 2, idOf(0, 3)).stored(0, 3, idOf(0, 3))
+		}, func(r *Report) int { return r.Duplicates }, ""},
+		{"duplicate of a send made once", func() *hist {
+			return clean(2).stored(0, 2, idOf(0, 2))
+		}, func(r *Report) int { return len(r.BadDuplicates) }, "duplicates of messages sent once"},
+		{"order", func() *hist {
+			b := newHist()
+			b.send(0, 1, 1, 0, 1000, SendOK, 1).send(0, 2, 1, 0, 2000, SendOK, 0)
+			return b.stored(0, 0, idOf(0, 2)).stored(0, 1, idOf(0, 1))
+		}, func(r *Report) int { return len(r.OrderViolations) }, "order violations"},
+		{"offset read with two ids", func() *hist {
+			b := clean(2)
+			return b.read(PhaseKill, "slave", 0, 1, idOf(0, 1), 0)
+		}, func(r *Report) int { return len(r.OffsetConflicts) }, "queue offsets used twice"},
+		{"two acknowledgements of one offset", func() *hist {
+			b := clean(2)
+			b.h.Sends[1].Offset = 0
+			return b
+		}, func(r *Report) int { return len(r.OffsetConflicts) }, "queue offsets used twice"},
+		{"phantom", func() *hist {
+			return clean(2).stored(0, 2, "w99-00000001")
+		}, func(r *Report) int { return len(r.Phantoms) }, "never sent"},
+		{"unacknowledged but stored", func() *hist {
+			b := clean(2)
+			return b.send(0, 3, 1, 0, 5000, SendTimeout, 0).stored(0, 2, idOf(0, 3))
+		}, func(r *Report) int { return r.UnackedStored }, ""},
+		{"never consumed", func() *hist {
+			b := clean(2)
+			b.send(0, 3, 1, 0, 5000, SendOK, 2)
+			return b.read(PhaseFinal, "master", 0, 2, idOf(0, 3), 0).read(PhaseFinal, "slave", 0, 2, idOf(0, 3), 0)
+		}, func(r *Report) int { return len(r.NotConsumed) }, "never read"},
+		{"replicas differ", func() *hist {
+			b := clean(2)
+			b.send(0, 3, 1, 0, 5000, SendOK, 2)
+			return b.read(PhaseRun, "master", 0, 2, idOf(0, 3), 0).read(PhaseFinal, "master", 0, 2, idOf(0, 3), 0)
+		}, func(r *Report) int { return len(r.Diverged) }, "differ between replicas"},
+		{"follower lacks an acknowledged message at the writer's kill", func() *hist {
+			b := clean(3)
+			b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 3500, Healed: 8000})
+			return b.read(PhaseKill, "slave", 0, 0, idOf(0, 1), 0) // seq 2 and 3 were acknowledged before 3500
+		}, func(r *Report) int { return r.replicaLost() }, "not on any follower"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Check(&tc.build().h)
+			if n := tc.count(r); n == 0 {
+				t.Fatalf("not detected:\n%s", r)
+			}
+			f := strings.Join(r.Failures(), "; ")
+			switch {
+			case tc.fails == "" && f != "":
+				t.Fatalf("allowed finding failed the run: %s", f)
+			case tc.fails != "" && !strings.Contains(f, tc.fails):
+				t.Fatalf("failures %q, want one naming %q", f, tc.fails)
+			case tc.fails != "" && !strings.HasPrefix(r.Summary(), "FAIL "):
+				t.Fatalf("summary %q", r.Summary())
+			}
+		})
+	}
+}
+
+// TestCheckReplicaLossInAsyncModeIsReported: ASYNC_MASTER promises nothing at a kill of the master.
+func TestCheckReplicaLossInAsyncModeIsReported(t *testing.T) {
+	b := clean(3)
+	b.h.Info.Role, b.h.Info.Durable, b.h.Info.Replicated = "ASYNC_MASTER", false, false
+	b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 3500, Healed: 8000})
+	r := Check(&b.h)
+	if r.replicaLost() != 3 || len(r.Failures()) > 0 { // the slave held none of the three
+		t.Fatalf("replica lost %d, failures %v", r.replicaLost(), r.Failures())
+	}
+}
+
+// TestCheckFaultTiming: the first acknowledgement begun after a fault's start, and the longest gap between
+// acknowledgements until the first one after the heal.
+func TestCheckFaultTiming(t *testing.T) {
+	b := newHist()
+	// acks end at 1010, 2010, then none until 9010 and 10010; the fault runs 2500..8000.
+	for i, start := range []int64{1000, 2000, 9000, 10000} {
+		b.send(0, int64(i+1), 1, 0, start, SendOK, int64(i)).stored(0, int64(i), idOf(0, int64(i+1)))
+	}
+	b.send(0, 5, 1, 0, 3000, SendFailed, 0) // a failure inside the fault is not an ack
+	b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 2500, Healed: 8000})
+	b.read(PhaseKill, "slave", 0, 0, idOf(0, 1), 0).read(PhaseKill, "slave", 0, 1, idOf(0, 2), 0)
+	r := Check(&b.h)
+	ft := r.Faults[0]
+	if ft.FirstAck != (9010-2500)*time.Microsecond || ft.MaxGap != (9010-2500)*time.Microsecond {
+		t.Fatalf("first ack %v, max gap %v", ft.FirstAck, ft.MaxGap)
+	}
+	if d, ok := r.maxFailover(); !ok || d != ft.FirstAck || !strings.Contains(r.Summary(), "failover-max=7ms") {
+		t.Fatalf("failover %v %v, summary %q", d, ok, r.Summary())
+	}
+	if len(r.Failures()) > 0 {
+		t.Fatalf("failures %v", r.Failures())
+	}
+}
+
+// TestHistoryFilesRoundTrip: what the recorders write, LoadHistory reads and CheckDir checks.
+func TestHistoryFilesRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	b := clean(3)
+	if err := writeJSON(filepath.Join(dir, RunFile), b.h.Info); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		file string
+		recs []any
+	}{{SendsFile, anys(b.h.Sends)}, {ReadsFile, anys(b.h.Reads)}} {
+		rec, err := newRecorder(filepath.Join(dir, x.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range x.recs {
+			rec.add(v)
+		}
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := CheckDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Acked != 3 || len(r.Failures()) > 0 {
+		t.Fatalf("acked %d failures %v", r.Acked, r.Failures())
+	}
+}
+
+func anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Fault kinds. A writer is the node that takes writes (the master; a Raft group's leader), a follower any
+// other broker of the group; a replication link is a proxy returned by Cluster.ReplicationLinks.
+const (
+	KillWriter    = "kill-writer"    // SIGKILL the writer; restart it on its data after the fault's length
+	KillFollower  = "kill-follower"  // SIGKILL a follower; restart it after the length
+	PauseWriter   = "pause-writer"   // SIGSTOP the writer; SIGCONT after the length
+	PauseFollower = "pause-follower" // SIGSTOP a follower; SIGCONT after the length
+	PartitionRepl = "partition-repl" // blackhole a follower's replication links; heal after the length
+	DelayRepl     = "delay-repl"     // delay a follower's replication links by Fault.Delay; heal after the length
+	CutRepl       = "cut-repl"       // close a follower's replication connections (instant); the length is watched
+)
+
+// Kinds lists every fault kind, in the order the usage text names them.
+var Kinds = []string{KillWriter, KillFollower, PauseWriter, PauseFollower, PartitionRepl, DelayRepl, CutRepl}
+
+// Fault is one entry of a schedule.
+type Fault struct {
+	Kind  string
+	Gap   time.Duration // quiet time before the fault (after the previous one healed, or the warm-up)
+	For   time.Duration // how long the fault lasts
+	Delay time.Duration // DelayRepl: the one-way delay
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("after %v: %s for %v", f.Gap, f.Kind, f.For)
+	if f.Kind == DelayRepl {
+		s += fmt.Sprintf(" (delay %v)", f.Delay)
+	}
+	return s
+}
+
+// ScheduleConfig says how NewSchedule draws faults.
+type ScheduleConfig struct {
+	Seed   uint64
+	Rounds int      // number of faults
+	Kinds  []string // the kinds to draw from; each appears once in a shuffled pass before any repeats
+	MinFor time.Duration
+	MaxFor time.Duration
+	MinGap time.Duration
+	MaxGap time.Duration
+	Delay  time.Duration // DelayRepl's delay
+}
+
+// Validate names the first bad field.
+func (c ScheduleConfig) Validate() error {
+	if c.Rounds < 0 {
+		return fmt.Errorf("chaos: schedule: rounds %d < 0", c.Rounds)
+	}
+	if len(c.Kinds) == 0 && c.Rounds > 0 {
+		return fmt.Errorf("chaos: schedule: no fault kinds")
+	}
+	for _, k := range c.Kinds {
+		if !isKind(k) {
+			return fmt.Errorf("chaos: schedule: unknown fault kind %q (known: %s)", k, strings.Join(Kinds, ", "))
+		}
+	}
+	if c.MinFor <= 0 || c.MaxFor < c.MinFor {
+		return fmt.Errorf("chaos: schedule: fault length [%v, %v] is not a range of positive lengths", c.MinFor, c.MaxFor)
+	}
+	if c.MinGap < 0 || c.MaxGap < c.MinGap {
+		return fmt.Errorf("chaos: schedule: gap [%v, %v] is not a range", c.MinGap, c.MaxGap)
+	}
+	return nil
+}
+
+func isKind(k string) bool {
+	for _, x := range Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Schedule is the faults of a run, in order, drawn from a seed: the same seed and config give the same
+// schedule (and the targets the run picks among followers come from the same seed).
+type Schedule struct {
+	Seed   uint64
+	Faults []Fault
+}
+
+// NewSchedule draws a schedule.
+func NewSchedule(c ScheduleConfig) (Schedule, error) {
+	if err := c.Validate(); err != nil {
+		return Schedule{}, err
+	}
+	r := rand.New(rand.NewPCG(c.Seed, 0x6368616f73))
+	s := Schedule{Seed: c.Seed}
+	var pass []string
+	for range c.Rounds {
+		if len(pass) == 0 {
+			pass = append([]string(nil), c.Kinds...)
+			r.Shuffle(len(pass), func(i, j int) { pass[i], pass[j] = pass[j], pass[i] })
+		}
+		f := Fault{Kind: pass[0], Gap: between(r, c.MinGap, c.MaxGap), For: between(r, c.MinFor, c.MaxFor)}
+		pass = pass[1:]
+		if f.Kind == DelayRepl {
+			f.Delay = c.Delay
+		}
+		s.Faults = append(s.Faults, f)
+	}
+	return s, nil
+}
+
+// between draws a length in [lo, hi], rounded to 100 ms.
+func between(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	d := lo
+	if hi > lo {
+		d += time.Duration(r.Int64N(int64(hi - lo + 1)))
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// Length is the schedule's total gap and fault time (restarts and scans come on top).
+func (s Schedule) Length() time.Duration {
+	var d time.Duration
+	for _, f := range s.Faults {
+		d += f.Gap + f.For
+	}
+	return d
+}
+
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule (seed %d, %d faults, %v of gaps and faults):\n", s.Seed, len(s.Faults), s.Length())
+	for i, f := range s.Faults {
+		fmt.Fprintf(&b, "  %2d  %s\n", i, f)
+	}
+	return b.String()
+}
