@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/internal/faultnet"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -25,9 +26,12 @@ type clusterOptions struct {
 	size int
 	sync bool
 	tcp  bool
-	// addressOf, with tcp, is given each node as NodeOptions.AddressOf (from, to ids).
-	addressOf func(from, to string) string
-	tune      func(*Config)
+	// proxied (TCP only) routes every link from one node to another through its own
+	// faultnet proxy (NodeOptions.AddressOf), so tests can partition nodes.
+	proxied bool
+	tune    func(*Config)
+	// onRole receives every node's role events.
+	onRole func(id string, ev RoleEvent)
 }
 
 type tnode struct {
@@ -46,6 +50,8 @@ type cluster struct {
 	peers []Peer
 	nodes []*tnode
 	mu    sync.Mutex // guards nodes' running and n against the load goroutines
+	// proxies[from id][to id] carries from's connections to to (proxied only).
+	proxies map[string]map[string]*faultnet.Proxy
 }
 
 // testRaftConfig is a short-timer config for tests (elections in a few hundred ms even on a
@@ -89,6 +95,23 @@ func newCluster(t testing.TB, o clusterOptions) *cluster {
 		c.nodes = append(c.nodes, &tnode{id: id, addr: addr, root: t.TempDir(),
 			host: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 1, byte(i + 1)}), 10911)})
 	}
+	if o.proxied {
+		c.proxies = map[string]map[string]*faultnet.Proxy{}
+		for _, from := range c.nodes {
+			c.proxies[from.id] = map[string]*faultnet.Proxy{}
+			for _, to := range c.nodes {
+				if from == to {
+					continue
+				}
+				p, err := faultnet.Listen(from.id+"->"+to.id, to.addr, testLogger(t, slog.LevelWarn))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Close() })
+				c.proxies[from.id][to.id] = p
+			}
+		}
+	}
 	for i := range c.nodes {
 		c.start(i)
 	}
@@ -98,6 +121,27 @@ func newCluster(t testing.TB, o clusterOptions) *cluster {
 		}
 	})
 	return c
+}
+
+// isolate blackholes every link between node i and the others, both ways.
+func (c *cluster) isolate(i int) {
+	id := c.nodes[i].id
+	for from, m := range c.proxies {
+		for to, p := range m {
+			if from == id || to == id {
+				p.Blackhole()
+			}
+		}
+	}
+}
+
+// heal lets every link pass again.
+func (c *cluster) heal() {
+	for _, m := range c.proxies {
+		for _, p := range m {
+			p.Heal()
+		}
+	}
 }
 
 func (c *cluster) config(id string) Config {
@@ -122,9 +166,18 @@ func (c *cluster) start(i int) {
 		t.Fatalf("%s: store.Open: %v", tn.id, err)
 	}
 	opts := NodeOptions{Logger: testLogger(t, slog.LevelWarn).With("node", tn.id), Dir: filepath.Join(tn.root, "raft")}
-	if c.o.tcp && c.o.addressOf != nil {
+	if c.o.onRole != nil {
+		id := tn.id
+		opts.OnRoleChange = func(ev RoleEvent) { c.o.onRole(id, ev) }
+	}
+	if c.proxies != nil {
 		from := tn.id
-		opts.AddressOf = func(to string) string { return c.o.addressOf(from, to) }
+		opts.AddressOf = func(to string) string {
+			if p := c.proxies[from][to]; p != nil {
+				return p.Addr()
+			}
+			return ""
+		}
 	}
 	if !c.o.tcp {
 		_, tn.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(tn.addr), time.Second)
