@@ -100,6 +100,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "load after the last fault")
 	fs.Uint64Var(&sc.Seed, "seed", 0, "schedule seed (0: from the clock; printed)")
 	fs.IntVar(&sc.Rounds, "rounds", sc.Rounds, "number of faults")
+	length := fs.Duration("duration", 0, "draw faults until the schedule fills about this long (overrides -rounds; restarts and scans come on top)")
 	kinds := fs.String("faults", strings.Join(chaos.Kinds, ","), "fault kinds to draw from, comma-separated")
 	fs.DurationVar(&sc.MinFor, "min-for", sc.MinFor, "shortest fault")
 	fs.DurationVar(&sc.MaxFor, "max-for", sc.MaxFor, "longest fault")
@@ -118,6 +119,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 		sc.Seed = uint64(time.Now().UnixNano())
 	}
 	sc.Kinds = strings.Split(*kinds, ",")
+	if *length > 0 {
+		sc.Rounds = max(1, int(*length/((sc.MinFor+sc.MaxFor+sc.MinGap+sc.MaxGap)/2)))
+	}
 	s, err := chaos.NewSchedule(sc)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

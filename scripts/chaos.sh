@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# scripts/chaos.sh: the fault-injection suite (make chaos; README "Fault injection"). Builds bin/, then for
+# each mode of MODES runs bin/mqchaos: a name server, a master and a slave as processes, every link between
+# them through a fault-injecting proxy, a producer and consumers recording what they did, and a seeded
+# schedule of faults filling about DURATION; then the checker's report, which ends with one summary line.
+# Settings: MODES ("SYNC_MASTER:SYNC_FLUSH"; e.g. "SYNC_MASTER:SYNC_FLUSH ASYNC_MASTER:ASYNC_FLUSH"),
+# DURATION (5m), SEED (from the clock; printed), RATE (200 msg/s), FAULTS (every kind), OUT (the runs'
+# folders go under it; default a temp folder, kept: each holds the history, report.txt and the logs),
+# ARGS (more mqchaos run flags). Exits 1 when any run FAILs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODES="${MODES:-SYNC_MASTER:SYNC_FLUSH}"
+DURATION="${DURATION:-5m}"
+SEED="${SEED:-0}"
+RATE="${RATE:-200}"
+FAULTS="${FAULTS:-kill-writer,kill-follower,pause-writer,pause-follower,partition-repl,delay-repl,cut-repl}"
+OUT="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/chaos.XXXXXX")}"
+
+make build >/dev/null
+mkdir -p "$OUT"
+status=0
+summaries=()
+for mode in $MODES; do
+  role="${mode%%:*}"
+  flush="${mode##*:}"
+  dir="$OUT/$role-$flush"
+  rm -rf "$dir"
+  echo "=== mqchaos: $role / $flush, about $DURATION of faults, output in $dir"
+  # shellcheck disable=SC2086
+  if ./bin/mqchaos run -bin bin -dir "$dir" -role "$role" -flush "$flush" -duration "$DURATION" -seed "$SEED" \
+    -rate "$RATE" -faults "$FAULTS" ${ARGS:-} | tee "$dir.out"; then
+    :
+  else
+    status=1
+  fi
+  summaries+=("$(tail -n 1 "$dir.out")")
+done
+echo "=== summaries (histories and logs under $OUT; mqchaos check DIR re-checks one)"
+printf '%s\n' "${summaries[@]}"
+exit "$status"
