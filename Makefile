@@ -33,8 +33,9 @@ vet:
 	$(GO) vet $(PKGS)
 
 # make test: vet, every package's tests under -race, then the end-to-end tests with the official Go client.
-test: vet
-	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
+# It builds bin/ first: internal/chaos's short suite runs those binaries (CHAOS_BIN).
+test: vet build
+	CHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 10m ./e2e
 
 # Short fuzz runs of the decoders (longer: FUZZTIME=10m make fuzz).
@@ -44,6 +45,13 @@ fuzz:
 
 bench:
 	$(GO) test ./store -run '^$$' -bench . -benchtime 2s
+
+# make chaos [MODES="SYNC_MASTER:SYNC_FLUSH ASYNC_MASTER:ASYNC_FLUSH" DURATION=5m SEED=n]: the fault-injection
+# suite, real processes under a seeded schedule of faults, then the checker (scripts/chaos.sh; README "Fault
+# injection"). The short version runs in make test (internal/chaos TestShortSuite).
+.PHONY: chaos
+chaos:
+	./scripts/chaos.sh
 
 clean:
 	rm -rf $(BIN)
