@@ -8,7 +8,7 @@ PKGS     := ./...
 # by the wire-level tests in broker/, namesrv/ and remoting/.
 RACE_PKGS ?= $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build run run-ha bench-ha test vet unit fuzz bench clean
+.PHONY: all build run run-ha bench-ha bench-compare bench-scale test vet unit fuzz bench clean
 
 all: build
 
@@ -28,6 +28,17 @@ run-ha: build
 # make bench-ha: produce msgs/s and p99 with no replication, ASYNC_MASTER and SYNC_MASTER (scripts/bench-ha.sh).
 bench-ha:
 	./scripts/bench-ha.sh
+
+# make bench-compare [DURATION=60s ROWS="..."]: our brokers next to NATS JetStream on loopback, same workload, plus the
+# disk's raw figures, one table with ratios (scripts/bench-compare.sh; README "Benchmarks").
+bench-compare:
+	./scripts/bench-compare.sh
+
+# make bench-scale [DURATION=60s BACKLOG_GIB=10 PARTS="topics recovery drain"]: one broker's throughput over 1, 100
+# and 1,000 topics, time to serving after SIGKILL with 1 and 10 GiB of CommitLog, and a cold backlog drained in
+# MB/s next to the disk's raw read (scripts/bench-scale.sh; needs root for drop_caches, ~25 GiB free disk).
+bench-scale:
+	./scripts/bench-scale.sh
 
 vet:
 	$(GO) vet $(PKGS)

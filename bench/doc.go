@@ -6,9 +6,11 @@
 //	               sends the same workload as `mqbench producer --mode sync` through the same driver loop and
 //	               statistics (internal/bench.RunPublishers), printing the same JSON summary
 //	cmd/diskbench  the disk's raw figures: sequential write MB/s, serial write+fdatasync rate and latency,
-//	               cold sequential read MB/s
+//	               cold sequential read MB/s; --evict drops a folder's files from the page cache
+//	cmd/brokerprobe  the time from a broker's start to serving (a send and a pull of it answered), for the
+//	               recovery runs of scripts/bench-scale.sh
 //
 // The module requires the broker's module through a replace directive (../), so the publisher shares
-// internal/bench; nothing in the broker's module imports this one. scripts/bench-compare.sh builds both
-// tools into bin/ and runs them next to our brokers.
+// internal/bench; nothing in the broker's module imports this one. scripts/bench-compare.sh and
+// scripts/bench-scale.sh build the tools into bin/ and run them next to our brokers.
 package bench

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# scripts/bench-scale.sh (make bench-scale): the scale runs of issue 8, point 3, against one broker on loopback
+# (a name server and a broker on free ports, data in a temp folder on the disk of ${TMPDIR:-/tmp}):
+#
+#   topics    the same producer load (mqbench producer, SIZE-byte messages, THREADS goroutines, sync sends,
+#             DURATION) sent to one topic, then spread over 100 and 1,000 topics (--topics N: Scale_0..N-1,
+#             QUEUES queues each, created before the run; each count on a fresh broker, after a 5 s warm-up
+#             run); messages/s and p99 of each as a ratio to the one-topic run
+#   recovery  a CommitLog filled to SMALL_GIB (1), then to BACKLOG_GIB (10) GiB of records; each time the
+#             broker is killed with SIGKILL while a producer sends (after a `sync`, so both kills leave the same
+#             kind of unflushed tail: what the load wrote in KILL_AFTER seconds), restarted, and timed from
+#             the start of the process until it answers a send and a pull of the message sent (brokerprobe);
+#             the broker's own log line says where its recovery scan started and how many bytes it checked
+#   drain     the same BACKLOG_GIB backlog (topic Backlog) drained by one consumer (mqbench consumer, the
+#             native client, from the first offset, until idle for 5 s) after the page cache was dropped
+#             (sync; echo 3 > /proc/sys/vm/drop_caches; as root), in MB/s of message bodies and of CommitLog
+#             bytes, next to the disk's raw sequential read of one CommitLog file (dd iflag=direct) and
+#             diskbench's cold read, measured in the same run; fincore says how much of the CommitLog was
+#             still in the page cache when the drain started (pages the broker has mapped cannot be dropped)
+#
+# Settings: DURATION (60s), THREADS (16), SIZE (1024), QUEUES (8), TOPIC_COUNTS ("1 100 1000"), FLUSH
+# (ASYNC_FLUSH), SMALL_GIB (1), BACKLOG_GIB (10), KILL_AFTER (5 seconds of load before each SIGKILL),
+# PARTS ("topics recovery drain"; drain needs recovery's backlog), KEEP=1 (keep the temp folder and logs).
+# The backlog needs about BACKLOG_GIB * 1.25 GiB of free disk; the script refuses to start without twice that.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/common.sh
+
+DURATION="${DURATION:-60s}"
+THREADS="${THREADS:-16}"
+SIZE="${SIZE:-1024}"
+QUEUES="${QUEUES:-8}"
+TOPIC_COUNTS="${TOPIC_COUNTS:-1 100 1000}"
+FLUSH="${FLUSH:-ASYNC_FLUSH}"
+SMALL_GIB="${SMALL_GIB:-1}"
+BACKLOG_GIB="${BACKLOG_GIB:-10}"
+KILL_AFTER="${KILL_AFTER:-5}"
+PARTS="${PARTS:-topics recovery drain}"
+GIB=$((1 << 30))
+
+make build >/dev/null
+# -mod=mod: the bench module follows this checkout's go.mod (replace ../), whose requirements may have moved.
+(cd bench && go build -mod=mod -o ../bin/ ./cmd/diskbench ./cmd/brokerprobe)
+work="$(mktemp -d "${TMPDIR:-/tmp}/bench-scale.XXXXXX")"
+cleanup() {
+  stop_all
+  if [[ -z "${KEEP:-}" ]]; then rm -rf "$work"; else echo "kept $work" >&2; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+
+if part recovery || part drain; then
+  free_kib="$(df -Pk "$work" | awk 'NR==2{print $4}')"
+  need_kib=$((BACKLOG_GIB * 5 / 4 * 2 * 1024 * 1024))
+  if ((free_kib < need_kib)); then
+    echo "bench-scale: $((free_kib / 1024 / 1024)) GiB free under $work, want $((need_kib / 1024 / 1024)) GiB for a $BACKLOG_GIB GiB backlog (BACKLOG_GIB)" >&2
+    exit 1
+  fi
+fi
+
+echo "$(machine_line) at start"
+start_namesrv "$work"
+
+# producer ARGS...: one mqbench producer run against $NS with the shared workload flags; prints its JSON summary.
+producer() {
+  ./bin/mqbench producer -n "$NS" -w "$THREADS" -s "$SIZE" --queues "$QUEUES" --json "$@"
+}
+
+# ---- topics: the same load over 1, 100, 1000 topics ------------------------------------------------------------
+declare -A TPS P99 FAIL SETUP
+if part topics; then
+  echo "== topics: $SIZE-byte messages, $THREADS goroutines, sync sends, $DURATION per count, $QUEUES queues per topic, $FLUSH"
+  for n in $TOPIC_COUNTS; do
+    dir="$work/topics-$n"
+    start_broker bench-scale "$dir" "$(free_port)" --flushDiskType="$FLUSH"
+    pid=$LAST_PID
+    echo "== topics $n: warm-up (creates the topics)" >&2
+    t0="$(date +%s.%N)"
+    w="$(producer -t Scale --topics "$n" --mode sync --duration 5s || true)"
+    t1="$(date +%s.%N)"
+    # Setup: the warm-up's wall time less its 5 s of sending (topic creation and routes, mostly).
+    SETUP[$n]="$(awk -v a="$t0" -v b="$t1" -v s="$(num "$w" seconds)" 'BEGIN{printf "%.1f", b-a-s}')"
+    echo "== topics $n: mqbench producer --topics $n" >&2
+    s="$(producer -t Scale --topics "$n" --mode sync --duration "$DURATION" || true)"
+    if [[ -n "$s" ]]; then
+      TPS[$n]="$(num "$s" msgs_per_sec)"
+      P99[$n]="$(num "$s" p99)"
+      FAIL[$n]="$(($(num "$s" failed) + $(num "$s" rejected)))"
+    fi
+    stop "$pid"
+    rm -rf "$dir"
+  done
+  first="${TOPIC_COUNTS%% *}"
+  printf '%-8s %12s %10s %9s %6s %12s %9s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99"
+  for n in $TOPIC_COUNTS; do
+    [[ -n "${TPS[$n]:-}" ]] || { echo "$n: no summary (see the errors above)"; continue; }
+    printf '%-8s %12s %10.0f %9.2f %6d %12s %9s\n' "$n" "${SETUP[$n]}" "${TPS[$n]}" "${P99[$n]}" "${FAIL[$n]}" \
+      "$(ratio "${TPS[$n]}" "${TPS[$first]:-}")" "$(ratio "${P99[$n]}" "${P99[$first]:-}")"
+  done
+  echo "x msgs/s, x p99: each count divided by the $first-topic run; setup s: topic creation before the warm-up's sending"
+  echo
+fi
+
+# ---- recovery: SIGKILL with SMALL_GIB and BACKLOG_GIB of CommitLog, time to serving -----------------------------
+big="$work/big"
+bport=""
+bpid=""
+# commitlog_bytes: the broker's CommitLog max offset (mqadmin brokerStatus).
+commitlog_bytes() {
+  ./bin/mqadmin brokerStatus -n "$NS" -b "127.0.0.1:$bport" 2>/dev/null | awk '$1=="commitLogMaxOffset"{print $NF}'
+}
+# fill_to GIB: batch sends to topic Backlog until the CommitLog holds GIB GiB (two rounds at most: the first
+# sends what the body sizes suggest, the second the rest at the measured bytes per record).
+fill_to() {
+  local want=$(($1 * GIB)) have per=$((SIZE + 200)) n
+  for _ in 1 2 3; do
+    have="$(commitlog_bytes)"
+    ((have < want)) || return 0
+    n=$(((want - have) / per + 1))
+    echo "== fill: $n messages to topic Backlog (CommitLog at $have bytes, want $want)" >&2
+    local before=$have
+    producer -t Backlog --mode batch -b 16 -q "$n" >/dev/null
+    have="$(commitlog_bytes)"
+    per=$(((have - before) / n))
+    ((per > 0)) || per=$((SIZE + 200))
+  done
+}
+# kill_restart LABEL: a producer load for KILL_AFTER s, SIGKILL of the broker under it, then a restart timed
+# until it serves. Prints the row.
+kill_restart() {
+  local label="$1" size
+  size="$(commitlog_bytes)"
+  sync
+  echo "== $label: load, then SIGKILL" >&2
+  producer -t Backlog --mode sync --duration "$((KILL_AFTER + 5))s" >"$work/load.json" 2>/dev/null &
+  local lpid=$!
+  sleep "$KILL_AFTER" # the length of the load before the kill, not a synchronisation
+  kill -KILL "$bpid"
+  wait "$bpid" 2>/dev/null || true
+  kill -TERM "$lpid" 2>/dev/null || true
+  wait "$lpid" 2>/dev/null || true
+  mv "$big.log" "$big.$label.crashed.log"
+  echo "== $label: restart" >&2
+  local t0
+  t0="$(date +%s%N)"
+  start_bg "$big.log" ./bin/mqbroker -n "$NS" --brokerName=bench-big --brokerIP1=127.0.0.1 --listenPort="$bport" \
+    --metricsPort=0 --storePathRootDir="$big" --flushDiskType="$FLUSH"
+  bpid=$LAST_PID
+  local p
+  p="$(./bin/brokerprobe --addr "127.0.0.1:$bport" --broker bench-big --topic Backlog --since "$t0" --timeout 10m --json)"
+  local rec scanned
+  rec="$(grep -m1 'recovering store' "$big.log" || true)"
+  scanned="$(sed -n 's/.*scanFrom=\([0-9]*\).*commitlogEnd=\([0-9]*\).*/\1 \2/p' <<<"$rec" | awk '{printf "%.0f", ($2-$1)/1048576}')"
+  printf '%-10s %14.2f %12.3f %12.3f %14s   %s\n' "$label" "$(awk -v b="$size" 'BEGIN{print b/2^30}')" \
+    "$(num "$p" send_ok_sec)" "$(num "$p" serving_sec)" "${scanned:-?}" "$(sed -n 's/.*\(abnormal=[a-z]*\).*/\1/p' <<<"$rec")"
+}
+
+if part recovery || part drain; then
+  bport="$(free_port)"
+  start_broker bench-big "$big" "$bport" --flushDiskType="$FLUSH"
+  bpid=$LAST_PID
+fi
+if part recovery; then
+  echo "== recovery: SIGKILL after $KILL_AFTER s of load ($THREADS goroutines, sync sends, $FLUSH), restart timed to a send and a pull answered"
+  printf '%-10s %14s %12s %12s %14s\n' row "CommitLog GiB" "send ok s" "serving s" "scanned MiB"
+  fill_to "$SMALL_GIB"
+  kill_restart "${SMALL_GIB}GiB"
+  fill_to "$BACKLOG_GIB"
+  kill_restart "${BACKLOG_GIB}GiB"
+  echo "serving s: from the start of mqbroker to a send and a pull of it answered; scanned MiB: CommitLog bytes the"
+  echo "recovery checked record by record (from the file holding the checkpoint's safe point to the end)"
+  echo
+elif part drain; then
+  fill_to "$BACKLOG_GIB"
+fi
+
+# ---- drain: a cold backlog consumed in MB/s, next to the disk's raw read ----------------------------------------
+if part drain; then
+  echo "== drain: topic Backlog from its first offset, one consumer, $THREADS goroutines, after dropping the page cache" >&2
+  clbytes="$(commitlog_bytes)"
+  first_file="$(ls "$big/commitlog" | head -n1)"
+  sync
+  dropped="page cache dropped (drop_caches)"
+  if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+    dropped="drop_caches not permitted: CommitLog files advised out with diskbench --evict"
+    ./bin/diskbench --evict "$big/commitlog"
+  fi
+  resident_mib="$(fincore -b -n -o RES "$big"/commitlog/* 2>/dev/null | awk '{s+=$1} END{printf "%.0f", s/1048576}')"
+  d="$(./bin/mqbench consumer -n "$NS" -t Backlog -g scale_drain -w "$THREADS" --from first --idle 5s --json || true)"
+  msgs="$(num "$d" messages)"
+  secs="$(num "$d" seconds)"
+  # The CommitLog bytes drained: the whole log (topic Backlog is all it holds, besides brokerprobe's messages).
+  cl_mbps="$(awk -v b="$clbytes" -v m="$msgs" -v s="$secs" 'BEGIN{ if (s>0 && m>0) printf "%.0f", b/1048576/s; else printf "-" }')"
+  sync
+  echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+  dd_out="$(dd if="$big/commitlog/$first_file" of=/dev/null bs=1M iflag=direct 2>&1 | tail -n1)"
+  dd_mbps="$(awk '{for(i=1;i<=NF;i++) if ($i ~ /^[0-9.]+$/ && $(i+1) ~ /^s,?$/) { printf "%.0f", 1073741824/1048576/$i; exit }}' <<<"$dd_out")"
+  disk="$(./bin/diskbench --dir "$work" --size $((2 * GIB)) --json)"
+  printf 'backlog: %.2f GiB of CommitLog, %s messages; %s, %s MiB of it still resident when the drain started\n' \
+    "$(awk -v b="$clbytes" 'BEGIN{print b/2^30}')" "$msgs" "$dropped" "$resident_mib"
+  printf '%-34s %10s %12s\n' "read" "MB/s" "x raw dd"
+  printf '%-34s %10.0f %12s\n' "drain, message bodies (mqbench)" "$(num "$d" mb_per_sec)" "$(ratio "$(num "$d" mb_per_sec)" "$dd_mbps")"
+  printf '%-34s %10s %12s\n' "drain, CommitLog bytes" "$cl_mbps" "$(ratio "$cl_mbps" "$dd_mbps")"
+  printf '%-34s %10s %12s\n' "raw: dd iflag=direct, 1 MiB reads" "$dd_mbps" "1.00"
+  printf '%-34s %10.0f %12s\n' "raw: diskbench cold read (fadvise)" "$(num "$disk" cold_read_mb_per_sec)" \
+    "$(ratio "$(num "$disk" cold_read_mb_per_sec)" "$dd_mbps")"
+  printf 'drain: %s messages in %.1f s (%.0f msgs/s), %s pulls of at most 32 messages in flight (one per queue)\n' "$msgs" \
+    "$secs" "$(num "$d" msgs_per_sec)" "$QUEUES"
+fi
+echo "$(machine_line) at end"
