@@ -61,7 +61,9 @@ type Broker struct {
 	wg             sync.WaitGroup
 	closeOnce      sync.Once
 	closeErr       error
-	ha             haState // ha_*.go: classic replication
+	ha             haState       // ha_*.go: classic replication
+	raft           raftState     // raft_*.go: the Raft mode (enableDLegerCommitLog)
+	putter         messagePutter // where puts go: the store, or the Raft node (raft_put.go)
 
 	mu           sync.Mutex
 	masterAddr   string // guarded by mu: the master's client address (slaves), from the name server
@@ -132,11 +134,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		ArrivingListener: b.arrived,
 		TagsCode:         b.scheduleTagsCode,
 		Replicator:       b.replicator(),
+		Framed:           cfg.raftMode(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = st
+	b.putter = st
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second, TLS: clientTLS,
 		Credentials: cfg.ACL.Credentials()}, b.log.With("component", "namesrv-client"))
 	b.server = remoting.NewServer(remoting.ServerConfig{
@@ -296,7 +300,7 @@ func (b *Broker) Start() error {
 	if err := b.startHA(); err != nil {
 		return fmt.Errorf("broker: start replication: %w", err)
 	}
-	if b.cfg.BrokerRole != RoleSlave {
+	if b.cfg.BrokerRole != RoleSlave && !b.cfg.raftMode() { // the Raft mode starts them on leadership
 		b.schedule.start()
 		b.timer.start()
 		b.txCheck.start()
@@ -330,6 +334,7 @@ func (b *Broker) Close() error {
 		}
 		close(b.stop)
 		b.wg.Wait()
+		b.raftCloseServices() // Raft mode: stopped under its lock, none started after
 		if b.masterServices {
 			b.txCheck.close()
 			if err := b.schedule.close(); err != nil {
@@ -408,7 +413,7 @@ func (b *Broker) runtimeInfo() map[string]string {
 	m := map[string]string{
 		"brokerVersionDesc":    "V4_9_4",
 		"brokerVersion":        "401",
-		"brokerRole":           b.cfg.BrokerRole,
+		"brokerRole":           b.roleName(),
 		"commitLogMaxOffset":   itoa(b.store.MaxPhyOffset()),
 		"commitLogMinOffset":   itoa(b.store.MinPhyOffset()),
 		"dispatchBehindBytes":  itoa(b.store.DispatchBehindBytes()),

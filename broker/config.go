@@ -32,6 +32,8 @@ type Config struct {
 	TLS remoting.TLSConfig `mapstructure:",squash"`
 	// ACL holds aclEnable, aclFile, rocketmqHome and the broker's own accessKey/secretKey.
 	ACL ACLConfig `mapstructure:",squash"`
+	// Raft holds the Raft mode's keys (raft_config.go): enableDLegerCommitLog, dLegerPeers, ...
+	Raft RaftConfig `mapstructure:",squash"`
 
 	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
 	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
@@ -92,6 +94,7 @@ func DefaultConfig() Config {
 		Replication:                  DefaultReplicationConfig(),
 		TLS:                          remoting.DefaultTLSConfig(),
 		ACL:                          ACLConfig{RocketmqHome: defaultRocketmqHome(), AclFile: DefaultAclFile},
+		Raft:                         DefaultRaftConfig(),
 		BrokerClusterName:            "DefaultCluster",
 		BrokerName:                   host,
 		BrokerID:                     0,
@@ -144,6 +147,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.validateReplication(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateRaft(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.BrokerClusterName == "" {

@@ -29,6 +29,9 @@ type haState struct {
 // newHA builds the role's replication pieces over the open store. Nothing runs until startHA.
 func (b *Broker) newHA() error {
 	cfg := b.cfg
+	if cfg.raftMode() {
+		return b.newRaft() // raft_role.go: no classic replication
+	}
 	b.ha.cl = b.store
 	pool := remoting.NewPool("ha", 2, 1_000)
 	b.pools = append(b.pools, pool)
@@ -57,6 +60,9 @@ func (b *Broker) newHA() error {
 // startHA starts the HA service (masters: listening on haListenPort) or the HA client and the
 // metadata sync (slaves).
 func (b *Broker) startHA() error {
+	if b.cfg.raftMode() {
+		return b.startRaft()
+	}
 	if b.ha.svc != nil {
 		return b.ha.svc.Start()
 	}
@@ -73,6 +79,9 @@ func (b *Broker) startHA() error {
 // and before the connections close.
 func (b *Broker) closeHA() error {
 	var errs []error
+	if b.cfg.raftMode() {
+		errs = append(errs, b.closeRaft())
+	}
 	if b.ha.svc != nil {
 		errs = append(errs, b.ha.svc.Close())
 	}
@@ -106,7 +115,7 @@ func (b *Broker) HAClient() *ha.Client { return b.ha.client }
 // durability step the store calls Wait, which answers once a slave acknowledged the put. It forwards
 // to the HA service, which newHA builds once the store is open (before any put).
 func (b *Broker) replicator() store.Replicator {
-	if b.cfg.BrokerRole != RoleSyncMaster {
+	if b.cfg.BrokerRole != RoleSyncMaster || b.cfg.raftMode() {
 		return nil
 	}
 	return haReplicator{b}

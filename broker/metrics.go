@@ -80,7 +80,7 @@ var (
 func (b *Broker) metricsCollector() prometheus.Collector {
 	return metrics.NewCollector(func(ch chan<- prometheus.Metric) {
 		ch <- metrics.Gauge(brokerInfoDesc, 1, b.cfg.BrokerClusterName, b.cfg.BrokerName,
-			strconv.FormatInt(b.cfg.BrokerID, 10), b.cfg.BrokerRole)
+			strconv.FormatInt(b.brokerID(), 10), b.roleName())
 		b.collectTopics(ch)
 		st := b.store.Stats()
 		ch <- metrics.Histogram(putLatencyDesc, st.PutLatency.Bounds, st.PutLatency.Counts, st.PutLatency.Sum)

@@ -119,7 +119,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	} else {
 		res.Release()
 	}
-	if allowSuspend && h.sysFlag&remoting.PullFlagCommitOffset != 0 && b.cfg.BrokerRole != RoleSlave {
+	if allowSuspend && h.sysFlag&remoting.PullFlagCommitOffset != 0 && !b.actsAsSlave() {
 		b.offsets.commit(h.group, h.topic, h.queueID, h.commitOffset)
 	}
 	if code == remoting.PullNotFound && allowSuspend && h.sysFlag&remoting.PullFlagSuspend != 0 {

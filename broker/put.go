@@ -107,7 +107,7 @@ func (b *Broker) putAsync(m *store.Message, done func(store.PutResult, error)) {
 		done(store.PutResult{}, err)
 		return
 	}
-	b.store.PutMessageAsync(m, done)
+	b.putter.PutMessageAsync(m, done)
 }
 
 // put prepares and stores m, waiting for the store's durability policy.
@@ -115,7 +115,7 @@ func (b *Broker) put(ctx context.Context, m *store.Message) (store.PutResult, er
 	if err := b.prepare(m, time.Now()); err != nil {
 		return store.PutResult{}, err
 	}
-	return b.store.PutMessage(ctx, m)
+	return b.putter.PutMessage(ctx, m)
 }
 
 // scheduleTagsCode is the store's TagsCode hook: a SCHEDULE_TOPIC_XXXX unit holds its delivery time, and

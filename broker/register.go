@@ -42,7 +42,7 @@ func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
 		"brokerAddr":   b.addr,
 		"clusterName":  b.cfg.BrokerClusterName,
 		"haServerAddr": b.haAddr,
-		"brokerId":     itoa(b.cfg.BrokerID),
+		"brokerId":     itoa(b.brokerID()),
 		"compressed":   "false",
 		"bodyCrc32":    itoa(int64(crc32.ChecksumIEEE(body) & 0x7fffffff)),
 	}
@@ -86,7 +86,7 @@ func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
 // unregisterAll tells every name server this broker is going away (ordered shutdown, first step).
 func (b *Broker) unregisterAll(ctx context.Context) {
 	ext := map[string]string{"brokerName": b.cfg.BrokerName, "brokerAddr": b.addr,
-		"clusterName": b.cfg.BrokerClusterName, "brokerId": itoa(b.cfg.BrokerID)}
+		"clusterName": b.cfg.BrokerClusterName, "brokerId": itoa(b.brokerID())}
 	var wg sync.WaitGroup
 	for _, ns := range b.cfg.NamesrvAddrs() {
 		wg.Add(1)

@@ -91,6 +91,7 @@ func (s *scheduleService) setOffset(level int, off int64) {
 }
 
 func (s *scheduleService) start() {
+	s.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
 	for i := range s.levels {
 		s.wg.Add(1)
 		go s.levelLoop(i + 1)

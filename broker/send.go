@@ -91,6 +91,9 @@ func errResponse(code remoting.ResponseCode, format string, args ...any) *remoti
 // (creating it from the template when allowed) and queue id. It returns the topic config and the queue id
 // to use, or the response to send.
 func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*TopicConfig, int32, *remoting.Command) {
+	if resp := b.raftRefuseSend(); resp != nil {
+		return nil, 0, resp
+	}
 	if b.cfg.BrokerRole == RoleSlave {
 		return nil, 0, errResponse(remoting.ServiceNotAvailable, "broker %s is a slave (brokerId %d) and does not accept messages; send to its master", b.addr, b.cfg.BrokerID)
 	}
@@ -163,7 +166,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		for _, m := range msgs {
 			m.Properties = b.addBrokerProperties(m.Properties)
 		}
-		b.store.PutMessagesAsync(msgs, done)
+		b.putter.PutMessagesAsync(msgs, done)
 		return nil
 	}
 	m := &store.Message{
@@ -245,6 +248,9 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 
 // putErrorResponse maps a store error to the response code RocketMQ uses for it.
 func putErrorResponse(err error, topic string) *remoting.Command {
+	if resp := raftPutErrorResponse(err, topic); resp != nil {
+		return resp
+	}
 	var pe *putError
 	switch {
 	case errors.As(err, &pe):

@@ -40,6 +40,7 @@ type subscriptionGroupManager struct {
 	autoCreate bool
 	retryMax   int32
 	persistMu  sync.Mutex
+	raft       groupRaft // Raft mode: changes are proposals, applied by raft_meta.go; nil in classic mode
 }
 
 func newSubscriptionGroupManager(cfg *Config, log *slog.Logger) *subscriptionGroupManager {
@@ -74,6 +75,9 @@ func (m *subscriptionGroupManager) find(group string) *SubscriptionGroupConfig {
 	if g := m.get(group); g != nil || !m.autoCreate {
 		return g
 	}
+	if m.raft != nil {
+		return m.raft.raftGroupCreate(defaultSubscriptionGroup(group, m.retryMax))
+	}
 	g, created := m.putIfAbsent(group, func() *SubscriptionGroupConfig { return defaultSubscriptionGroup(group, m.retryMax) })
 	if created {
 		m.log.Info("subscription group created", "group", group)
@@ -85,11 +89,17 @@ func (m *subscriptionGroupManager) find(group string) *SubscriptionGroupConfig {
 }
 
 func (m *subscriptionGroupManager) update(g *SubscriptionGroupConfig) error {
+	if m.raft != nil {
+		return m.raft.raftGroupPut(g)
+	}
 	m.put(g.GroupName, g)
 	return m.persist()
 }
 
 func (m *subscriptionGroupManager) delete(group string) (bool, error) {
+	if m.raft != nil {
+		return m.raft.raftGroupDelete(group)
+	}
 	if !m.remove(group) {
 		return false, nil
 	}

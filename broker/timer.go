@@ -96,6 +96,7 @@ func (s *timerService) persist() error {
 }
 
 func (s *timerService) start() {
+	s.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
 	s.wg.Add(1)
 	go s.loop()
 	runEvery(s.stop, &s.wg, ms(s.b.cfg.FlushDelayOffsetInterval), func() {

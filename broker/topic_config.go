@@ -96,6 +96,7 @@ type topicConfigManager struct {
 	path      string
 	log       *slog.Logger
 	onChange  func()     // called (outside the lock) after every change: the broker re-registers
+	raft      topicRaft  // Raft mode: changes are proposals, applied by raft_meta.go; nil in classic mode
 	persistMu sync.Mutex // serialises writes of topics.json
 }
 
@@ -177,12 +178,18 @@ func (m *topicConfigManager) update(tc *TopicConfig) error {
 	if c.TopicFilterType == "" {
 		c.TopicFilterType = "SINGLE_TAG"
 	}
+	if m.raft != nil {
+		return m.raft.raftTopicPut(&c)
+	}
 	m.put(c.TopicName, &c)
 	return m.changed()
 }
 
 // delete removes a topic; it reports whether it existed.
 func (m *topicConfigManager) delete(topic string) (bool, error) {
+	if m.raft != nil {
+		return m.raft.raftTopicDelete(topic)
+	}
 	if !m.remove(topic) {
 		return false, nil
 	}
@@ -211,10 +218,14 @@ func (m *topicConfigManager) createInSendMessage(topic, template string, clientQ
 		return nil, fmt.Errorf("the template topic %s has no INHERIT permission (perm %d)", template, tmpl.Perm)
 	}
 	queues := max(min(clientQueueNums, tmpl.WriteQueueNums), 1)
-	tc, created := m.putIfAbsent(topic, func() *TopicConfig {
+	mk := func() *TopicConfig {
 		return &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: tmpl.Perm &^ PermInherit,
 			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
-	})
+	}
+	if m.raft != nil {
+		return m.raft.raftTopicCreate(mk())
+	}
+	tc, created := m.putIfAbsent(topic, mk)
 	if !created {
 		return tc, nil
 	}
@@ -224,10 +235,17 @@ func (m *topicConfigManager) createInSendMessage(topic, template string, clientQ
 
 // createIfAbsent creates a system-managed topic (retry, DLQ, transaction) with the given queues and perm.
 func (m *topicConfigManager) createIfAbsent(topic string, queues int32, perm int32, topicSysFlag int32) (*TopicConfig, error) {
-	tc, created := m.putIfAbsent(topic, func() *TopicConfig {
+	mk := func() *TopicConfig {
 		return &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
 			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
-	})
+	}
+	if m.raft != nil {
+		if tc := m.get(topic); tc != nil {
+			return tc, nil
+		}
+		return m.raft.raftTopicCreate(mk())
+	}
+	tc, created := m.putIfAbsent(topic, mk)
 	if !created {
 		return tc, nil
 	}

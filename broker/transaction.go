@@ -71,7 +71,7 @@ func parseEndTransactionHeader(req *remoting.Command) (*endTransactionHeader, er
 // processEndTransaction is END_TRANSACTION: commit writes the real message and an op record, rollback
 // only the op record; an unknown state leaves the half message to the check-back service.
 func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.cfg.BrokerRole == RoleSlave {
+	if b.actsAsSlave() {
 		return errResponse(remoting.SlaveNotAvailable, "the broker %s is a slave; end the transaction on its master", b.addr)
 	}
 	h, err := parseEndTransactionHeader(req)
@@ -139,7 +139,7 @@ func (b *Broker) writeOp(ctx context.Context, halfOffset int64) error {
 	m := &store.Message{Topic: TopicTransOpHalf, QueueID: 0, Body: []byte(strconv.FormatInt(halfOffset, 10)),
 		Properties:    store.EncodeProperties(map[string]string{store.PropertyTags: opRemoveTag}),
 		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost}
-	_, err := b.store.PutMessage(ctx, m)
+	_, err := b.putter.PutMessage(ctx, m)
 	return err
 }
 
@@ -160,6 +160,7 @@ func newTransactionChecker(b *Broker) *transactionChecker {
 }
 
 func (c *transactionChecker) start() {
+	c.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
 	runEvery(c.stop, &c.wg, ms(c.b.cfg.TransactionCheckInterval), c.check)
 }
 
@@ -275,7 +276,7 @@ func (c *transactionChecker) putBackAndAsk(half *store.MessageExt, props map[str
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := b.store.PutMessage(ctx, &cp)
+	res, err := b.putter.PutMessage(ctx, &cp)
 	if err != nil {
 		return fmt.Errorf("put the half message back: %w", err)
 	}
@@ -329,7 +330,7 @@ func (c *transactionChecker) giveUp(half *store.MessageExt, checks int) {
 	cp.Topic, cp.QueueID = topicTransCheckMax, 0
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := b.store.PutMessage(ctx, &cp); err != nil {
+	if _, err := b.putter.PutMessage(ctx, &cp); err != nil {
 		c.log.Error("keep a given-up transaction aside", "err", err)
 	}
 }

@@ -28,6 +28,11 @@ type Options struct {
 	// broker index SlaveIndex(i, j), with the master's brokerName, brokerId j+1 and brokerRole SLAVE,
 	// started after all masters. Configure sees slaves too.
 	Slaves int
+	// RaftNodes, when > 0, starts one Raft group (raft.go) of that many nodes instead of the classic
+	// brokers: broker indexes 0..RaftNodes-1, brokerName broker-a, dLegerSelfId n0, n1, ...; Configure
+	// sees each node. Start returns once every node is registered (as a slave or the master); RaftMaster
+	// waits for the master.
+	RaftNodes int
 	// ConfigureNamesrv adjusts name server i's config before it starts.
 	ConfigureNamesrv func(i int, c *namesrv.Config)
 	// ClientTLS, when set, is the TLS the harness's own client dials name servers with (needed when they
@@ -53,7 +58,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.NameServers == 0 {
 		opts.NameServers = 1
 	}
-	if opts.Brokers == 0 && !opts.NoBrokers {
+	if opts.Brokers == 0 && !opts.NoBrokers && opts.RaftNodes == 0 {
 		opts.Brokers = 1
 	}
 	c := &Cluster{t: t, log: TestLogger(t, opts.LogLevel)}
@@ -91,6 +96,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.StartBroker(i)
 	}
 	c.startSlaves(opts)
+	c.startRaft(opts)
 	return c
 }
 
@@ -113,6 +119,14 @@ func TestBrokerConfig(t testing.TB, namesrvAddr, name string) broker.Config {
 // StartBroker starts (or restarts) broker i with its config.
 func (c *Cluster) StartBroker(i int) *broker.Broker {
 	c.t.Helper()
+	b := c.startBroker(i)
+	c.WaitRegistered(i)
+	return b
+}
+
+// startBroker starts broker i without waiting for its registration.
+func (c *Cluster) startBroker(i int) *broker.Broker {
+	c.t.Helper()
 	c.mu.Lock()
 	cfg := c.configs[i]
 	c.mu.Unlock()
@@ -126,7 +140,6 @@ func (c *Cluster) StartBroker(i int) *broker.Broker {
 	c.mu.Lock()
 	c.brokers[i] = b
 	c.mu.Unlock()
-	c.WaitRegistered(i)
 	return b
 }
 

@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/rocketraft/rocketraft/raftlog"
+)
+
+// RaftConfig holds the Raft mode's keys (RocketMQ's DLedger keys, with their dLeger spelling). It is
+// squashed into Config, so the keys sit next to the others in a .properties file. A broker runs either
+// the classic roles (brokerRole, ha_*.go) or, with enableDLegerCommitLog=true, the Raft mode: its
+// CommitLog is the Raft log of package raftlog, the group elects its master, brokerId follows
+// leadership (raft_role.go).
+//
+// The election timing keys are not RocketMQ's (DLedger's heartBeatTimeIntervalMs × maxHeartBeatLeak
+// waits about 6 s); they are hashicorp/raft's timers with a dLeger prefix, tuned for a LAN.
+type RaftConfig struct {
+	// EnableDLegerCommitLog turns the Raft mode on (false: classic roles).
+	EnableDLegerCommitLog bool `mapstructure:"enableDLegerCommitLog"`
+	// DLegerGroup names the Raft group; empty = brokerName. Informational (status, metrics): the
+	// group's members are dLegerPeers.
+	DLegerGroup string `mapstructure:"dLegerGroup"`
+	// DLegerPeers is the group, identical on every node: "n0-127.0.0.1:40911;n1-127.0.0.1:40912;...",
+	// id-host:port of each node's Raft port. A new group bootstraps from it on first start; restarts
+	// rejoin with the membership in the log.
+	DLegerPeers string `mapstructure:"dLegerPeers"`
+	// DLegerSelfId is this node's id in dLegerPeers. A follower registers with brokerId = its position
+	// in dLegerPeers + 1 (n0 first: 1), the leader with 0.
+	DLegerSelfId string `mapstructure:"dLegerSelfId"`
+	// PreferredLeaderId, when set, is the node another leader hands leadership to once it has led for
+	// ten election timeouts and the preferred node answers heartbeats (raftlog.Config.PreferredLeaderID).
+	PreferredLeaderId string `mapstructure:"preferredLeaderId"`
+	// DLegerHeartbeatTimeoutMs: a follower that heard nothing from the leader for [t, 2t) starts an
+	// election (500).
+	DLegerHeartbeatTimeoutMs int64 `mapstructure:"dLegerHeartbeatTimeoutMs"`
+	// DLegerElectionTimeoutMs: a candidate without a result for [t, 2t) starts a new election (500).
+	DLegerElectionTimeoutMs int64 `mapstructure:"dLegerElectionTimeoutMs"`
+	// DLegerLeaderLeaseTimeoutMs: a leader that reached no quorum for this long steps down and stops
+	// accepting writes (250; at most dLegerHeartbeatTimeoutMs).
+	DLegerLeaderLeaseTimeoutMs int64 `mapstructure:"dLegerLeaderLeaseTimeoutMs"`
+	// DLegerMaxWaitAckTimeMs bounds how long a send waits for its entry to commit and apply before it
+	// is answered with a retriable error (2500, DLedger's maxWaitAckTimeMs).
+	DLegerMaxWaitAckTimeMs int64 `mapstructure:"dLegerMaxWaitAckTimeMs"`
+	// DLegerOffsetSyncIntervalMs is how often the leader proposes the consumer and delay offsets that
+	// changed (1000): a failover rewinds a group by at most about this much.
+	DLegerOffsetSyncIntervalMs int64 `mapstructure:"dLegerOffsetSyncIntervalMs"`
+}
+
+// DefaultRaftConfig returns the Raft mode's defaults (off).
+func DefaultRaftConfig() RaftConfig {
+	return RaftConfig{
+		DLegerHeartbeatTimeoutMs:   500,
+		DLegerElectionTimeoutMs:    500,
+		DLegerLeaderLeaseTimeoutMs: 250,
+		DLegerMaxWaitAckTimeMs:     2500,
+		DLegerOffsetSyncIntervalMs: 1000,
+	}
+}
+
+// raftMode reports whether the broker runs the Raft mode.
+func (c Config) raftMode() bool { return c.Raft.EnableDLegerCommitLog }
+
+// raftGroup is dLegerGroup, or brokerName when it is empty.
+func (c Config) raftGroup() string {
+	if c.Raft.DLegerGroup != "" {
+		return c.Raft.DLegerGroup
+	}
+	return c.BrokerName
+}
+
+// raftNodeConfig is the raftlog config of this node (the config validated).
+func (c Config) raftNodeConfig() raftlog.Config {
+	rc := raftlog.DefaultConfig()
+	rc.SelfID = c.Raft.DLegerSelfId
+	rc.Peers, _ = raftlog.ParsePeers(c.Raft.DLegerPeers)
+	rc.HeartbeatTimeout = ms(c.Raft.DLegerHeartbeatTimeoutMs)
+	rc.ElectionTimeout = ms(c.Raft.DLegerElectionTimeoutMs)
+	rc.LeaderLeaseTimeout = ms(c.Raft.DLegerLeaderLeaseTimeoutMs)
+	rc.Sync = c.FlushDiskType == "SYNC_FLUSH"
+	rc.CheckCRCOnRecover = c.CheckCRCOnRecover
+	rc.PreferredLeaderID = c.Raft.PreferredLeaderId
+	return rc
+}
+
+// raftSlaveID is the brokerId this node registers with as a follower: its position in dLegerPeers
+// plus one.
+func (c Config) raftSlaveID() int64 {
+	peers, _ := raftlog.ParsePeers(c.Raft.DLegerPeers)
+	for i, p := range peers {
+		if p.ID == c.Raft.DLegerSelfId {
+			return int64(i + 1)
+		}
+	}
+	return 1
+}
+
+// validateRaft checks the Raft keys when the mode is on, naming the bad key.
+func (c Config) validateRaft() error {
+	r := c.Raft
+	if !r.EnableDLegerCommitLog {
+		return nil
+	}
+	var errs []error
+	bad := func(key string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config key %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.BrokerRole == RoleSlave {
+		bad("brokerRole", "SLAVE cannot be combined with enableDLegerCommitLog=true: in the Raft mode the role follows leadership (leave brokerRole unset)")
+	}
+	if c.BrokerID != 0 {
+		bad("brokerId", "%d is set, but with enableDLegerCommitLog=true the broker id follows leadership (0 on the leader, the position in dLegerPeers + 1 on a follower): leave it unset", c.BrokerID)
+	}
+	if c.Replication.HAMasterAddress != "" {
+		bad("haMasterAddress", "classic replication cannot be combined with enableDLegerCommitLog=true")
+	}
+	peers, err := raftlog.ParsePeers(r.DLegerPeers)
+	if err != nil {
+		bad("dLegerPeers", "%q: %v (want id-host:port;id-host:port, e.g. n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913)", r.DLegerPeers, err)
+	}
+	has := func(id string) bool {
+		for _, p := range peers {
+			if p.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	if err == nil {
+		if r.DLegerSelfId == "" {
+			bad("dLegerSelfId", "must name this node's id in dLegerPeers")
+		} else if !has(r.DLegerSelfId) {
+			bad("dLegerSelfId", "%q is not among the ids of dLegerPeers (%s)", r.DLegerSelfId, r.DLegerPeers)
+		}
+		if r.PreferredLeaderId != "" && !has(r.PreferredLeaderId) {
+			bad("preferredLeaderId", "%q is not among the ids of dLegerPeers (%s)", r.PreferredLeaderId, r.DLegerPeers)
+		}
+		for _, p := range peers {
+			if p.ID != r.DLegerSelfId {
+				continue
+			}
+			_, port, _ := net.SplitHostPort(p.Addr)
+			if n, _ := strconv.Atoi(port); n == c.ListenPort || (c.MetricsPort != 0 && n == c.MetricsPort) {
+				bad("dLegerPeers", "this node's Raft port %d is also listenPort or metricsPort", n)
+			}
+		}
+	}
+	positive := []struct {
+		key string
+		v   int64
+	}{
+		{"dLegerHeartbeatTimeoutMs", r.DLegerHeartbeatTimeoutMs},
+		{"dLegerElectionTimeoutMs", r.DLegerElectionTimeoutMs},
+		{"dLegerLeaderLeaseTimeoutMs", r.DLegerLeaderLeaseTimeoutMs},
+		{"dLegerMaxWaitAckTimeMs", r.DLegerMaxWaitAckTimeMs},
+		{"dLegerOffsetSyncIntervalMs", r.DLegerOffsetSyncIntervalMs},
+	}
+	for _, p := range positive {
+		if p.v < 5 {
+			bad(p.key, "%d ms is below the minimum of 5 ms", p.v)
+		}
+	}
+	if r.DLegerLeaderLeaseTimeoutMs > r.DLegerHeartbeatTimeoutMs {
+		bad("dLegerLeaderLeaseTimeoutMs", "%d ms exceeds dLegerHeartbeatTimeoutMs (%d ms)", r.DLegerLeaderLeaseTimeoutMs, r.DLegerHeartbeatTimeoutMs)
+	}
+	if r.DLegerElectionTimeoutMs < r.DLegerHeartbeatTimeoutMs {
+		bad("dLegerElectionTimeoutMs", "%d ms is below dLegerHeartbeatTimeoutMs (%d ms)", r.DLegerElectionTimeoutMs, r.DLegerHeartbeatTimeoutMs)
+	}
+	return errors.Join(errs...)
+}
+
+// raftWaitAck is dLegerMaxWaitAckTimeMs as a duration.
+func (c Config) raftWaitAck() time.Duration { return ms(c.Raft.DLegerMaxWaitAckTimeMs) }

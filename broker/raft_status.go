@@ -1,0 +1,47 @@
+package broker
+
+import (
+	"github.com/rocketraft/rocketraft/internal/metrics"
+)
+
+// RaftStatus is a Raft node's status as the broker reports it (GET_RAFT_STATUS, metrics).
+type RaftStatus struct {
+	Group        string `json:"group"`  // dLegerGroup (brokerName when unset)
+	SelfID       string `json:"selfId"` // dLegerSelfId
+	Peers        string `json:"peers"`  // dLegerPeers
+	BrokerAddr   string `json:"brokerAddr"`
+	BrokerID     int64  `json:"brokerId"` // as registered: 0 on the master
+	Role         string `json:"role"`     // Leader, Follower, Candidate, Shutdown (hashicorp/raft)
+	Master       bool   `json:"master"`   // leader and barrier of its term passed: accepts sends
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commitIndex"`
+	AppliedIndex uint64 `json:"appliedIndex"`
+	LastIndex    uint64 `json:"lastIndex"`
+	LeaderID     string `json:"leaderId"`
+	LeaderAddr   string `json:"leaderAddr"` // the leader's Raft address
+	Failovers    uint64 `json:"failovers"`
+}
+
+// RaftStatus returns this node's Raft status from state it holds (no wait on the Raft loop); ok is false
+// in classic mode.
+func (b *Broker) RaftStatus() (RaftStatus, bool) {
+	if b.raft.node == nil {
+		return RaftStatus{}, false
+	}
+	st := b.raft.node.Status()
+	return RaftStatus{Group: b.cfg.raftGroup(), SelfID: b.cfg.Raft.DLegerSelfId, Peers: b.cfg.Raft.DLegerPeers,
+		BrokerAddr: b.addr, BrokerID: b.brokerID(), Role: st.Role, Master: b.raft.master.Load(), Term: st.Term,
+		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LeaderID: st.LeaderID,
+		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers}, true
+}
+
+// raftMetrics is the broker's metrics.RaftSource.
+type raftMetrics struct{ b *Broker }
+
+var _ metrics.RaftSource = raftMetrics{}
+
+func (m raftMetrics) RaftStatus() metrics.RaftStatus {
+	st := m.b.raft.node.Status()
+	return metrics.RaftStatus{Role: st.Role, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+		Failovers: st.Failovers}
+}

@@ -1,0 +1,154 @@
+package broker_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// raftCluster starts a name server and a three-node Raft group (broker indexes 0..2) and returns it with
+// the master's index.
+func raftCluster(t *testing.T) (*cluster.Cluster, int) {
+	t.Helper()
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
+	return c, c.RaftMaster("broker-a")
+}
+
+func TestRaftConfigErrorsNameTheKey(t *testing.T) {
+	base := func() broker.Config {
+		c := broker.DefaultConfig()
+		c.StorePathRootDir = t.TempDir()
+		c.Raft.EnableDLegerCommitLog = true
+		c.Raft.DLegerPeers = "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
+		c.Raft.DLegerSelfId = "n0"
+		return c
+	}
+	if err := base().Validate(); err != nil {
+		t.Fatalf("a valid Raft config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(c *broker.Config)
+		key  string
+	}{
+		{"self not a peer", func(c *broker.Config) { c.Raft.DLegerSelfId = "n7" }, "dLegerSelfId"},
+		{"no self id", func(c *broker.Config) { c.Raft.DLegerSelfId = "" }, "dLegerSelfId"},
+		{"bad peers", func(c *broker.Config) { c.Raft.DLegerPeers = "n0:127.0.0.1" }, "dLegerPeers"},
+		{"duplicate peer", func(c *broker.Config) { c.Raft.DLegerPeers = "n0-127.0.0.1:1;n0-127.0.0.1:2" }, "dLegerPeers"},
+		{"slave role", func(c *broker.Config) { c.BrokerRole = broker.RoleSlave; c.BrokerID = 1 }, "brokerRole"},
+		{"broker id", func(c *broker.Config) { c.BrokerID = 2 }, "brokerId"},
+		{"preferred leader", func(c *broker.Config) { c.Raft.PreferredLeaderId = "x" }, "preferredLeaderId"},
+		{"lease above heartbeat", func(c *broker.Config) { c.Raft.DLegerLeaderLeaseTimeoutMs = 900 }, "dLegerLeaderLeaseTimeoutMs"},
+		{"election below heartbeat", func(c *broker.Config) { c.Raft.DLegerElectionTimeoutMs = 100 }, "dLegerElectionTimeoutMs"},
+		{"raft port is listenPort", func(c *broker.Config) { c.ListenPort = 40911 }, "dLegerPeers"},
+	} {
+		c := base()
+		tc.edit(&c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "config key "+tc.key+":") {
+			t.Errorf("%s: error %v does not name %s", tc.name, err, tc.key)
+		}
+	}
+}
+
+// TestRaftGroupSendsAndRoles: the master (brokerId 0) stores sends through Raft; followers are registered
+// with their peer position as brokerId and refuse sends with SERVICE_NOT_AVAILABLE (retried by clients);
+// every node dispatches the same queue offsets; a topic and an offset live on every node.
+func TestRaftGroupSendsAndRoles(t *testing.T) {
+	c, m := raftCluster(t)
+	master := c.Broker(m)
+	want := map[int64]string{0: master.Addr()}
+	for i := 0; i < 3; i++ {
+		if i == m {
+			continue
+		}
+		b := c.Broker(i)
+		id := int64(i + 1)
+		want[id] = b.Addr()
+		resp := newWire(t, b.Addr()).send("RaftTopic", 0, []byte("x"), "")
+		expectCode(t, "send to a follower", resp, remoting.ServiceNotAvailable, "not the master")
+	}
+	c.WaitBrokerAddrs("broker-a", want)
+
+	w := newWire(t, master.Addr())
+	const n = 200
+	var wg sync.WaitGroup
+	offsets := make([][]int64, 4)
+	var mu sync.Mutex
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(q int) {
+			defer wg.Done()
+			for i := 0; i < n/4; i++ {
+				resp := w.send("RaftTopic", q, []byte("body"), "")
+				if resp.Code != int32(remoting.Success) {
+					t.Errorf("send: %s %s", remoting.ResponseCode(resp.Code), resp.Remark)
+					return
+				}
+				off, _ := resp.OptInt64("queueOffset", -1)
+				mu.Lock()
+				offsets[q] = append(offsets[q], off)
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+	for q, offs := range offsets {
+		for i, off := range offs {
+			if off != int64(i) {
+				t.Fatalf("queue %d: send %d got queue offset %d, want %d", q, i, off, i)
+			}
+		}
+	}
+	expectCode(t, "commit an offset", w.call(remoting.UpdateConsumerOffset, map[string]string{
+		"consumerGroup": "RaftGroup", "topic": "RaftTopic", "queueId": "1", "commitOffset": "17"}, nil), remoting.Success)
+	for i := 0; i < 3; i++ {
+		b := c.Broker(i)
+		cluster.Eventually(t, 10*time.Second, func() bool {
+			for q := int32(0); q < 4; q++ {
+				if b.Store().MaxOffsetInQueue("RaftTopic", q) != n/4 {
+					return false
+				}
+			}
+			return true
+		}, "node %d dispatched every message", i)
+		resp := newWire(t, b.Addr()).call(remoting.GetAllTopicConfig, nil, nil)
+		if !strings.Contains(string(resp.Body), `"RaftTopic"`) {
+			t.Errorf("node %d has no topic RaftTopic: %s", i, resp.Body)
+		}
+		cluster.Eventually(t, 10*time.Second, func() bool {
+			resp := newWire(t, b.Addr()).call(remoting.QueryConsumerOffset, map[string]string{
+				"consumerGroup": "RaftGroup", "topic": "RaftTopic", "queueId": "1"}, nil)
+			off, _ := resp.OptInt64("offset", -1)
+			return resp.Code == int32(remoting.Success) && off == 17
+		}, "node %d has the group's offset", i)
+	}
+}
+
+// TestRaftLeadershipTransfer: after a transfer the new leader becomes master and registers as brokerId 0,
+// the old one as a slave; sends to the new master succeed and continue the queue offsets.
+func TestRaftLeadershipTransfer(t *testing.T) {
+	c, m := raftCluster(t)
+	w := newWire(t, c.Broker(m).Addr())
+	for i := 0; i < 10; i++ {
+		expectCode(t, "send", w.send("RaftMove", 0, []byte("a"), ""), remoting.Success)
+	}
+	target := (m + 1) % 3
+	if err := c.Broker(m).TransferLeadership(c.Broker(target).Config().Raft.DLegerSelfId); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	if got := c.RaftMaster("broker-a"); got != target {
+		t.Fatalf("master is node %d after the transfer to node %d", got, target)
+	}
+	expectCode(t, "send to the old master", newWire(t, c.Broker(m).Addr()).send("RaftMove", 0, []byte("b"), ""), remoting.ServiceNotAvailable)
+	resp := newWire(t, c.Broker(target).Addr()).send("RaftMove", 0, []byte("c"), "")
+	expectCode(t, "send to the new master", resp, remoting.Success)
+	if off, _ := resp.OptInt64("queueOffset", -1); off != 10 {
+		t.Fatalf("queue offset %d after the transfer, want 10", off)
+	}
+}

@@ -1,0 +1,100 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketraft/rocketraft/broker"
+)
+
+// startRaft starts the Raft group of Options.RaftNodes (broker indexes 0..RaftNodes-1, brokerName
+// broker-a).
+func (c *Cluster) startRaft(opts Options) {
+	c.t.Helper()
+	if opts.RaftNodes == 0 {
+		return
+	}
+	cfgs := RaftGroupConfigs(c.t, c.NamesrvAddr(), "broker-a", opts.RaftNodes)
+	for i := range cfgs {
+		if opts.Configure != nil {
+			opts.Configure(i, &cfgs[i])
+		}
+	}
+	c.AddRaftGroup(cfgs)
+}
+
+// RaftGroupConfigs are the test configs of an n-node Raft group brokerName: enableDLegerCommitLog,
+// dLegerPeers n0..n(n-1) on free ports of 127.0.0.1, dLegerSelfId per node, the test brokers' sizes and
+// intervals (TestBrokerConfig).
+func RaftGroupConfigs(t testing.TB, namesrvAddr, brokerName string, n int) []broker.Config {
+	t.Helper()
+	var peers []string
+	for i := 0; i < n; i++ {
+		peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, FreePort(t)))
+	}
+	var out []broker.Config
+	for i := 0; i < n; i++ {
+		cfg := TestBrokerConfig(t, namesrvAddr, brokerName)
+		cfg.StorePathRootDir = fmt.Sprintf("%s-n%d", cfg.StorePathRootDir, i)
+		cfg.Raft.EnableDLegerCommitLog = true
+		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
+		cfg.Raft.DLegerSelfId = fmt.Sprintf("n%d", i)
+		out = append(out, cfg)
+	}
+	return out
+}
+
+// AddRaftGroup starts the nodes of a Raft group (all of them before waiting for any registration: a
+// single node cannot elect a leader) and returns their broker indexes.
+func (c *Cluster) AddRaftGroup(cfgs []broker.Config) []int {
+	c.t.Helper()
+	var idx []int
+	for _, cfg := range cfgs {
+		c.mu.Lock()
+		c.configs = append(c.configs, cfg)
+		c.brokers = append(c.brokers, nil)
+		idx = append(idx, len(c.brokers)-1)
+		c.mu.Unlock()
+	}
+	for _, i := range idx {
+		c.startBroker(i)
+	}
+	for _, i := range idx {
+		c.WaitRegistered(i)
+	}
+	return idx
+}
+
+// RaftMaster waits until exactly one running broker of brokerName is the Raft master and registered as
+// brokerId 0 with every running name server, and returns its index.
+func (c *Cluster) RaftMaster(brokerName string) int {
+	c.t.Helper()
+	master := -1
+	Eventually(c.t, 30*time.Second, func() bool {
+		master = -1
+		for i := 0; i < c.BrokerCount(); i++ {
+			b := c.Broker(i)
+			if b == nil || b.Config().BrokerName != brokerName || !b.IsRaftMaster() {
+				continue
+			}
+			if master >= 0 {
+				return false
+			}
+			master = i
+		}
+		if master < 0 {
+			return false
+		}
+		addr := c.Broker(master).Addr()
+		for _, ns := range c.NamesrvAddrs() {
+			info, err := c.clusterInfo(ns)
+			if err != nil || info.BrokerAddrTable[brokerName].BrokerAddrs["0"] != addr {
+				return false
+			}
+		}
+		return true
+	}, "one Raft master of %s registered as brokerId 0", brokerName)
+	return master
+}
