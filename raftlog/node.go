@@ -78,7 +78,7 @@ type Config struct {
 	CheckCRCOnRecover bool
 	// PreferredLeaderID (preferredLeaderId): a leader that is not this node hands leadership
 	// over to it once it has led for ten election timeouts and the preferred node's
-	// heartbeats succeed; attempts are spaced forty election timeouts apart. Empty: no
+	// heartbeats succeed; attempts are spaced twenty election timeouts apart. Empty: no
 	// balancing.
 	PreferredLeaderID string
 	// Group commit of puts (propose.go): an entry carries at most MaxEntryBytes of records
@@ -104,6 +104,42 @@ func DefaultConfig() Config {
 		MaxEntryMessages:   1024,
 		MaxInFlight:        4,
 	}
+}
+
+// Validate checks the config before a node opens; the error names the key: dLegerSelfId,
+// dLegerPeers and preferredLeaderId as RocketMQ spells them, the others by field name. The
+// timing rules are hashicorp/raft's (raft.ValidateConfig).
+func (c *Config) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("raftlog: config %s: %s", key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(c.Peers) == 0:
+		return bad("dLegerPeers", "no peer")
+	case !hasPeer(c.Peers, c.SelfID):
+		return bad("dLegerSelfId", "%q is not among dLegerPeers", c.SelfID)
+	case c.PreferredLeaderID != "" && !hasPeer(c.Peers, c.PreferredLeaderID):
+		return bad("preferredLeaderId", "%q is not among dLegerPeers", c.PreferredLeaderID)
+	case c.HeartbeatTimeout < 5*time.Millisecond:
+		return bad("HeartbeatTimeout", "%v is below 5ms", c.HeartbeatTimeout)
+	case c.ElectionTimeout < c.HeartbeatTimeout:
+		return bad("ElectionTimeout", "%v is below HeartbeatTimeout %v", c.ElectionTimeout, c.HeartbeatTimeout)
+	case c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout:
+		return bad("LeaderLeaseTimeout", "%v is not within [5ms, HeartbeatTimeout %v]", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	case c.CommitTimeout < time.Millisecond:
+		return bad("CommitTimeout", "%v is below 1ms", c.CommitTimeout)
+	case c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024:
+		return bad("MaxAppendEntries", "%d is not within [1, 1024]", c.MaxAppendEntries)
+	case c.SnapshotInterval < 5*time.Millisecond:
+		return bad("SnapshotInterval", "%v is below 5ms", c.SnapshotInterval)
+	case c.MaxEntryBytes < 1:
+		return bad("MaxEntryBytes", "%d must be positive", c.MaxEntryBytes)
+	case c.MaxEntryMessages < 1:
+		return bad("MaxEntryMessages", "%d must be positive", c.MaxEntryMessages)
+	case c.MaxInFlight < 1:
+		return bad("MaxInFlight", "%d must be positive", c.MaxInFlight)
+	}
+	return nil
 }
 
 // NodeOptions are a node's collaborators.
@@ -160,8 +196,8 @@ func OpenNode(cl *store.Store, cfg Config, opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if !hasPeer(cfg.Peers, cfg.SelfID) {
-		return nil, fmt.Errorf("raftlog: self id %q is not among the peers", cfg.SelfID)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	n := &Node{cfg: cfg, opts: opts, lg: opts.Logger.With("component", "raft", "self", cfg.SelfID), cl: cl,
 		stop: make(chan struct{})}

@@ -227,7 +227,7 @@ func (n *Node) balance() {
 		return
 	}
 	settle := 10 * n.cfg.ElectionTimeout
-	if time.Since(r.readySince) < settle || time.Since(r.lastBalance) < 4*settle {
+	if time.Since(r.readySince) < settle || time.Since(r.lastBalance) < 2*settle {
 		return
 	}
 	addr, ok := n.voterAddr(pref)

@@ -1,0 +1,70 @@
+package raftlog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// TestCatchUpBeyondRetention: a follower is offline while the others take snapshots and
+// their retention deletes the oldest CommitLog files; back online it is behind the leader's
+// first entry, so it installs a snapshot that carries the retained files (SnapshotStore),
+// and from there on its CommitLog and ConsumeQueues are identical to the others'.
+func TestCatchUpBeyondRetention(t *testing.T) {
+	c := newCluster(t, clusterOptions{tune: func(cfg *Config) {
+		cfg.SnapshotThreshold = 32
+		cfg.TrailingLogs = 8
+		cfg.SnapshotInterval = 50 * time.Millisecond
+	}})
+	li := c.leader()
+	off := (li + 1) % 3
+	ctx := context.Background()
+	var acks []acked
+	put := func(n int) {
+		for i := range n {
+			msgs := []*store.Message{testMsg("A", int32(i%2), fmt.Sprintf("%d-%s", len(acks), strings.Repeat("x", 1000)))}
+			res, err := c.put(ctx, msgs)
+			if err != nil {
+				t.Fatalf("put: %v", err)
+			}
+			acks = append(acks, acked{res, msgs})
+		}
+	}
+	put(20)
+	c.converge()
+	offLast := c.nodes[off].n.Raft().LastIndex()
+	c.stop(off)
+
+	put(300) // about ten 32 KiB files
+	leader := c.nodes[c.leader()]
+	waitFor(t, "retention to delete the first commitlog files past the offline follower's log", func() bool {
+		for _, tn := range c.running() {
+			tn.cl.PruneCommitLog(tn.cl.DispatchedOffset())
+		}
+		first, _ := leader.n.Log().FirstIndex()
+		return leader.cl.MinPhyOffset() >= 3*leader.cl.CommitLogFileSize() && first > offLast+1
+	})
+	minPhy := leader.cl.MinPhyOffset()
+	first, _ := leader.n.Log().FirstIndex()
+	t.Logf("leader %s: commitlog from %d, first entry %d; the offline follower's log ends at %d", leader.id, minPhy, first, offLast)
+
+	c.start(off)
+	put(30)
+	c.converge()
+	tn := c.nodes[off]
+	if got := tn.cl.MinPhyOffset(); got == 0 {
+		t.Fatalf("the follower's commitlog still starts at 0: it did not install the retained files")
+	}
+	c.checkIdentical(map[string]int32{"A": 2})
+	c.checkAcked(acks)
+	t.Logf("follower %s: commitlog from %d, first entry %d, applied %d", tn.id, tn.cl.MinPhyOffset(), mustFirst(tn.n), tn.n.FSM().AppliedIndex())
+}
+
+func mustFirst(n *Node) uint64 {
+	f, _ := n.Log().FirstIndex()
+	return f
+}

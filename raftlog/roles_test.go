@@ -1,0 +1,84 @@
+package raftlog
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestPreferredLeaderTakesOver: with preferredLeaderId set, leadership comes back to the
+// preferred node after it was handed elsewhere.
+func TestPreferredLeaderTakesOver(t *testing.T) {
+	c := newCluster(t, clusterOptions{tune: func(cfg *Config) { cfg.PreferredLeaderID = "n2" }})
+	waitFor(t, "n2, the preferred leader, to lead", func() bool { return c.nodes[2].n.IsReadyLeader() })
+	if err := c.nodes[2].n.TransferLeadership("n0"); err != nil {
+		t.Fatalf("TransferLeadership(n0): %v", err)
+	}
+	if got := c.leader(); got == 2 {
+		t.Fatalf("n2 still leads after handing over to n0")
+	}
+	waitFor(t, "the leader to hand back to n2", func() bool { return c.nodes[2].n.IsReadyLeader() })
+	if err := c.nodes[2].n.TransferLeadership("nobody"); err == nil || !strings.Contains(err.Error(), "not a voter") {
+		t.Fatalf("TransferLeadership to an unknown id = %v", err)
+	}
+	if err := c.nodes[0].n.TransferLeadership(""); err == nil {
+		t.Fatalf("TransferLeadership on a follower succeeded")
+	}
+}
+
+// TestCloseHandsOverLeadership: a leader closed cleanly hands leadership over before it
+// shuts down, so when Close returns another node already runs for leader (it does not wait
+// for an election timeout to notice the leader is gone).
+func TestCloseHandsOverLeadership(t *testing.T) {
+	c := newCluster(t, clusterOptions{})
+	li := c.leader()
+	c.stop(li)
+	var states []raft.RaftState
+	for i, tn := range c.nodes {
+		if i != li {
+			states = append(states, tn.n.Raft().State())
+		}
+	}
+	if states[0] == raft.Follower && states[1] == raft.Follower {
+		t.Fatalf("both remaining nodes are followers right after the leader closed: no handover")
+	}
+	c.leader()
+}
+
+func TestParsePeers(t *testing.T) {
+	got, err := ParsePeers("n0-127.0.0.1:40911; n1-127.0.0.1:40912;n2-localhost:40913;")
+	if err != nil || len(got) != 3 || got[1] != (Peer{ID: "n1", Addr: "127.0.0.1:40912"}) || got[2].Addr != "localhost:40913" {
+		t.Fatalf("ParsePeers = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", ";", "n0", "n0-nohost", "-127.0.0.1:1", "n0-127.0.0.1:1;n0-127.0.0.1:2"} {
+		if _, err := ParsePeers(bad); err == nil {
+			t.Errorf("ParsePeers(%q) accepted", bad)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	peers, _ := ParsePeers("n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913")
+	ok := DefaultConfig()
+	ok.SelfID, ok.Peers = "n1", peers
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("Validate(default) = %v", err)
+	}
+	for key, mutate := range map[string]func(*Config){
+		"dLegerSelfId":      func(c *Config) { c.SelfID = "n9" },
+		"dLegerPeers":       func(c *Config) { c.Peers = nil },
+		"preferredLeaderId": func(c *Config) { c.PreferredLeaderID = "n9" },
+		"HeartbeatTimeout":  func(c *Config) { c.HeartbeatTimeout = 0 },
+		"LeaderLeaseTimeout": func(c *Config) {
+			c.LeaderLeaseTimeout = c.HeartbeatTimeout * 2
+		},
+		"MaxInFlight": func(c *Config) { c.MaxInFlight = 0 },
+	} {
+		c := ok
+		mutate(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("Validate with a bad %s = %v", key, err)
+		}
+	}
+}
