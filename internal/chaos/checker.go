@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,9 @@ type Report struct {
 	Diverged []string
 
 	Faults []FaultTiming
+	// QuietMaxGap: the longest time between two acknowledgements that overlaps no fault (a fault lasting
+	// from its start to the first acknowledgement after its heal): unavailability nothing explains.
+	QuietMaxGap time.Duration
 }
 
 // OutageLoss is what the followers lacked when the writer was killed.
@@ -281,7 +285,31 @@ func Check(h *History) *Report {
 		}
 		r.Faults = append(r.Faults, timing(f, h.Sends, acks))
 	}
+	r.QuietMaxGap = quietGap(acks, h.Faults)
 	return r
+}
+
+// quietGap is the longest gap between consecutive acks (sorted) that overlaps no fault window, a window
+// running from a fault's start to the first ack at or after its heal.
+func quietGap(acks []int64, faults []FaultRecord) time.Duration {
+	type window struct{ from, to int64 }
+	var ws []window
+	for _, f := range faults {
+		to := int64(math.MaxInt64)
+		if i, _ := slices.BinarySearch(acks, f.Healed); i < len(acks) {
+			to = acks[i]
+		}
+		ws = append(ws, window{f.Start, to})
+	}
+	var d time.Duration
+	for i := 1; i < len(acks); i++ {
+		a, b := acks[i-1], acks[i]
+		if slices.ContainsFunc(ws, func(w window) bool { return a < w.to && w.from < b }) {
+			continue
+		}
+		d = max(d, time.Duration(b-a)*time.Microsecond)
+	}
+	return d
 }
 
 // timing measures writes through fault f; acks are the first acknowledgement times of every id, sorted.
@@ -417,6 +445,7 @@ func (r *Report) String() string {
 			(time.Duration(f.Healed-f.Start) * time.Microsecond).Round(time.Millisecond), first,
 			f.MaxGap.Round(time.Millisecond), noteOf(f.Note))
 	}
+	fmt.Fprintf(&b, "longest time without an acknowledgement outside the faults: %v\n", r.QuietMaxGap.Round(time.Millisecond))
 	for _, ol := range r.ReplicaLost {
 		fmt.Fprintf(&b, "kill of the writer, fault %d: %d acknowledged before it, %d missing on the followers%s\n",
 			ol.Fault, ol.Before, len(ol.Missing), sample(ol.Missing))

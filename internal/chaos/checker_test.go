@@ -168,6 +168,10 @@ func TestCheckFaultTiming(t *testing.T) {
 	if ft.FirstAck != (9010-2500)*time.Microsecond || ft.MaxGap != (9010-2500)*time.Microsecond {
 		t.Fatalf("first ack %v, max gap %v", ft.FirstAck, ft.MaxGap)
 	}
+	// 1010 -> 2010 is the only gap outside the fault (2500 until the first ack after the heal, 9010).
+	if r.QuietMaxGap != 1000*time.Microsecond {
+		t.Fatalf("quiet gap %v", r.QuietMaxGap)
+	}
 	if d, ok := r.maxFailover(); !ok || d != ft.FirstAck || !strings.Contains(r.Summary(), "failover-max=7ms") {
 		t.Fatalf("failover %v %v, summary %q", d, ok, r.Summary())
 	}
