@@ -30,6 +30,8 @@ type clusterOptions struct {
 	// faultnet proxy (NodeOptions.AddressOf), so tests can partition nodes.
 	proxied bool
 	tune    func(*Config)
+	// storeTune adjusts each node's store config (testStoreConfig).
+	storeTune func(*store.Config)
 	// onRole receives every node's role events.
 	onRole func(id string, ev RoleEvent)
 }
@@ -160,7 +162,11 @@ func (c *cluster) start(i int) {
 	t := c.t
 	t.Helper()
 	tn := c.nodes[i]
-	cl, err := store.Open(testStoreConfig(tn.root, c.o.sync), store.Options{Logger: testLogger(t, slog.LevelWarn),
+	scfg := testStoreConfig(tn.root, c.o.sync)
+	if c.o.storeTune != nil {
+		c.o.storeTune(&scfg)
+	}
+	cl, err := store.Open(scfg, store.Options{Logger: testLogger(t, slog.LevelWarn),
 		StoreHost: tn.host, Framed: true})
 	if err != nil {
 		t.Fatalf("%s: store.Open: %v", tn.id, err)
