@@ -3,6 +3,7 @@ package raftlog
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,13 @@ import (
 // first entry, so it installs a snapshot that carries the retained files (SnapshotStore),
 // and from there on its CommitLog and ConsumeQueues are identical to the others'.
 func TestCatchUpBeyondRetention(t *testing.T) {
-	c := newCluster(t, clusterOptions{tune: func(cfg *Config) {
+	metas := map[string]*mapMeta{}
+	c := newCluster(t, clusterOptions{meta: func(id string) MetaApplier {
+		if metas[id] == nil {
+			metas[id] = newMapMeta()
+		}
+		return metas[id]
+	}, tune: func(cfg *Config) {
 		cfg.SnapshotThreshold = 32
 		cfg.TrailingLogs = 8
 		cfg.SnapshotInterval = 50 * time.Millisecond
@@ -41,6 +48,11 @@ func TestCatchUpBeyondRetention(t *testing.T) {
 
 	put(300) // about ten 32 KiB files
 	leader := c.nodes[c.leader()]
+	for i := range 10 {
+		if _, err := leader.n.ProposeMeta(ctx, []byte(fmt.Sprintf("k%d=while-offline", i))); err != nil {
+			t.Fatalf("ProposeMeta: %v", err)
+		}
+	}
 	waitFor(t, "retention to delete the first commitlog files past the offline follower's log", func() bool {
 		for _, tn := range c.running() {
 			tn.cl.PruneCommitLog(tn.cl.DispatchedOffset())
@@ -61,6 +73,9 @@ func TestCatchUpBeyondRetention(t *testing.T) {
 	}
 	c.checkIdentical(map[string]int32{"A": 2})
 	c.checkAcked(acks)
+	if got, want := metas[tn.id].snapshot(), metas[leader.id].snapshot(); !maps.Equal(got, want) || len(want) != 10 {
+		t.Fatalf("metadata on the caught-up follower %v, on the leader %v", got, want)
+	}
 	t.Logf("follower %s: commitlog from %d, first entry %d, applied %d", tn.id, tn.cl.MinPhyOffset(), mustFirst(tn.n), tn.n.FSM().AppliedIndex())
 }
 

@@ -3,13 +3,16 @@ package raftlog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +33,8 @@ type clusterOptions struct {
 	// faultnet proxy (NodeOptions.AddressOf), so tests can partition nodes.
 	proxied bool
 	tune    func(*Config)
+	// meta gives each node its MetaApplier.
+	meta func(id string) MetaApplier
 	// storeTune adjusts each node's store config (testStoreConfig).
 	storeTune func(*store.Config)
 	// onRole receives every node's role events.
@@ -172,6 +177,9 @@ func (c *cluster) start(i int) {
 		t.Fatalf("%s: store.Open: %v", tn.id, err)
 	}
 	opts := NodeOptions{Logger: testLogger(t, raftTestLogLevel).With("node", tn.id), Dir: filepath.Join(tn.root, "raft")}
+	if c.o.meta != nil {
+		opts.Meta = c.o.meta(tn.id)
+	}
 	if c.o.onRole != nil {
 		id := tn.id
 		opts.OnRoleChange = func(ev RoleEvent) { c.o.onRole(id, ev) }
@@ -441,3 +449,45 @@ func testMsg(topic string, q int32, body string) *store.Message {
 
 // raftTestLogLevel is the level of the nodes' logs in tests.
 var raftTestLogLevel = slog.LevelWarn
+
+// mapMeta is a MetaApplier over a map: commands are "key=value" (set), answered with the
+// entry index.
+type mapMeta struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newMapMeta() *mapMeta { return &mapMeta{m: map[string]string{}} }
+
+func (a *mapMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k, v, _ := strings.Cut(string(data), "=")
+	a.m[k] = v
+	return index
+}
+
+func (a *mapMeta) SnapshotMeta() ([]byte, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return json.Marshal(a.m)
+}
+
+func (a *mapMeta) RestoreMeta(data []byte) error {
+	m := map[string]string{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.m = m
+	return nil
+}
+
+func (a *mapMeta) PersistMeta() error { return nil }
+
+func (a *mapMeta) snapshot() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.m)
+}

@@ -70,6 +70,30 @@
 // told apart by the applied index the state machine reports (SetAppliedIndex): Raft compacts
 // only applied entries and cuts only above its commit index.
 //
+// # Snapshots (snapshot.go)
+//
+// The state machine's snapshot is small: the broker's metadata (MetaApplier.SnapshotMeta);
+// the messages are the log itself. Sent to a follower that is behind the leader's first
+// entry (its files expired), the snapshot carries the retained CommitLog files after the
+// metadata, and the follower replaces its CommitLog with them. Big-endian; wire format:
+// never change.
+//
+//	+--------+------+-----------+--------------------------------------------------+
+//	| off    | size | field     | notes                                            |
+//	+--------+------+-----------+--------------------------------------------------+
+//	|      0 |    4 | magic     | 0x524C534E "RLSN"                                |
+//	|      4 |    4 | version   | 1                                                |
+//	|      8 |    4 | metaLen   |                                                  |
+//	|     12 |    4 | metaCRC   | CRC32C of the metadata                           |
+//	|     16 |    m | metadata  | MetaApplier.SnapshotMeta                         |
+//	|   16+m |    8 | from      | first CommitLog offset sent (a file start)       |
+//	|   24+m |    8 | to        | end of the snapshot's last entry                 |
+//	|   32+m | to-from | bytes  | the CommitLog [from, to) as stored               |
+//	+--------+------+-----------+--------------------------------------------------+
+//
+// The part from "from" on is present only in a snapshot opened for sending (and in one
+// received that way); while it is read, retention keeps the files it reads.
+//
 // # Using it from the broker (Node)
 //
 // A broker in Raft mode opens its store with store.Options.Framed, then:

@@ -265,10 +265,13 @@ func (n *Node) leaderCheck() error {
 	if n.raft == nil {
 		return fmt.Errorf("%w: not started", ErrShutdown)
 	}
-	if n.raft.State() != raft.Leader {
-		return n.notLeader()
+	switch n.raft.State() {
+	case raft.Leader:
+		return nil
+	case raft.Shutdown:
+		return fmt.Errorf("%w: raft is shut down", ErrShutdown)
 	}
-	return nil
+	return n.notLeader()
 }
 
 // maxEntryBytes bounds the records of one message entry: Config.MaxEntryBytes, and a frame

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -71,5 +72,49 @@ func TestProposeGroupsConcurrentPuts(t *testing.T) {
 	_, err = ld.PutMessage(ctx, testMsg("T0", 0, strings.Repeat("x", 5<<10)))
 	if !errors.Is(err, store.ErrMessageTooLarge) {
 		t.Fatalf("put of a body over maxMessageSize = %v, want store.ErrMessageTooLarge", err)
+	}
+}
+
+// TestMetaCommands: metadata commands are applied on every node in log order, interleaved with
+// puts, and the proposer gets what its node's MetaApplier answered.
+func TestMetaCommands(t *testing.T) {
+	metas := map[string]*mapMeta{}
+	var mu sync.Mutex
+	c := newCluster(t, clusterOptions{meta: func(id string) MetaApplier {
+		mu.Lock()
+		defer mu.Unlock()
+		metas[id] = newMapMeta()
+		return metas[id]
+	}})
+	ld := c.nodes[c.leader()].n
+	ctx := context.Background()
+	var last uint64
+	for i := range 20 {
+		resp, err := ld.ProposeMeta(ctx, []byte(fmt.Sprintf("k%d=v%d", i%7, i)))
+		if err != nil {
+			t.Fatalf("ProposeMeta: %v", err)
+		}
+		idx, ok := resp.(uint64)
+		if !ok || idx <= last {
+			t.Fatalf("ProposeMeta answered %v after index %d", resp, last)
+		}
+		last = idx
+		if _, err := ld.PutMessage(ctx, testMsg("M", 0, fmt.Sprint(i))); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	c.converge()
+	want := metas[c.nodes[0].id].snapshot()
+	if len(want) != 7 || want["k6"] != "v13" {
+		t.Fatalf("metadata %v", want)
+	}
+	for _, tn := range c.nodes[1:] {
+		if got := metas[tn.id].snapshot(); !maps.Equal(got, want) {
+			t.Fatalf("%s holds %v, n0 %v", tn.id, got, want)
+		}
+	}
+	c.checkIdentical(map[string]int32{"M": 1})
+	if _, err := c.nodes[(c.leader()+1)%3].n.ProposeMeta(ctx, []byte("x=y")); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("ProposeMeta on a follower = %v", err)
 	}
 }
