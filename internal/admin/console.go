@@ -215,13 +215,34 @@ func (s *consoleSource) Group(ctx context.Context, name string) (*console.Group,
 	return g, nil
 }
 
+// onlyNoProducer reports whether every error joined in err is a broker answering that it knows no producer of
+// the group.
+func onlyNoProducer(err error) bool {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var re *ResponseError
+		if !errors.As(e, &re) || re.Code != remoting.SystemError || !strings.Contains(re.Remark, "] not exist") {
+			return false
+		}
+	}
+	return true
+}
+
 func connection(c connectionRow) console.Connection {
 	return console.Connection{ClientID: c.ClientID, ClientAddr: c.ClientAddr, Language: c.Language, Version: c.Version}
 }
 
-// Producers answers an empty list when no producer of the group is connected and every broker answered.
+// Producers answers an empty list when no producer of the group is connected and every broker answered (a
+// broker that knows no producer of the group answers SYSTEM_ERROR "the producer group[G] not exist", as
+// RocketMQ's does).
 func (s *consoleSource) Producers(ctx context.Context, group, topic string) ([]console.Connection, error) {
 	res, err := s.r.producerConnections(ctx, group, topic)
+	if err != nil && res != nil && onlyNoProducer(err) {
+		err = nil
+	}
 	if res == nil || (err != nil && len(res.Connections) == 0) {
 		return nil, consoleErr(err)
 	}
@@ -275,8 +296,13 @@ func (s *consoleSource) Message(ctx context.Context, topic, id string) (*console
 	cm := consoleMessage(v)
 	cm.Trace = []console.Delivery{}
 	for _, t := range s.r.tracks(ctx, v) {
-		cm.Trace = append(cm.Trace, console.Delivery{Group: t.ConsumerGroup, State: t.TrackType,
-			ConsumerOffset: t.ConsumerOffset, Detail: t.ExceptionDesc})
+		d := console.Delivery{Group: t.ConsumerGroup, State: t.TrackType, ConsumerOffset: t.groupOffset, Detail: t.ExceptionDesc}
+		if t.noRetryTopic && t.TrackType == "UNKNOWN" {
+			d.State = "NOT_ONLINE" // mqadmin says UNKNOWN, as RocketMQ; the page says what it means
+			d.Detail = fmt.Sprintf("no push consumer of %s has been online: it has no retry topic %s%s", t.ConsumerGroup,
+				retryTopicPrefix, t.ConsumerGroup)
+		}
+		cm.Trace = append(cm.Trace, d)
 	}
 	return &cm, nil
 }

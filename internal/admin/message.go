@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -155,13 +156,20 @@ func (v *messageView) String() string {
 }
 
 // messageTrack is RocketMQ's MessageTrack: whether a group consumed a message. ConsumerOffset is the
-// group's committed offset on the message's queue when it was read (the message is consumed once that offset
-// is past the message's queue offset); nil when the group has none there.
+// online push group's committed offset on the message's queue when it was read (the message is consumed once
+// that offset is past the message's queue offset); nil when the group has none there or is not an online push
+// group (RocketMQ's output).
 type messageTrack struct {
 	ConsumerGroup  string `json:"consumerGroup"`
 	TrackType      string `json:"trackType"` // CONSUMED, CONSUMED_BUT_FILTERED, PULL, NOT_CONSUME_YET, NOT_ONLINE, UNKNOWN
 	ExceptionDesc  string `json:"exceptionDesc,omitempty"`
 	ConsumerOffset *int64 `json:"consumerOffset,omitempty"`
+
+	// For the console's delivery trace, not printed: the group's committed offset on the message's queue
+	// whatever the group's state (nil when it has none there), and whether the group has no retry topic (no
+	// push consumer of it was ever online: RocketMQ says UNKNOWN, with the route lookup's error).
+	groupOffset  *int64
+	noRetryTopic bool
 }
 
 func (mt messageTrack) String() string {
@@ -171,7 +179,7 @@ func (mt messageTrack) String() string {
 
 // tracks finds, for each group that consumes the message's topic, whether it consumed the message (RocketMQ's
 // messageTrackDetail): an online push group has consumed it when its committed offset on the message's queue
-// is past it.
+// is past it. Every track carries that offset in groupOffset when the group has one, online or not.
 func (r *runner) tracks(ctx context.Context, v *messageView) []messageTrack {
 	groups, err := r.consumersOf(ctx, v.StoreHost, v.Topic)
 	if err != nil {
@@ -179,56 +187,54 @@ func (r *runner) tracks(ctx context.Context, v *messageView) []messageTrack {
 	}
 	out := []messageTrack{}
 	for _, g := range groups {
-		mt := messageTrack{ConsumerGroup: g, TrackType: "UNKNOWN"}
+		offset, offErr := r.queueOffsetOf(ctx, v, g)
+		mt := messageTrack{ConsumerGroup: g, TrackType: "UNKNOWN", groupOffset: offset}
 		cc, err := r.consumerConnection(ctx, g, "")
 		switch {
 		case err != nil:
 			mt.ExceptionDesc = err.Error()
+			mt.noRetryTopic = answered(err, remoting.TopicNotExist)
 			if strings.Contains(err.Error(), "not online") {
 				mt.TrackType = "NOT_ONLINE"
 			}
 		case cc.ConsumeType == "CONSUME_ACTIVELY":
 			mt.TrackType = "PULL"
+		case offErr != nil:
+			mt.ExceptionDesc = offErr.Error()
+		case offset == nil || *offset <= v.QueueOffset:
+			mt.TrackType, mt.ConsumerOffset = "NOT_CONSUME_YET", offset
 		default:
-			r.consumedBy(ctx, v, cc, &mt)
+			mt.TrackType, mt.ConsumerOffset = "CONSUMED", offset
+			if sub, ok := cc.SubscriptionTable[v.Topic]; ok && !tagMatches(sub.SubString, v.Tags) {
+				mt.TrackType = "CONSUMED_BUT_FILTERED"
+			}
 		}
 		out = append(out, mt)
 	}
 	return out
 }
 
-// consumedBy sets mt's track type (and the group's offset on the message's queue) from the group's consume
-// stats.
-func (r *runner) consumedBy(ctx context.Context, v *messageView, cc *consumerConnection, mt *messageTrack) {
-	cs, err := r.consumeStats(ctx, mt.ConsumerGroup)
+// queueOffsetOf is group's committed offset on the message's queue, from its consume stats; nil when it has
+// none there.
+func (r *runner) queueOffsetOf(ctx context.Context, v *messageView, group string) (*int64, error) {
+	cs, err := r.consumeStats(ctx, group)
 	if err != nil {
-		mt.TrackType, mt.ExceptionDesc = "UNKNOWN", err.Error()
-		return
+		return nil, err
 	}
 	ci, err := r.c.clusterInfo(ctx)
 	if err != nil {
-		mt.TrackType, mt.ExceptionDesc = "UNKNOWN", err.Error()
-		return
+		return nil, err
 	}
-	mt.TrackType = "NOT_CONSUME_YET"
 	for _, e := range cs.OffsetTable {
 		if e.MQ.Topic != v.Topic || e.MQ.QueueID != v.QueueID {
 			continue
 		}
-		if bd, ok := ci.BrokerAddrTable[e.MQ.BrokerName]; !ok || pickAddr(bd) != v.StoreHost {
-			continue
+		if bd, ok := ci.BrokerAddrTable[e.MQ.BrokerName]; ok && pickAddr(bd) == v.StoreHost {
+			offset := e.Value.ConsumerOffset
+			return &offset, nil
 		}
-		offset := e.Value.ConsumerOffset
-		mt.ConsumerOffset = &offset
-		switch sub, ok := cc.SubscriptionTable[v.Topic]; {
-		case offset <= v.QueueOffset:
-		case ok && !tagMatches(sub.SubString, v.Tags):
-			mt.TrackType = "CONSUMED_BUT_FILTERED"
-		default:
-			mt.TrackType = "CONSUMED"
-		}
-		return
 	}
+	return nil, nil
 }
 
 // tagMatches reports whether a TAG subscription ("*", "", or "a || b") takes tag.

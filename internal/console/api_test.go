@@ -123,7 +123,7 @@ func TestTopicsAPI(t *testing.T) {
 		kinds[r.Name] = r.Kind
 	}
 	want := map[string]string{"Orders": kindNormal, "%RETRY%G1": kindRetry, "%DLQ%G1": kindDLQ, "TBW102": kindSystem,
-		"DefaultCluster": kindSystem, "broker-a": kindSystem, "RMQ_SYS_TRACE_TOPIC": kindSystem}
+		"DefaultCluster": kindSystem, "broker-a": kindSystem, "RMQ_SYS_TRACE_TOPIC": kindSystem, "DefaultCluster_REPLY_TOPIC": kindSystem}
 	for n, k := range want {
 		if kinds[n] != k {
 			t.Errorf("topic %s: kind %q, want %q", n, kinds[n], k)

@@ -12,7 +12,7 @@ const (
 	kindNormal = "normal"
 	kindRetry  = "retry"  // %RETRY%group
 	kindDLQ    = "dlq"    // %DLQ%group
-	kindSystem = "system" // the broker's own topics, and the cluster and broker names the name server lists
+	kindSystem = "system" // the broker's own topics, the cluster and broker names the name server lists, CLUSTER_REPLY_TOPIC
 )
 
 // systemTopics are RocketMQ's own topics (TopicValidator.SYSTEM_TOPIC_SET and the default topic).
@@ -22,7 +22,11 @@ var systemTopics = map[string]bool{
 	"RMQ_SYS_TRANS_OP_HALF_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true,
 }
 
-// topicKind classifies a topic of the list; names holds the cluster and broker names.
+// replyTopicSuffix follows a cluster's name in its reply topic (RocketMQ's MixAll.REPLY_TOPIC_POSTFIX).
+const replyTopicSuffix = "_REPLY_TOPIC"
+
+// topicKind classifies a topic of the list; names holds the cluster and broker names and each cluster's reply
+// topic (CLUSTER_REPLY_TOPIC, which a broker creates for request-reply messages).
 func topicKind(topic string, names map[string]bool) string {
 	switch {
 	case strings.HasPrefix(topic, "%RETRY%"):
@@ -53,7 +57,7 @@ func (s *Server) getTopics(r *http.Request) (any, error) {
 	special := map[string]bool{}
 	if brokers, err := s.sampler.brokers(r.Context()); err == nil {
 		for _, b := range brokers {
-			special[b.Cluster], special[b.BrokerName] = true, true
+			special[b.Cluster], special[b.BrokerName], special[b.Cluster+replyTopicSuffix] = true, true, true
 		}
 	}
 	sort.Strings(names)

@@ -36,7 +36,7 @@ func newFakeSource() *fakeSource {
 			{Cluster: "DefaultCluster", BrokerName: "broker-a", BrokerID: 1, Addr: "127.0.0.1:10921", Role: "SLAVE",
 				Version: "V4_9_4", InTPS: 0, OutTPS: 1},
 		},
-		topics: []string{"Orders", "%RETRY%G1", "%DLQ%G1", "TBW102", "DefaultCluster", "broker-a", "RMQ_SYS_TRACE_TOPIC"},
+		topics: []string{"Orders", "%RETRY%G1", "%DLQ%G1", "TBW102", "DefaultCluster", "broker-a", "RMQ_SYS_TRACE_TOPIC", "DefaultCluster_REPLY_TOPIC"},
 		topic: map[string]*Topic{"Orders": {Name: "Orders", Brokers: []TopicBroker{{Cluster: "DefaultCluster",
 			BrokerName: "broker-a", Addrs: map[int64]string{0: "127.0.0.1:10911"}, ReadQueues: 2, WriteQueues: 2, Perm: 6}},
 			Queues: []QueueStatus{{BrokerName: "broker-a", QueueID: 0, MaxOffset: 5}, {BrokerName: "broker-a", QueueID: 1, MaxOffset: 7}},

@@ -25,7 +25,8 @@ function fmtAxis(v) {
 
 // lineChart draws series [{name, points: [[t, v], ...]}] over the window that ends at now (ms). opts.id
 // names the figure; opts.unit is shown on the y axis. The figure carries data-series (how many series) and
-// each line data-last (its newest value), for the tests and for people reading the page's source.
+// each line data-name, data-last (its newest value) and data-max (its highest), for the tests and for people
+// reading the page's source.
 export function lineChart(series, now, windowMs, opts) {
   opts = opts || {};
   const x0 = now - windowMs;
@@ -50,7 +51,8 @@ export function lineChart(series, now, windowMs, opts) {
   const lines = series.map((s, i) => {
     const pts = s.points.filter(([t]) => t >= x0).map(([t, v]) => `${X(t).toFixed(1)},${Y(v).toFixed(1)}`).join(' ');
     const last = s.points.length ? s.points[s.points.length - 1][1] : '';
-    return svg('polyline', { points: pts, class: 'line', stroke: COLOURS[i % COLOURS.length], dataset: { name: s.name, last: String(last) } });
+    const top = s.points.length ? Math.max(...s.points.map(([, v]) => v)) : '';
+    return svg('polyline', { points: pts, class: 'line', stroke: COLOURS[i % COLOURS.length], dataset: { name: s.name, last: String(last), max: String(top) } });
   });
   const plot = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': opts.title || 'chart' },
     grid,

@@ -35,11 +35,12 @@ export function renderSearch(main, params, ctx) {
   const begin = el('input', { name: 'begin', type: 'datetime-local', step: 1, value: localInput(Number(params.get('begin')) || now - 3600e3) });
   const end = el('input', { name: 'end', type: 'datetime-local', step: 1, value: localInput(Number(params.get('end')) || now + 60e3) });
   const max = el('input', { name: 'max', type: 'number', min: 1, max: 1000, value: params.get('max') || '32' });
+  // Built for the mode shown only: a node has one parent, and every mode has the topic input.
   const controls = {
-    key: [field('Topic', topic), field('Key', key)],
-    id: [field('Message ID', id, 'offset ID, or unique ID with its topic'), field('Topic', topic, 'needed for a unique ID')],
-    time: [field('Topic', topic), field('From (local)', begin), field('To (local)', end), field('At most, per queue', max)],
-  }[mode];
+    key: () => [field('Topic', topic), field('Key', key)],
+    id: () => [field('Message ID', id, 'offset ID, or unique ID with its topic'), field('Topic', topic, 'needed for a unique ID')],
+    time: () => [field('Topic', topic), field('From (local)', begin), field('To (local)', end), field('At most, per queue', max)],
+  }[mode]();
   const results = el('div', { id: 'message-results' });
   const form = el('form', { class: 'card', id: 'message-search' },
     el('div', { class: 'row' }, controls), el('button', { type: 'submit' }, 'Search'));
@@ -143,5 +144,6 @@ export function renderProducers(main, params, ctx) {
       { title: 'Address', cell: (c) => c.clientAddr },
       { title: 'Language', cell: (c) => c.language },
       { title: 'Version', cell: (c) => c.version },
-    ], r.connections, { id: 'producers-table' })), (err) => replace(results, errorNotice(err)));
+    ], r.connections, { id: 'producers-table', empty: `No producer of group ${group.value} is connected to the brokers of ${topic.value}` })),
+  (err) => replace(results, errorNotice(err)));
 }
