@@ -26,16 +26,7 @@ QUEUES="${QUEUES:-8}"
 DISK_SIZE="${DISK_SIZE:-1073741824}"
 ROWS="${ROWS:-async sync ms raft nats-r1 nats-r1-always nats-r3-always}"
 
-make build >/dev/null
-# -mod=mod: the bench module follows this checkout's go.mod (replace ../), whose requirements may have moved.
-(cd bench && go build -mod=mod -o ../bin/ ./cmd/natsbench ./cmd/diskbench)
-work="$(mktemp -d "${TMPDIR:-/tmp}/bench-compare.XXXXXX")"
-cleanup() {
-  stop_all
-  if [[ -z "${KEEP:-}" ]]; then rm -rf "$work"; else echo "kept $work" >&2; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init bench-compare natsbench diskbench
 
 want() { [[ " $ROWS " == *" $1 "* ]]; }
 
@@ -134,6 +125,7 @@ if want raft; then
         --dLegerGroup=bench-raft --dLegerPeers="$peers" --dLegerSelfId="n$i"
       rpids+=("$LAST_PID")
     done
+    wait_master bench-raft 60
     ours raft bench_raft
     for p in "${rpids[@]}"; do stop "$p"; done
     rm -rf "$work"/raft-n*

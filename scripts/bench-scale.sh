@@ -38,16 +38,7 @@ KILL_AFTER="${KILL_AFTER:-5}"
 PARTS="${PARTS:-topics recovery drain}"
 GIB=$((1 << 30))
 
-make build >/dev/null
-# -mod=mod: the bench module follows this checkout's go.mod (replace ../), whose requirements may have moved.
-(cd bench && go build -mod=mod -o ../bin/ ./cmd/diskbench ./cmd/brokerprobe)
-work="$(mktemp -d "${TMPDIR:-/tmp}/bench-scale.XXXXXX")"
-cleanup() {
-  stop_all
-  if [[ -z "${KEEP:-}" ]]; then rm -rf "$work"; else echo "kept $work" >&2; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init bench-scale diskbench brokerprobe
 
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 

@@ -31,14 +31,24 @@ stop_all() {
     stop "${BG_PIDS[i]}"
   done
   BG_PIDS=()
+  rm -f "$PORTS_FILE"
 }
 
-# free_port prints a port free on 127.0.0.1 whose next port is free too (a broker's HA port is listenPort+1).
+# The ports free_port handed out, one a line, so that ports picked before their servers listen never repeat
+# (free_port runs in $(...) subshells, so a file rather than a variable; stop_all removes it).
+PORTS_FILE="${TMPDIR:-/tmp}/rocketraft-ports.$$"
+
+# free_port prints a port free on 127.0.0.1 whose next port is free too (a broker's HA port is listenPort+1),
+# neither of them handed out before by this script.
 free_port() {
   local p
   for _ in $(seq 1 100); do
     p=$((20000 + RANDOM % 40000))
+    if grep -qxE "$((p - 1))|$p|$((p + 1))" "$PORTS_FILE" 2>/dev/null; then
+      continue
+    fi
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null; then
+      echo "$p" >>"$PORTS_FILE"
       echo "$p"
       return
     fi
@@ -110,3 +120,38 @@ start_broker() {
 
 # raft_available: whether this build of mqbroker knows the Raft mode's keys (issue 6).
 raft_available() { ./bin/mqbroker -p 2>/dev/null | grep -q '^enableDLegerCommitLog='; }
+
+# wait_master NAME [SECONDS]: wait until the name server $NS lists a master (brokerId 0) for brokerName NAME,
+# at most SECONDS (default 60): a Raft group registers its leader as master once it has elected one.
+wait_master() {
+  local tries=$(( ${2:-60} * 4 ))
+  for _ in $(seq 1 "$tries"); do
+    if ./bin/mqadmin clusterList -n "$NS" --json 2>/dev/null | grep -q "\"brokerName\":\"$1\",\"brokerId\":0,"; then
+      return
+    fi
+    sleep 0.25
+  done
+  echo "no master of $1 registered with $NS after ${2:-60} s" >&2
+  return 1
+}
+
+# bench_init NAME TOOL...: builds bin/ (make build) and TOOLs of the bench module (bench/cmd/TOOL) into bin/,
+# makes the temp folder $work (NAME.XXXXXX under $TMPDIR), and sets the traps: on exit every process start_bg
+# started is stopped and $work removed, unless KEEP is set; Ctrl-C and SIGTERM exit.
+bench_init() {
+  local name="$1" t pkgs=()
+  shift
+  make build >/dev/null
+  for t in "$@"; do pkgs+=("./cmd/$t"); done
+  # -mod=mod: the bench module follows this checkout's go.mod (replace ../), whose requirements may have moved.
+  (cd bench && go build -mod=mod -o ../bin/ "${pkgs[@]}")
+  work="$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")"
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+# bench_cleanup: bench_init's exit trap.
+bench_cleanup() {
+  stop_all
+  if [[ -z "${KEEP:-}" ]]; then rm -rf "$work"; else echo "kept $work" >&2; fi
+}
