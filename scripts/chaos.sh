@@ -3,7 +3,8 @@
 # each mode of MODES runs bin/mqchaos: a name server, a master and a slave as processes, every link between
 # them through a fault-injecting proxy, a producer and consumers recording what they did, and a seeded
 # schedule of faults filling about DURATION; then the checker's report, which ends with one summary line.
-# Settings: MODES ("SYNC_MASTER:SYNC_FLUSH"; e.g. "SYNC_MASTER:SYNC_FLUSH ASYNC_MASTER:ASYNC_FLUSH"),
+# Settings: MODES ("SYNC_MASTER:SYNC_FLUSH"; ROLE:FLUSH, several space-separated, ROLE one of SYNC_MASTER,
+# ASYNC_MASTER, or raft for a Raft group of three; e.g. "SYNC_MASTER:SYNC_FLUSH ASYNC_MASTER:ASYNC_FLUSH raft:SYNC_FLUSH"),
 # DURATION (5m), SEED (from the clock; printed), RATE (200 msg/s), FAULTS (every kind), OUT (the runs'
 # folders go under it; default a temp folder, kept: each holds the history, report.txt and the logs),
 # ARGS (more mqchaos run flags). Exits 1 when any run FAILs.
@@ -28,7 +29,9 @@ for mode in $MODES; do
   rm -rf "$dir"
   echo "=== mqchaos: $role / $flush, about $DURATION of faults, output in $dir"
   # shellcheck disable=SC2086
-  if ./bin/mqchaos run -bin bin -dir "$dir" -role "$role" -flush "$flush" -duration "$DURATION" -seed "$SEED" \
+  topology=(-role "$role")
+  if [[ "$role" == raft ]]; then topology=(-mode raft); fi
+  if ./bin/mqchaos run -bin bin -dir "$dir" "${topology[@]}" -flush "$flush" -duration "$DURATION" -seed "$SEED" \
     -rate "$RATE" -faults "$FAULTS" ${ARGS:-} | tee "$dir.out"; then
     :
   else

@@ -4,6 +4,7 @@
 // history (internal/chaos):
 //
 //	mqchaos run -bin ./bin -dir /tmp/chaos -role SYNC_MASTER -flush SYNC_FLUSH -rounds 8 -seed 1
+//	mqchaos run -bin ./bin -mode raft -flush SYNC_FLUSH -duration 5m
 //	mqchaos check /tmp/chaos        (checks a recorded run again)
 //
 // The output ends with one summary line, PASS or FAIL and the counts; the exit code is 1 on FAIL.
@@ -28,7 +29,7 @@ import (
 const usage = `usage: mqchaos run [flags]    (mqchaos run -h lists the flags)
        mqchaos check DIR
 
-  run    starts a name server, a master and a slave from -bin, runs the load and the fault schedule, heals,
+  run    starts a name server and a master and a slave (or a Raft group of three) from -bin, runs the load and the fault schedule, heals,
          drains, scans every broker and checks the history recorded in -dir
   check  checks the history in DIR again and prints the report
 `
@@ -86,7 +87,8 @@ func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Bin, "bin", "bin", "folder holding mqnamesrv and mqbroker")
 	fs.StringVar(&cfg.Dir, "dir", "", "output folder (history, report, data and logs of the processes); default a new folder under the system's temp folder")
-	fs.StringVar(&cfg.Role, "role", cfg.Role, "brokerRole of the master: SYNC_MASTER or ASYNC_MASTER")
+	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "topology: masterslave (a master and a slave) or raft (a group of three, enableDLegerCommitLog)")
+	fs.StringVar(&cfg.Role, "role", cfg.Role, "masterslave: brokerRole of the master, SYNC_MASTER or ASYNC_MASTER")
 	fs.StringVar(&cfg.Flush, "flush", cfg.Flush, "flushDiskType: SYNC_FLUSH or ASYNC_FLUSH")
 	fs.Int64Var(&cfg.FileSize, "file-size", cfg.FileSize, "mappedFileSizeCommitLog of the brokers")
 	fs.StringVar(&cfg.Topic, "topic", cfg.Topic, "topic")
@@ -147,6 +149,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, err)
 		return cfg, false
+	}
+	if cfg.Mode == chaos.ModeRaft {
+		cfg.Role = "raft"
 	}
 	fmt.Fprintf(stdout, "mqchaos: %s %s/%s, output in %s\n", cfg.Mode, cfg.Role, cfg.Flush, cfg.Dir)
 	return cfg, true

@@ -270,7 +270,7 @@ func Check(h *History) *Report {
 	}
 	slices.Sort(acks)
 	for _, f := range h.Faults {
-		if f.Kind == KillWriter {
+		if f.Kind == KillWriter && f.Scanned {
 			held := kills[f.Index]
 			ol := OutageLoss{Fault: f.Index}
 			for _, id := range slices.Sorted(maps.Keys(sent)) {
@@ -421,15 +421,21 @@ func (r *Report) String() string {
 	i := r.Info
 	fmt.Fprintf(&b, "run: %s, writer role %s, flush %s, %d queues, %d producer workers, %d retries, started %s\n",
 		i.Mode, i.Role, i.Flush, i.Queues, i.Workers, i.Retries, i.Started.UTC().Format(time.RFC3339))
-	if i.Durable {
+	switch {
+	case i.Durable && i.Mode == ModeRaft:
+		b.WriteString("promise: an acknowledged message is on a majority and survives every fault of a minority: loss fails the run\n")
+	case i.Durable:
 		b.WriteString("promise: an acknowledged message survives every fault (SYNC_MASTER + SYNC_FLUSH): loss fails the run\n")
-	} else {
+	default:
 		fmt.Fprintf(&b, "promise: %s/%s does not promise that an acknowledged message survives the loss of a machine "+
 			"(RocketMQ: no loss needs SYNC_MASTER or SYNC_FLUSH, both for a disk and a master loss); loss is reported, not failed\n", i.Role, i.Flush)
 	}
-	if i.Replicated {
+	switch {
+	case i.Mode == ModeRaft:
+		b.WriteString("the followers are not scanned at a kill of the leader: the new leader's final scan is the check\n")
+	case i.Replicated:
 		b.WriteString("promise: an acknowledged message is on a follower when acknowledged: a follower lacking one at a kill of the writer fails the run\n")
-	} else {
+	default:
 		b.WriteString("promise: acknowledgement does not wait for a follower: what the followers lacked at a kill of the writer is reported, not failed\n")
 	}
 	fmt.Fprintf(&b, "sends: %d ids, %d attempts, %d acknowledged, %d retried; attempts by outcome: %s\n",

@@ -118,7 +118,7 @@ func TestCheckDetectsEachViolation(t *testing.T) {
 		}, func(r *Report) int { return len(r.Diverged) }, "differ between replicas"},
 		{"follower lacks an acknowledged message at the writer's kill", func() *hist {
 			b := clean(3)
-			b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 3500, Healed: 8000})
+			b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 3500, Healed: 8000, Scanned: true})
 			return b.read(PhaseKill, "slave", 0, 0, idOf(0, 1), 0) // seq 2 and 3 were acknowledged before 3500
 		}, func(r *Report) int { return r.replicaLost() }, "not on any follower"},
 	}
@@ -145,7 +145,7 @@ func TestCheckDetectsEachViolation(t *testing.T) {
 func TestCheckReplicaLossInAsyncModeIsReported(t *testing.T) {
 	b := clean(3)
 	b.h.Info.Role, b.h.Info.Durable, b.h.Info.Replicated = "ASYNC_MASTER", false, false
-	b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 3500, Healed: 8000})
+	b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 3500, Healed: 8000, Scanned: true})
 	r := Check(&b.h)
 	if r.replicaLost() != 3 || len(r.Failures()) > 0 { // the slave held none of the three
 		t.Fatalf("replica lost %d, failures %v", r.replicaLost(), r.Failures())
@@ -161,7 +161,7 @@ func TestCheckFaultTiming(t *testing.T) {
 		b.send(0, int64(i+1), 1, 0, start, SendOK, int64(i)).stored(0, int64(i), idOf(0, int64(i+1)))
 	}
 	b.send(0, 5, 1, 0, 3000, SendFailed, 0) // a failure inside the fault is not an ack
-	b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 2500, Healed: 8000})
+	b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "master", Start: 2500, Healed: 8000, Scanned: true})
 	b.read(PhaseKill, "slave", 0, 0, idOf(0, 1), 0).read(PhaseKill, "slave", 0, 1, idOf(0, 2), 0)
 	r := Check(&b.h)
 	ft := r.Faults[0]
@@ -217,4 +217,16 @@ func anys[T any](s []T) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// TestCheckUnscannedKillIsNotCompared: a kill whose survivors were not scanned (a Raft group, a failed
+// scan) has no outage reads to compare; it must not count every acknowledged message as missing.
+func TestCheckUnscannedKillIsNotCompared(t *testing.T) {
+	b := clean(3)
+	b.h.Info.Mode, b.h.Info.Role = ModeRaft, "raft"
+	b.h.Faults = append(b.h.Faults, FaultRecord{Index: 0, Kind: KillWriter, Target: "n0", Start: 3500, Healed: 8000})
+	r := Check(&b.h)
+	if len(r.ReplicaLost) != 0 || len(r.Failures()) > 0 {
+		t.Fatalf("replica lost %v, failures %v", r.ReplicaLost, r.Failures())
+	}
 }

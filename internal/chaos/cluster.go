@@ -10,6 +10,12 @@ import (
 	"github.com/rocketraft/rocketraft/internal/faultnet"
 )
 
+// The topologies (RunConfig.Mode, RunInfo.Mode).
+const (
+	ModeMasterSlave = "masterslave"
+	ModeRaft        = "raft"
+)
+
 // Node is one broker of the group under test.
 type Node struct {
 	Name string   // "master", "slave"; "n0".."n2" in a Raft group
@@ -40,7 +46,11 @@ type Cluster interface {
 	// Writer is the node that takes writes now (the master; a Raft group's leader), nil when none is
 	// known to; followers are the others.
 	Writer(ctx context.Context) *Node
-	// ReplicationLinks are the proxies that carry replication to or from n.
+	// Elects reports whether the group replaces a lost writer by itself (Raft), rather than waiting for its
+	// restart (classic master/slave).
+	Elects() bool
+	// ReplicationLinks are the proxies that carry replication to or from n (none when the topology cannot
+	// route them through proxies).
 	ReplicationLinks(n *Node) []*faultnet.Proxy
 	// Restart starts n again after a kill, on its data.
 	Restart(n *Node) error

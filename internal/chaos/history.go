@@ -72,6 +72,9 @@ type FaultRecord struct {
 	Start  int64  `json:"start"`
 	Healed int64  `json:"healed"`
 	Note   string `json:"note,omitempty"`
+	// Scanned: the surviving nodes were scanned right after this kill of the writer (PhaseKill reads with
+	// this Index); only then does the checker compare them with what was acknowledged.
+	Scanned bool `json:"scanned,omitempty"`
 }
 
 // RunInfo describes a run, for the report.

@@ -24,8 +24,8 @@ import (
 type RunConfig struct {
 	Bin      string // folder holding mqnamesrv and mqbroker
 	Dir      string // output folder: history files, report, the processes' data and logs
-	Mode     string // "masterslave" (the only topology until the Raft mode lands)
-	Role     string // the master's brokerRole: SYNC_MASTER or ASYNC_MASTER
+	Mode     string // ModeMasterSlave or ModeRaft (a group of three)
+	Role     string // masterslave: the master's brokerRole, SYNC_MASTER or ASYNC_MASTER
 	Flush    string // flushDiskType: SYNC_FLUSH or ASYNC_FLUSH
 	FileSize int64  // mappedFileSizeCommitLog
 
@@ -48,7 +48,7 @@ type RunConfig struct {
 
 // DefaultRunConfig is a SYNC_MASTER + SYNC_FLUSH group under a light load with an empty schedule.
 func DefaultRunConfig() RunConfig {
-	return RunConfig{Mode: "masterslave", Role: "SYNC_MASTER", Flush: "SYNC_FLUSH", FileSize: 16 << 20,
+	return RunConfig{Mode: ModeMasterSlave, Role: "SYNC_MASTER", Flush: "SYNC_FLUSH", FileSize: 16 << 20,
 		Topic: "ChaosTopic", Queues: 4, Workers: 4, Rate: 200, Size: 256, Retries: 2,
 		RetryPause: 200 * time.Millisecond, SendTimeout: 3 * time.Second,
 		Warmup: 5 * time.Second, Settle: 5 * time.Second}
@@ -59,9 +59,9 @@ func (c RunConfig) Validate() error {
 	switch {
 	case c.Bin == "" || c.Dir == "":
 		return errors.New("chaos: run: Bin and Dir are required")
-	case c.Mode != "masterslave":
-		return fmt.Errorf("chaos: run: mode %q unknown (masterslave)", c.Mode)
-	case c.Role != "SYNC_MASTER" && c.Role != "ASYNC_MASTER":
+	case c.Mode != ModeMasterSlave && c.Mode != ModeRaft:
+		return fmt.Errorf("chaos: run: mode %q unknown (%s, %s)", c.Mode, ModeMasterSlave, ModeRaft)
+	case c.Mode == ModeMasterSlave && c.Role != "SYNC_MASTER" && c.Role != "ASYNC_MASTER":
 		return fmt.Errorf("chaos: run: brokerRole %q: want SYNC_MASTER or ASYNC_MASTER", c.Role)
 	case c.Flush != "SYNC_FLUSH" && c.Flush != "ASYNC_FLUSH":
 		return fmt.Errorf("chaos: run: flushDiskType %q: want SYNC_FLUSH or ASYNC_FLUSH", c.Flush)
@@ -96,8 +96,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	info := RunInfo{Queues: cfg.Queues, Workers: cfg.Workers, Retries: cfg.Retries, Schedule: cfg.Schedule.String(),
 		Started: time.Now(), LoadAvg: loadAvg(), Signature: strings.Join(os.Args, " ")}
 	fmt.Fprint(cfg.Out, info.Schedule)
-	cl, err := StartMasterSlave(ctx, MasterSlaveConfig{Bin: cfg.Bin, Dir: cfg.Dir, Role: cfg.Role, Flush: cfg.Flush,
-		FileSize: cfg.FileSize, Log: cfg.Log})
+	cl, err := startCluster(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +117,15 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		return nil, err
 	}
 	return CheckDir(cfg.Dir)
+}
+
+// startCluster starts the topology cfg.Mode names.
+func startCluster(ctx context.Context, cfg RunConfig) (Cluster, error) {
+	gc := GroupConfig{Bin: cfg.Bin, Dir: cfg.Dir, Flush: cfg.Flush, FileSize: cfg.FileSize, Log: cfg.Log}
+	if cfg.Mode == ModeRaft {
+		return StartRaftGroup(ctx, RaftGroupConfig{GroupConfig: gc, Nodes: 3})
+	}
+	return StartMasterSlave(ctx, MasterSlaveConfig{GroupConfig: gc, Role: cfg.Role})
 }
 
 // CheckDir checks the history in dir and writes dir/report.txt.
@@ -230,7 +238,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.cl.WaitCaughtUp(ctx, cfg.Topic, cfg.Queues); err != nil {
 		r.errorf("%v", err)
 	}
-	writer := r.cl.Writer(ctx)
+	writer := r.writer(ctx)
 	if writer == nil {
 		r.errorf("no writer at the end")
 		return nil
@@ -317,12 +325,15 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 	var target *Node
 	switch f.Kind {
 	case KillWriter, PauseWriter:
-		target = r.cl.Writer(ctx)
+		target = r.writer(ctx)
 	default:
 		target = r.follower(ctx)
 	}
 	if target == nil {
-		rec.Target, rec.Note = "-", "no target node"
+		if rec.Target == "" {
+			rec.Target = "-"
+		}
+		rec.Note = "skipped: no target (no writer, or no replication link the topology routes through a proxy)"
 		rec.Start = micros(time.Now())
 		rec.Healed = rec.Start
 		r.faults.add(rec)
@@ -338,6 +349,10 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 			names = append(names, p.Name())
 		}
 		rec.Target = strings.Join(names, ",")
+		if len(links) == 0 {
+			rec.Target = target.Name
+			target = nil
+		}
 	}
 	r.printf("fault %d: %s %s for %v", i, f.Kind, rec.Target, f.For)
 	start := time.Now()
@@ -347,8 +362,10 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 		if err := target.Proc.Kill(); err != nil {
 			r.errorf("fault %d: %v", i, err)
 		}
-		if f.Kind == KillWriter {
-			r.outageScan(ctx, i, target, note)
+		if f.Kind == KillWriter && !r.cl.Elects() {
+			// What a lost master disk would lose. (A Raft group's followers hold every acknowledged entry by
+			// construction, and its new leader's final scan is checked like any writer's.)
+			rec.Scanned = r.outageScan(ctx, i, target, note)
 		}
 		_ = sleepCtx(ctx, time.Until(start.Add(f.For)))
 		restart := time.Now()
@@ -394,9 +411,23 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 	r.printf("fault %d healed after %v%s", i, time.Since(start).Round(time.Millisecond), noteOf(rec.Note))
 }
 
+// writer waits up to 30 s for the cluster to name a writer (a Raft group may be electing one).
+func (r *runner) writer(ctx context.Context) *Node {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		if w := r.cl.Writer(ctx); w != nil {
+			return w
+		}
+		if sleepCtx(ctx, 100*time.Millisecond) != nil {
+			return nil
+		}
+	}
+}
+
 // follower picks one of the nodes that are not the writer.
 func (r *runner) follower(ctx context.Context) *Node {
-	w := r.cl.Writer(ctx)
+	w := r.writer(ctx)
 	var fs []*Node
 	for _, n := range r.cl.Nodes() {
 		if n != w {
@@ -410,25 +441,30 @@ func (r *runner) follower(ctx context.Context) *Node {
 }
 
 // outageScan reads every queue of the nodes that survive the writer's kill, once their stores have settled
-// (their max offsets no longer move: what they received is dispatched), recording under PhaseKill.
-func (r *runner) outageScan(ctx context.Context, fault int, killed *Node, note func(string, ...any)) {
+// (their max offsets no longer move: what they received is dispatched), recording under PhaseKill; false
+// when a scan failed (the checker then leaves this kill out).
+func (r *runner) outageScan(ctx context.Context, fault int, killed *Node, note func(string, ...any)) bool {
 	t0 := time.Now()
+	ok := true
 	for _, n := range r.cl.Nodes() {
 		if n == killed || !n.Proc.Running() {
 			continue
 		}
 		if err := r.settle(ctx, n); err != nil {
 			r.errorf("fault %d: %v", fault, err)
+			ok = false
 			continue
 		}
 		got, err := scan(ctx, r.wire, n, r.cfg.Topic, r.cfg.Queues, PhaseKill, fault, r.reads)
 		if err != nil {
 			r.errorf("fault %d: outage scan: %v", fault, err)
+			ok = false
 			continue
 		}
 		note("%s held %d messages", n.Name, got)
 	}
 	note("outage scan %v", time.Since(t0).Round(time.Millisecond))
+	return ok
 }
 
 // settle polls n's max offsets until two readings 300 ms apart agree (at most 30 s).

@@ -1,0 +1,173 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/internal/faultnet"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// GroupConfig is what every topology needs: where the binaries are, where data and logs go, and the
+// store settings every broker shares.
+type GroupConfig struct {
+	Bin      string // folder holding mqnamesrv and mqbroker
+	Dir      string // data and logs go under it
+	Flush    string // flushDiskType of every broker: SYNC_FLUSH or ASYNC_FLUSH
+	FileSize int64  // mappedFileSizeCommitLog (small files keep SYNC_FLUSH's file warm-up cheap)
+	Log      *slog.Logger
+}
+
+// group is the part of a topology every implementation shares: one name server, the brokers' nodes
+// (each with a client proxy and a name server proxy), every proxy made, and a wire to the name server.
+type group struct {
+	cfg     GroupConfig
+	nsAddr  string
+	namesrv *Process
+	nodes   []*Node
+	proxies []*faultnet.Proxy
+	wire    *bench.Wire
+}
+
+const brokerName = "chaos"
+
+// startNamesrv makes the folders and starts the name server.
+func (g *group) startNamesrv(ctx context.Context, dirs ...string) error {
+	for _, d := range append(dirs, "namesrv", "logs") {
+		if err := os.MkdirAll(filepath.Join(g.cfg.Dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	nsPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	g.nsAddr = "127.0.0.1:" + strconv.Itoa(nsPort)
+	nsHome := filepath.Join(g.cfg.Dir, "namesrv")
+	g.namesrv = NewProcess("namesrv", filepath.Join(g.cfg.Bin, "mqnamesrv"), filepath.Join(g.cfg.Dir, "logs", "namesrv.log"),
+		"--listenPort="+strconv.Itoa(nsPort), "--metricsPort=0", "--rocketmqHome="+nsHome,
+		"--kvConfigPath="+filepath.Join(nsHome, "kvConfig.json"))
+	if err := g.namesrv.Start(); err != nil {
+		return err
+	}
+	if err := waitListening(ctx, g.namesrv, g.nsAddr, 30*time.Second); err != nil {
+		return err
+	}
+	g.wire = bench.NewWire([]string{g.nsAddr}, 3*time.Second, g.cfg.Log)
+	return nil
+}
+
+// newNode picks the node's ports and makes its client and name server proxies.
+func (g *group) newNode(name string, id int64) (*Node, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Name: name, ID: id, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+	if n.Client, err = g.proxy("client->"+name, n.Addr); err != nil {
+		return nil, err
+	}
+	if n.Namesrv, err = g.proxy(name+"->namesrv", g.nsAddr); err != nil {
+		return nil, err
+	}
+	g.nodes = append(g.nodes, n)
+	return n, nil
+}
+
+func (g *group) proxy(name, target string) (*faultnet.Proxy, error) {
+	p, err := faultnet.Listen(name, target, g.cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	g.proxies = append(g.proxies, p)
+	return p, nil
+}
+
+// brokerProcess describes n's broker process: the settings every broker shares, then extra.
+func (g *group) brokerProcess(n *Node, extra ...string) *Process {
+	_, port, _ := net.SplitHostPort(n.Addr)
+	args := []string{"-n", n.Namesrv.Addr(), "--brokerName=" + brokerName,
+		"--brokerIP1=127.0.0.1", "--listenPort=" + port, "--metricsPort=0", "--flushDiskType=" + g.cfg.Flush,
+		"--storePathRootDir=" + filepath.Join(g.cfg.Dir, n.Name),
+		"--mappedFileSizeCommitLog=" + strconv.FormatInt(g.cfg.FileSize, 10),
+		// a message must fit a CommitLog file with its end-of-file marker
+		"--maxMessageSize=" + strconv.FormatInt(min(4<<20, g.cfg.FileSize/2), 10)}
+	return NewProcess(n.Name, filepath.Join(g.cfg.Bin, "mqbroker"), filepath.Join(g.cfg.Dir, "logs", n.Name+".log"),
+		append(args, extra...)...)
+}
+
+func (g *group) NamesrvAddr() string { return g.nsAddr }
+func (g *group) BrokerName() string  { return brokerName }
+func (g *group) Nodes() []*Node      { return g.nodes }
+
+// Restart starts n again on its data and waits until it listens.
+func (g *group) Restart(n *Node) error {
+	if err := n.Proc.Start(); err != nil {
+		return err
+	}
+	return waitListening(context.Background(), n.Proc, n.Addr, 120*time.Second)
+}
+
+// Close stops every process (brokers newest first, then the name server) and every proxy.
+func (g *group) Close() error {
+	var errs []error
+	for _, p := range g.proxies {
+		p.Heal() // a paused link must not hold a shutdown
+	}
+	for i := len(g.nodes) - 1; i >= 0; i-- {
+		if n := g.nodes[i]; n.Proc != nil {
+			errs = append(errs, n.Proc.Stop(30*time.Second))
+		}
+	}
+	if g.namesrv != nil {
+		errs = append(errs, g.namesrv.Stop(10*time.Second))
+	}
+	for _, p := range g.proxies {
+		errs = append(errs, p.Close())
+	}
+	if g.wire != nil {
+		errs = append(errs, g.wire.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// waitSameOffsets polls until every follower's max offset equals the writer's in every queue (at most 2 min).
+func waitSameOffsets(ctx context.Context, w *bench.Wire, topic string, queues int, writer *Node, followers []*Node) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var last string
+	for {
+		same := true
+		for q := range int32(queues) {
+			want, err := w.QueueOffset(ctx, remoting.GetMaxOffset, writer.Addr, brokerName, topic, q)
+			if err != nil {
+				same, last = false, err.Error()
+				break
+			}
+			for _, f := range followers {
+				got, err := w.QueueOffset(ctx, remoting.GetMaxOffset, f.Addr, brokerName, topic, q)
+				if err != nil || got != want {
+					same, last = false, fmt.Sprintf("queue %d: %s at %d, %s at %d (%v)", q, writer.Name, want, f.Name, got, err)
+					break
+				}
+			}
+			if !same {
+				break
+			}
+		}
+		if same {
+			return nil
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("chaos: followers not caught up: %s: %w", last, err)
+		}
+	}
+}

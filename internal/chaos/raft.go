@@ -1,0 +1,152 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rocketraft/rocketraft/internal/faultnet"
+	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// RaftGroupConfig configures a Raft group (enableDLegerCommitLog=true): one name server and Nodes brokers
+// n0, n1, ... whose CommitLog is the Raft log.
+type RaftGroupConfig struct {
+	GroupConfig
+	Nodes int // 3 unless set
+}
+
+// RaftGroup is a running Raft group. The clients' and the name server's links go through proxies as in
+// MasterSlave; the Raft peer links do not: dLegerPeers is one list that every node both dials and binds,
+// and the broker has no key that would let a node dial a peer through another address (what
+// raftlog.NodeOptions.AddressOf does in-process), so the link faults have nothing to act on here and are
+// skipped. Kills and pauses of the leader and of followers work as in MasterSlave; a killed or paused
+// leader is replaced by an election, not by its restart.
+type RaftGroup struct {
+	group
+	peers string
+}
+
+var _ Cluster = (*RaftGroup)(nil)
+
+// StartRaftGroup starts the name server and every node, and waits until a leader is registered as the
+// group's master (brokerId 0).
+func StartRaftGroup(ctx context.Context, cfg RaftGroupConfig) (_ *RaftGroup, err error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	c := &RaftGroup{group: group{cfg: cfg.GroupConfig}}
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+	var names, peers []string
+	for i := range cfg.Nodes {
+		names = append(names, "n"+strconv.Itoa(i))
+	}
+	if err := c.startNamesrv(ctx, names...); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if _, err := c.newNode(name, -1); err != nil { // the broker id follows leadership
+			return nil, err
+		}
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		peers = append(peers, fmt.Sprintf("%s-127.0.0.1:%d", name, port))
+	}
+	c.peers = strings.Join(peers, ";")
+	for _, n := range c.nodes {
+		n.Proc = c.brokerProcess(n, "--enableDLegerCommitLog=true", "--dLegerGroup="+brokerName,
+			"--dLegerPeers="+c.peers, "--dLegerSelfId="+n.Name)
+		if err := n.Proc.Start(); err != nil { // all before any wait: one node alone elects no leader
+			return nil, err
+		}
+	}
+	for _, n := range c.nodes {
+		if err := waitListening(ctx, n.Proc, n.Addr, 60*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	if c.waitWriter(ctx, time.Minute) == nil {
+		return nil, fmt.Errorf("chaos: no leader of the Raft group registered within a minute (dLegerPeers %s)", c.peers)
+	}
+	return c, nil
+}
+
+func (c *RaftGroup) Mode() string { return ModeRaft }
+
+func (c *RaftGroup) Info(ri *RunInfo) {
+	ri.Mode, ri.Role, ri.Flush = c.Mode(), "raft", c.cfg.Flush
+	// A send is acknowledged once a majority holds it: it survives the kill of any one node.
+	ri.Durable, ri.Replicated = true, true
+	ri.Nodes = []string{"namesrv " + c.nsAddr, "dLegerPeers " + c.peers}
+	for _, n := range c.nodes {
+		ri.Nodes = append(ri.Nodes, n.Name+" "+n.Addr)
+	}
+}
+
+// Writer is the node the name server routes as the group's master (the leader past its barrier), when
+// that node's process is up; nil during an election.
+func (c *RaftGroup) Writer(ctx context.Context) *Node {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := c.wire.Client().Invoke(ctx, c.nsAddr, c.wire.Request(remoting.GetBrokerClusterInfo, nil, nil))
+	if err != nil || resp.Code != int32(remoting.Success) {
+		return nil
+	}
+	var ci namesrv.ClusterInfo
+	if json.Unmarshal(resp.Body, &ci) != nil {
+		return nil
+	}
+	addr := ci.BrokerAddrTable[brokerName].BrokerAddrs[namesrv.MasterID]
+	for _, n := range c.nodes {
+		if n.Addr == addr && n.Proc.Running() {
+			return n
+		}
+	}
+	return nil
+}
+
+// waitWriter polls Writer until there is one or timeout passes (nil then).
+func (c *RaftGroup) waitWriter(ctx context.Context, timeout time.Duration) *Node {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		if w := c.Writer(ctx); w != nil {
+			return w
+		}
+		if sleepCtx(ctx, 100*time.Millisecond) != nil {
+			return nil
+		}
+	}
+}
+
+// Elects: a Raft group replaces a lost leader by itself.
+func (c *RaftGroup) Elects() bool { return true }
+
+// ReplicationLinks: none can be faulted (see RaftGroup).
+func (c *RaftGroup) ReplicationLinks(*Node) []*faultnet.Proxy { return nil }
+
+// WaitCaughtUp waits for a leader, then until every follower's max offset equals the leader's in every
+// queue of topic.
+func (c *RaftGroup) WaitCaughtUp(ctx context.Context, topic string, queues int) error {
+	w := c.waitWriter(ctx, time.Minute)
+	if w == nil {
+		return fmt.Errorf("chaos: no leader registered within a minute")
+	}
+	var followers []*Node
+	for _, n := range c.nodes {
+		if n != w {
+			followers = append(followers, n)
+		}
+	}
+	return waitSameOffsets(ctx, c.wire, topic, queues, w, followers)
+}
