@@ -60,9 +60,11 @@ producer() {
 }
 
 # ---- topics: the same load over 1, 100, 1000 topics ------------------------------------------------------------
-declare -A TPS P99 FAIL SETUP
 if part topics; then
   echo "== topics: $SIZE-byte messages, $THREADS goroutines, sync sends, $DURATION per count, $QUEUES queues per topic, $FLUSH"
+  printf '%-8s %12s %10s %9s %6s %12s %9s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99"
+  base_tps=""
+  base_p99=""
   for n in $TOPIC_COUNTS; do
     dir="$work/topics-$n"
     start_broker bench-scale "$dir" "$(free_port)" --flushDiskType="$FLUSH"
@@ -72,25 +74,22 @@ if part topics; then
     w="$(producer -t Scale --topics "$n" --mode sync --duration 5s || true)"
     t1="$(date +%s.%N)"
     # Setup: the warm-up's wall time less its 5 s of sending (topic creation and routes, mostly).
-    SETUP[$n]="$(awk -v a="$t0" -v b="$t1" -v s="$(num "$w" seconds)" 'BEGIN{printf "%.1f", b-a-s}')"
+    setup="$(awk -v a="$t0" -v b="$t1" -v s="$(num "$w" seconds)" 'BEGIN{printf "%.1f", b-a-s}')"
     echo "== topics $n: mqbench producer --topics $n" >&2
     s="$(producer -t Scale --topics "$n" --mode sync --duration "$DURATION" || true)"
-    if [[ -n "$s" ]]; then
-      TPS[$n]="$(num "$s" msgs_per_sec)"
-      P99[$n]="$(num "$s" p99)"
-      FAIL[$n]="$(($(num "$s" failed) + $(num "$s" rejected)))"
-    fi
     stop "$pid"
     rm -rf "$dir"
+    if [[ -z "$s" ]]; then
+      echo "$n: no summary (see the errors above)"
+      continue
+    fi
+    tps="$(num "$s" msgs_per_sec)"
+    p99="$(num "$s" p99)"
+    [[ -n "$base_tps" ]] || { base_tps="$tps"; base_p99="$p99"; }
+    printf '%-8s %12s %10.0f %9.2f %6d %12s %9s\n' "$n" "$setup" "$tps" "$p99" "$(($(num "$s" failed) + $(num "$s" rejected)))" \
+      "$(ratio "$tps" "$base_tps")" "$(ratio "$p99" "$base_p99")"
   done
-  first="${TOPIC_COUNTS%% *}"
-  printf '%-8s %12s %10s %9s %6s %12s %9s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99"
-  for n in $TOPIC_COUNTS; do
-    [[ -n "${TPS[$n]:-}" ]] || { echo "$n: no summary (see the errors above)"; continue; }
-    printf '%-8s %12s %10.0f %9.2f %6d %12s %9s\n' "$n" "${SETUP[$n]}" "${TPS[$n]}" "${P99[$n]}" "${FAIL[$n]}" \
-      "$(ratio "${TPS[$n]}" "${TPS[$first]:-}")" "$(ratio "${P99[$n]}" "${P99[$first]:-}")"
-  done
-  echo "x msgs/s, x p99: each count divided by the $first-topic run; setup s: topic creation before the warm-up's sending"
+  echo "x msgs/s, x p99: each count divided by the first count's run; setup s: topic creation before the warm-up's sending"
   echo
 fi
 
@@ -149,9 +148,9 @@ kill_restart() {
 }
 
 if part recovery || part drain; then
-  bport="$(free_port)"
-  start_broker bench-big "$big" "$bport" --flushDiskType="$FLUSH"
+  start_broker bench-big "$big" "$(free_port)" --flushDiskType="$FLUSH"
   bpid=$LAST_PID
+  bport=$BROKER_PORT
 fi
 if part recovery; then
   echo "== recovery: SIGKILL after $KILL_AFTER s of load ($THREADS goroutines, sync sends, $FLUSH), restart timed to a send and a pull answered"

@@ -109,13 +109,29 @@ start_namesrv() {
 }
 
 # start_broker NAME DIR PORT [--key=value...]: a broker registered with $NS, data in DIR, log in DIR.log;
-# waits until it listens (60 s: a broker recovering a large store takes a while). Sets LAST_PID.
+# waits until it listens (60 s: a broker recovering a large store takes a while). Ports are picked before the
+# broker binds them, so on a shared machine another process may take one first: then the broker is started
+# again on a new free_port (three tries). Sets LAST_PID and BROKER_PORT (the port it listens on).
 start_broker() {
-  local name="$1" dir="$2" port="$3"
+  local name="$1" dir="$2" port="$3" try
   shift 3
-  start_bg "$dir.log" ./bin/mqbroker -n "$NS" --brokerName="$name" --brokerIP1=127.0.0.1 --listenPort="$port" \
-    --metricsPort=0 --storePathRootDir="$dir" "$@"
-  wait_port "$port" "$LAST_PID" "$dir.log" 60
+  for try in 1 2 3; do
+    start_bg "$dir.log" ./bin/mqbroker -n "$NS" --brokerName="$name" --brokerIP1=127.0.0.1 --listenPort="$port" \
+      --metricsPort=0 --storePathRootDir="$dir" "$@"
+    if wait_port "$port" "$LAST_PID" "$dir.log" 60 2>"$dir.wait"; then
+      BROKER_PORT="$port"
+      rm -f "$dir.wait"
+      return
+    fi
+    if kill -0 "$LAST_PID" 2>/dev/null || ! grep -q 'address already in use' "$dir.log"; then
+      break
+    fi
+    echo "start_broker $name: port $port (or the next) was taken meanwhile; try $try of 3 failed" >&2
+    port="$(free_port)"
+  done
+  cat "$dir.wait" >&2
+  rm -f "$dir.wait"
+  return 1
 }
 
 # raft_available: whether this build of mqbroker knows the Raft mode's keys (issue 6).
