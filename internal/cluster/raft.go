@@ -41,6 +41,10 @@ func RaftGroupConfigs(t testing.TB, namesrvAddr, brokerName string, n int) []bro
 		cfg.Raft.EnableDLegerCommitLog = true
 		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
 		cfg.Raft.DLegerSelfId = fmt.Sprintf("n%d", i)
+		// Twice the LAN defaults: three nodes, their clients and other tests share a loaded test machine.
+		cfg.Raft.DLegerHeartbeatTimeoutMs = 1000
+		cfg.Raft.DLegerElectionTimeoutMs = 1000
+		cfg.Raft.DLegerLeaderLeaseTimeoutMs = 500
 		out = append(out, cfg)
 	}
 	return out

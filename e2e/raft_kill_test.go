@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// raftKillsEnv sets how many times TestRaftKill9Leader kills the leader (default 1; `make chaos-raft`
+// runs 10).
+const raftKillsEnv = "ROCKETRAFT_RAFT_KILLS"
+
+// raftChild is one node of a Raft group running as a child process (the mqbroker command).
+type raftChild struct {
+	addr string
+	args []string
+	cmd  *exec.Cmd
+}
+
+// TestRaftKill9Leader: a three-node Raft group of child processes (SYNC_FLUSH), the official Go client
+// sending and a push consumer reading; the leader is killed with SIGKILL during the load, and brought
+// back (it rejoins as a follower) before the next kill. Every message the client saw acknowledged with
+// SEND_OK is consumed at the queue offset its send got, no queue offset is used twice, per-queue order
+// holds. The test logs, per kill, the time until the name server routes brokerId 0 to the new master and
+// until the client's first SEND_OK from it (the official client finds a new master at its route
+// refresh, every 30 s), with median and worst.
+func TestRaftKill9Leader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	kills := 1
+	if v := os.Getenv(raftKillsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q is not a positive count", raftKillsEnv, v)
+		}
+		kills = n
+	}
+	c := cluster.Start(t, cluster.Options{NoBrokers: true})
+	const group, topic = "broker-r", "RaftKill9"
+	var peers []string
+	for i := 0; i < 3; i++ {
+		peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, cluster.FreePort(t)))
+	}
+	var nodes []*raftChild
+	for i := 0; i < 3; i++ {
+		port := cluster.FreePort(t)
+		n := &raftChild{addr: "127.0.0.1:" + strconv.Itoa(port), args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + group,
+			"--brokerIP1=127.0.0.1", "--listenPort=" + strconv.Itoa(port), "--metricsPort=0",
+			"--storePathRootDir=" + filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), "--flushDiskType=SYNC_FLUSH",
+			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
+			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
+			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
+		n.cmd = startChildBroker(t, n.args...)
+		nodes = append(nodes, n)
+	}
+	master := func(not string) *raftChild {
+		var m *raftChild
+		cluster.Eventually(t, 60*time.Second, func() bool {
+			addrs, err := c.BrokerAddrs(group)
+			if err != nil || addrs[0] == "" || addrs[0] == not {
+				return false
+			}
+			for _, n := range nodes {
+				if n.addr == addrs[0] {
+					m = n
+				}
+			}
+			return m != nil
+		}, "a master of %s registered as brokerId 0 (not %q)", group, not)
+		return m
+	}
+	w := newWireClient(t)
+	m := master("")
+	raftCreateTopic(t, w, m.addr, topic)
+	c.WaitTopicRoute(topic)
+
+	got := newReceived()
+	startConsumer(t, c, "CG_raft_kill", topic, consumer.MessageSelector{}, got, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	p := newProducer(t, c, producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
+	load := startRaftLoad(p, topic, 4, 400)
+	var routed, served []time.Duration
+	for k := 0; k < kills; k++ {
+		before := load.count()
+		cluster.Eventually(t, 90*time.Second, func() bool { return load.count() >= before+500 }, "500 acknowledged sends before kill %d", k+1)
+		killed := time.Now()
+		if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = m.cmd.Wait()
+		next := master(m.addr)
+		routed = append(routed, time.Since(killed))
+		cluster.Eventually(t, 90*time.Second, func() bool { return !load.firstBy(next.addr).IsZero() }, "a SEND_OK from the new master %s", next.addr)
+		served = append(served, load.firstBy(next.addr).Sub(killed))
+		t.Logf("kill %d of %s: new master %s routed as brokerId 0 after %v, first SEND_OK from it after %v", k+1, m.addr, next.addr,
+			routed[k].Round(time.Millisecond), served[k].Round(time.Millisecond))
+		m.cmd = startChildBroker(t, m.args...) // back as a follower: the next kill leaves a quorum
+		old := m.addr
+		cluster.Eventually(t, 60*time.Second, func() bool {
+			addrs, err := c.BrokerAddrs(group)
+			return err == nil && slices.Contains(mapValues(addrs), old)
+		}, "the killed node %s registered again", old)
+		m = next
+	}
+	before := load.count()
+	cluster.Eventually(t, 60*time.Second, func() bool { return load.count() >= before+100 }, "100 acknowledged sends after the last kill")
+	acks := load.stop()
+	t.Logf("%d kills: %d sends acknowledged, %d failed; kill to brokerId 0 routed: median %v, worst %v; kill to the client's first SEND_OK from the new master: median %v, worst %v",
+		kills, len(acks), load.failed.Load(), median(routed), slices.Max(routed).Round(time.Millisecond), median(served), slices.Max(served).Round(time.Millisecond))
+	checkRaftHistory(t, acks, got, 120*time.Second)
+	assertSameTail(t, w, nodes, topic)
+}
+
+// assertSameTail checks that every node answers the same max offset for every queue of topic.
+func assertSameTail(t *testing.T, w *remoting.Client, nodes []*raftChild, topic string) {
+	t.Helper()
+	for q := 0; q < 4; q++ {
+		var want int64 = -1
+		for _, n := range nodes {
+			var got int64
+			cluster.Eventually(t, 30*time.Second, func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				resp, err := w.Invoke(ctx, n.addr, remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}, nil))
+				if err != nil || resp.Code != int32(remoting.Success) {
+					return false
+				}
+				got, _ = strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+				return want < 0 || got == want
+			}, "node %s has queue %d at max offset %d", n.addr, q, want)
+			want = got
+		}
+	}
+}
+
+func mapValues(m map[int64]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2].Round(time.Millisecond)
+}
