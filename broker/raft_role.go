@@ -54,6 +54,7 @@ func (b *Broker) newRaft() error {
 	b.topics.raft = b
 	b.groups.raft = b
 	b.metrics.registerRaft(raftMetrics{b})
+	b.registerRaftAdmin()
 	return nil
 }
 

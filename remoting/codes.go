@@ -179,6 +179,17 @@ const (
 	BatchAckMessage                      RequestCode = 200151 // 5.x
 )
 
+// RocketRaft's own request codes: not RocketMQ's (its tables leave 31000-31999 unused), private to this
+// broker and its tools. They fit the int16 code of a ROCKETMQ binary header.
+const (
+	// GetRaftStatus asks a broker in the Raft mode for its node's status (JSON body: broker.RaftStatus);
+	// SYSTEM_ERROR in classic mode. mqadmin getRaftStatus.
+	GetRaftStatus RequestCode = 31001 // ours
+	// TransferRaftLeadership asks the Raft leader to hand leadership to ext "targetId" (a dLegerSelfId;
+	// empty: the most up-to-date follower) and answers once Raft did. mqadmin transferLeadership.
+	TransferRaftLeadership RequestCode = 31002 // ours
+)
+
 // Response codes.
 const (
 	RPCTimeOut                           ResponseCode = -1006 // 5.x
@@ -371,6 +382,8 @@ var requestCodeNames = map[RequestCode]string{
 	AddBroker:                            "ADD_BROKER",
 	RemoveBroker:                         "REMOVE_BROKER",
 	BrokerHeartbeat:                      "BROKER_HEARTBEAT",
+	GetRaftStatus:                        "GET_RAFT_STATUS",
+	TransferRaftLeadership:               "TRANSFER_RAFT_LEADERSHIP",
 	NotifyMinBrokerIDChange:              "NOTIFY_MIN_BROKER_ID_CHANGE",
 	ExchangeBrokerHAInfo:                 "EXCHANGE_BROKER_HA_INFO",
 	GetBrokerHAStatus:                    "GET_BROKER_HA_STATUS",

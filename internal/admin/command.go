@@ -41,8 +41,7 @@ type result interface {
 	writeText(w io.Writer) error
 }
 
-// commands is the table of subcommands, in the order help lists them. Raft commands are not here yet: see
-// raft.go.
+// commands is the table of subcommands, in the order help lists them (the Raft ones: raft.go).
 func commands() []*command {
 	return []*command{
 		updateTopicCmd(), deleteTopicCmd(), topicListCmd(), topicRouteCmd(), topicStatusCmd(),
@@ -50,7 +49,7 @@ func commands() []*command {
 		consumerProgressCmd(), consumerConnectionCmd(), producerConnectionCmd(),
 		updateSubGroupCmd(), deleteSubGroupCmd(), resetOffsetByTimeCmd(),
 		queryMsgByIdCmd(), queryMsgByKeyCmd(), queryMsgByOffsetCmd(), sendMessageCmd(), consumeMessageCmd(),
-		consoleCmd(),
+		consoleCmd(), getRaftStatusCmd(), transferLeadershipCmd(),
 	}
 }
 

@@ -38,8 +38,8 @@ func TestBadCommandLines(t *testing.T) {
 		wants []string
 	}{
 		{[]string{"noSuchCommand"}, []string{"the sub command noSuchCommand does not exist"}},
-		{[]string{"getRaftStatus", "-b", "127.0.0.1:10911"}, []string{"getRaftStatus is not available", "Raft mode"}},
-		{[]string{"transferLeadership"}, []string{"transferLeadership is not available"}},
+		{[]string{"getRaftStatus", "-n", "127.0.0.1:9876"}, []string{"one of -b (--brokerAddr) or -c (--clusterName) is required"}},
+		{[]string{"transferLeadership", "-n", "127.0.0.1:9876"}, []string{"option -b (--brokerAddr) is required"}},
 		{[]string{"topicRoute", "-n", "127.0.0.1:9876", "-x"}, []string{"flag provided but not defined: -x"}},
 		{[]string{"topicRoute", "-n", "127.0.0.1:9876"}, []string{"option -t (--topic) is required"}},
 		{[]string{"topicRoute", "-n", "127.0.0.1:9876", "-t"}, []string{"flag needs an argument: -t"}},

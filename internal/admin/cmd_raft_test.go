@@ -1,0 +1,44 @@
+package admin
+
+import (
+	"testing"
+
+	"github.com/rocketraft/rocketraft/internal/cluster"
+)
+
+// TestRaftCommands: getRaftStatus shows the three nodes of a Raft group with one master (brokerId 0),
+// transferLeadership moves the master to the node named and waits for the name servers to route to it.
+func TestRaftCommands(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
+	m := c.RaftMaster("broker-a")
+	ns := c.NamesrvAddr()
+	var st raftStatusResult
+	okJSON(t, &st, "getRaftStatus", "-n", ns, "-c", "DefaultCluster", "--json")
+	if len(st.Nodes) != 3 {
+		t.Fatalf("getRaftStatus: %d nodes, want 3: %+v", len(st.Nodes), st.Nodes)
+	}
+	masters := 0
+	for _, n := range st.Nodes {
+		if n.Master {
+			masters++
+			if n.BrokerID != 0 || n.BrokerAddr != c.Broker(m).Addr() || n.Role != "Leader" {
+				t.Errorf("the master's status: %+v (master is %s)", n, c.Broker(m).Addr())
+			}
+		} else if n.BrokerID == 0 {
+			t.Errorf("a follower with brokerId 0: %+v", n)
+		}
+	}
+	if masters != 1 {
+		t.Fatalf("%d masters in %+v", masters, st.Nodes)
+	}
+	contains(t, ok(t, "getRaftStatus", "-n", ns, "-b", c.Broker(m).Addr()), "#SelfId", "Leader", "broker-a")
+
+	target := (m + 2) % 3
+	id := c.Broker(target).Config().Raft.DLegerSelfId
+	out := ok(t, "transferLeadership", "-n", ns, "-b", c.Broker((m+1)%3).Addr(), "-t", id)
+	contains(t, out, "moved from", id+"@"+c.Broker(target).Addr())
+	if got := c.RaftMaster("broker-a"); got != target {
+		t.Fatalf("master is node %d after transferLeadership to node %d", got, target)
+	}
+	failing(t, ExitFailed, []string{"does not run the Raft mode"}, "getRaftStatus", "-n", ns, "-b", c.NamesrvAddrs()[0])
+}
