@@ -68,6 +68,15 @@
 // page; they appear only when some broker reports one. internal/admin fills it once the Raft mode and its
 // status request exist (see internal/admin/raft.go); until then the page shows no Raft columns.
 //
+// # Tests
+//
+// The API and the sampler are tested against a fake Source (api_test.go, server_test.go). browser_test.go
+// drives the pages in headless Chromium (chromedp, /usr/bin/chromium; the tests skip without it) against an
+// in-process cluster with traffic, through internal/admin's Source: every page, a topic created, updated and
+// deleted from the pages, messages by key, id and time, a group's lag reset from its page and falling as it
+// consumes, and the refusals under ACL. They save screenshots in $CONSOLE_SCREENSHOTS/<test name>/ (default:
+// the test's temp folder).
+//
 // # Lifecycle
 //
 // New validates the Config (errors name the mqadmin flags), Start binds and starts the HTTP server and the
