@@ -46,7 +46,7 @@ func TestCatchUpBeyondRetention(t *testing.T) {
 	offLast := c.nodes[off].n.Raft().LastIndex()
 	c.stop(off)
 
-	put(300) // about ten 32 KiB files
+	put(200) // about seven 32 KiB files
 	leader := c.nodes[c.leader()]
 	for i := range 10 {
 		if _, err := leader.n.ProposeMeta(ctx, []byte(fmt.Sprintf("k%d=while-offline", i))); err != nil {

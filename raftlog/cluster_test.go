@@ -61,13 +61,15 @@ type cluster struct {
 	proxies map[string]map[string]*faultnet.Proxy
 }
 
-// testRaftConfig is a short-timer config for tests (elections in a few hundred ms even on a
-// loaded machine; the assertions never depend on how fast).
+// testRaftConfig is the config of the test groups: LAN timers, doubled, so that a loaded
+// machine running the tests under -race (fsyncs and pauses of hundreds of ms) does not keep
+// the group electing; small entries, so puts spread over many. The assertions never depend
+// on how fast anything happens.
 func testRaftConfig(sync bool) Config {
 	cfg := DefaultConfig()
-	cfg.HeartbeatTimeout = 150 * time.Millisecond
-	cfg.ElectionTimeout = 150 * time.Millisecond
-	cfg.LeaderLeaseTimeout = 100 * time.Millisecond
+	cfg.HeartbeatTimeout = time.Second
+	cfg.ElectionTimeout = time.Second
+	cfg.LeaderLeaseTimeout = 500 * time.Millisecond
 	cfg.CommitTimeout = 5 * time.Millisecond
 	cfg.MaxAppendEntries = 64
 	cfg.MaxEntryBytes = 8 << 10
@@ -190,7 +192,7 @@ func (c *cluster) start(i int) {
 			if p := c.proxies[from][to]; p != nil {
 				return p.Addr()
 			}
-			return ""
+			return tn.addr // itself
 		}
 	}
 	if !c.o.tcp {
@@ -205,6 +207,10 @@ func (c *cluster) start(i int) {
 	if err := cl.Start(); err != nil {
 		t.Fatalf("%s: store.Start: %v", tn.id, err)
 	}
+	if err := n.Start(); err != nil {
+		t.Fatalf("%s: Start: %v", tn.id, err)
+	}
+	// Connected once Raft runs: an RPC to a node not started would wait for its timeout.
 	if !c.o.tcp {
 		for _, o := range c.nodes {
 			if o != tn && o.running {
@@ -212,9 +218,6 @@ func (c *cluster) start(i int) {
 				o.trans.Connect(raft.ServerAddress(tn.addr), tn.trans)
 			}
 		}
-	}
-	if err := n.Start(); err != nil {
-		t.Fatalf("%s: Start: %v", tn.id, err)
 	}
 	c.mu.Lock()
 	tn.cl, tn.n, tn.running = cl, n, true
@@ -230,6 +233,14 @@ func (c *cluster) stop(i int) {
 	c.mu.Unlock()
 	if !running {
 		return
+	}
+	if !c.o.tcp {
+		// As a closed listener: RPCs to the node fail at once instead of timing out.
+		for _, o := range c.nodes {
+			if o != tn {
+				o.trans.Disconnect(raft.ServerAddress(tn.addr))
+			}
+		}
 	}
 	if err := tn.n.Close(); err != nil {
 		c.t.Errorf("%s: Close: %v", tn.id, err)
@@ -267,6 +278,32 @@ func (c *cluster) leader() int {
 		return false
 	})
 	return at
+}
+
+// transfer hands leadership to node id ("" for the best one) and waits until it (or any
+// other node) leads. A transfer that timed out (the target did not catch up within an
+// election timeout on a busy machine) is tried again on the current leader.
+func (c *cluster) transfer(id string) {
+	c.t.Helper()
+	for attempt := 0; ; attempt++ {
+		li := c.leader()
+		if id != "" && c.nodes[li].id == id {
+			return
+		}
+		err := c.nodes[li].n.TransferLeadership(id)
+		if err == nil {
+			from := c.nodes[li].id
+			waitFor(c.t, "a leader after the transfer", func() bool {
+				at := c.leader()
+				return c.nodes[at].id != from && (id == "" || c.nodes[at].id == id)
+			})
+			return
+		}
+		if attempt == 5 {
+			c.t.Fatalf("TransferLeadership(%q) from %s: %v", id, c.nodes[li].id, err)
+		}
+		c.t.Logf("TransferLeadership(%q) from %s: %v; trying again", id, c.nodes[li].id, err)
+	}
 }
 
 // running returns the nodes running now.

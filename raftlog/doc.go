@@ -92,7 +92,11 @@
 //	+--------+------+-----------+--------------------------------------------------+
 //
 // The part from "from" on is present only in a snapshot opened for sending (and in one
-// received that way); while it is read, retention keeps the files it reads.
+// received that way); while it is read, retention keeps the files it reads. Raft stores a
+// received snapshot whole (Dir/snapshots) before the state machine copies its files into
+// the CommitLog, so a follower installing one needs about twice the retained size on disk
+// for a while; its queue offsets come with the records (the leader's state machine wrote
+// them), and the ConsumeQueues and the index are rebuilt from the copied files.
 //
 // # Using it from the broker (Node)
 //

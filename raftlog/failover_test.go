@@ -100,18 +100,9 @@ func TestFailoverUnderLoad(t *testing.T) {
 	l.progress("at the start", 50)
 
 	to := (li + 1) % 3
-	if err := c.nodes[li].n.TransferLeadership(c.nodes[to].id); err != nil {
-		t.Fatalf("TransferLeadership(%s): %v", c.nodes[to].id, err)
-	}
-	if got := c.leader(); got != to {
-		t.Fatalf("leader after the transfer to %s is %s", c.nodes[to].id, c.nodes[got].id)
-	}
+	c.transfer(c.nodes[to].id)
 	l.progress("after a transfer to a named node", 50)
-
-	li = c.leader()
-	if err := c.nodes[li].n.TransferLeadership(""); err != nil {
-		t.Fatalf("TransferLeadership(best): %v", err)
-	}
+	c.transfer("")
 	l.progress("after a transfer to the best node", 50)
 
 	li = c.leader()

@@ -77,8 +77,8 @@ type Config struct {
 	// CheckCRCOnRecover checks message body CRCs when the log is recovered.
 	CheckCRCOnRecover bool
 	// PreferredLeaderID (preferredLeaderId): a leader that is not this node hands leadership
-	// over to it once it has led for ten election timeouts and the preferred node's
-	// heartbeats succeed; attempts are spaced twenty election timeouts apart. Empty: no
+	// over to it once it has led for five election timeouts and the preferred node's
+	// heartbeats succeed; attempts are spaced ten election timeouts apart. Empty: no
 	// balancing.
 	PreferredLeaderID string
 	// Group commit of puts (propose.go): an entry carries at most MaxEntryBytes of records
@@ -186,9 +186,10 @@ type Node struct {
 	trans  raft.Transport
 	raft   *raft.Raft
 
-	prop  *proposer
-	roles *roles
-	ready atomic.Bool // leader with its barrier applied (roles.go)
+	prop   *proposer
+	roles  *roles
+	ready  atomic.Bool // leader with its barrier applied (roles.go)
+	closed atomic.Bool // Close began: proposals fail with ErrShutdown
 
 	failovers atomic.Uint64
 	stop      chan struct{}
@@ -248,12 +249,21 @@ func (n *Node) selfAddr() string {
 	return ""
 }
 
-// addressProvider routes dials through NodeOptions.AddressOf.
-type addressProvider func(id string) string
+// addressProvider routes dials through NodeOptions.AddressOf, falling back to the peer's
+// address in dLegerPeers when it has none.
+type addressProvider struct {
+	of    func(id string) string
+	peers []Peer
+}
 
-func (f addressProvider) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
-	if a := f(string(id)); a != "" {
+func (p addressProvider) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	if a := p.of(string(id)); a != "" {
 		return raft.ServerAddress(a), nil
+	}
+	for _, peer := range p.peers {
+		if peer.ID == string(id) {
+			return raft.ServerAddress(peer.Addr), nil
+		}
 	}
 	return "", fmt.Errorf("raftlog: no address for %s", id)
 }
@@ -271,7 +281,7 @@ func (n *Node) Start() error {
 		}
 		tc := &raft.NetworkTransportConfig{Logger: NewHCLogger(n.lg), MaxPool: 3, MaxRPCsInFlight: 4, Timeout: 10 * time.Second}
 		if n.opts.AddressOf != nil {
-			tc.ServerAddressProvider = addressProvider(n.opts.AddressOf)
+			tc.ServerAddressProvider = addressProvider{of: n.opts.AddressOf, peers: n.cfg.Peers}
 		}
 		t, err := raft.NewTCPTransportWithConfig(addr, tcpAddr, tc)
 		if err != nil {
@@ -376,6 +386,7 @@ func (n *Node) Status() Status {
 // otherwise wait forever). Safe to call more than once; never from OnRoleChange.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.closed.Store(true)
 		var errs []error
 		if n.raft != nil {
 			n.prop.close()

@@ -265,6 +265,9 @@ func (n *Node) leaderCheck() error {
 	if n.raft == nil {
 		return fmt.Errorf("%w: not started", ErrShutdown)
 	}
+	if n.closed.Load() {
+		return fmt.Errorf("%w: node closed", ErrShutdown)
+	}
 	switch n.raft.State() {
 	case raft.Leader:
 		return nil

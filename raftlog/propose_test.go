@@ -9,12 +9,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/store"
 )
 
 // TestProposeGroupsConcurrentPuts: puts from many goroutines (single messages and batches) on
 // the leader are answered with the offsets every node assigned; the group's CommitLogs and
-// ConsumeQueues come out identical; a follower refuses with a NotLeaderError naming the leader.
+// ConsumeQueues come out identical; a follower refuses with a NotLeaderError naming the
+// leader. Then the leader is closed: it hands leadership over before it shuts down, so when
+// Close returns another node already runs for leader (it does not wait for an election
+// timeout to notice the leader is gone), and a put on the closed node fails with ErrShutdown.
 func TestProposeGroupsConcurrentPuts(t *testing.T) {
 	c := newCluster(t, clusterOptions{})
 	li := c.leader()
@@ -73,6 +77,21 @@ func TestProposeGroupsConcurrentPuts(t *testing.T) {
 	if !errors.Is(err, store.ErrMessageTooLarge) {
 		t.Fatalf("put of a body over maxMessageSize = %v, want store.ErrMessageTooLarge", err)
 	}
+
+	c.stop(li)
+	var states []raft.RaftState
+	for i, tn := range c.nodes {
+		if i != li {
+			states = append(states, tn.n.Raft().State())
+		}
+	}
+	if states[0] == raft.Follower && states[1] == raft.Follower {
+		t.Fatalf("both remaining nodes are followers right after the leader closed: no handover")
+	}
+	if _, err := ld.PutMessage(ctx, testMsg("T0", 0, "closed")); !errors.Is(err, ErrShutdown) {
+		t.Fatalf("put on a closed node = %v, want ErrShutdown", err)
+	}
+	c.leader()
 }
 
 // TestMetaCommands: metadata commands are applied on every node in log order, interleaved with

@@ -226,7 +226,7 @@ func (n *Node) balance() {
 	if pref == "" || pref == n.cfg.SelfID || !n.ready.Load() || r.failedPeers[raft.ServerID(pref)] {
 		return
 	}
-	settle := 10 * n.cfg.ElectionTimeout
+	settle := 5 * n.cfg.ElectionTimeout
 	if time.Since(r.readySince) < settle || time.Since(r.lastBalance) < 2*settle {
 		return
 	}
