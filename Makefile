@@ -25,6 +25,18 @@ run: build
 run-ha: build
 	./scripts/run-ha.sh "$(DATA)/ha"
 
+# make run-raft [DATA=./data]: a name server and a three-node Raft group broker-a (enableDLegerCommitLog) on 127.0.0.1,
+# data in $(DATA)/raft, in the foreground; it prints how to watch a failover (scripts/run-raft.sh; README "Raft mode").
+.PHONY: run-raft chaos-raft
+run-raft: build
+	./scripts/run-raft.sh "$(DATA)/raft"
+
+# make chaos-raft [KILLS=10]: SIGKILL of the Raft leader under the official Go client's load, KILLS times, with the
+# history checked and the failover times logged (e2e TestRaftKill9Leader; make test runs it with one kill).
+KILLS ?= 10
+chaos-raft:
+	ROCKETRAFT_RAFT_KILLS=$(KILLS) $(GO) test -count=1 -timeout 60m -run '^TestRaftKill9Leader$$' -v ./e2e
+
 # make bench-ha: produce msgs/s and p99 with no replication, ASYNC_MASTER and SYNC_MASTER (scripts/bench-ha.sh).
 bench-ha:
 	./scripts/bench-ha.sh

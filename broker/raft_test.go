@@ -1,6 +1,9 @@
 package broker_test
 
 import (
+	"context"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -131,9 +135,11 @@ func TestRaftGroupSendsAndRoles(t *testing.T) {
 }
 
 // TestRaftLeadershipTransfer: after a transfer the new leader becomes master and registers as brokerId 0,
-// the old one as a slave; sends to the new master succeed and continue the queue offsets.
+// the old one as a slave; sends to the new master succeed and continue the queue offsets; the
+// rocketmq_raft_* series and rocketmq_broker_info follow the roles.
 func TestRaftLeadershipTransfer(t *testing.T) {
-	c, m := raftCluster(t)
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3, Configure: func(i int, cfg *broker.Config) { cfg.MetricsPort = cluster.FreePort(t) }})
+	m := c.RaftMaster("broker-a")
 	w := newWire(t, c.Broker(m).Addr())
 	for i := 0; i < 10; i++ {
 		expectCode(t, "send", w.send("RaftMove", 0, []byte("a"), ""), remoting.Success)
@@ -150,5 +156,22 @@ func TestRaftLeadershipTransfer(t *testing.T) {
 	expectCode(t, "send to the new master", resp, remoting.Success)
 	if off, _ := resp.OptInt64("queueOffset", -1); off != 10 {
 		t.Fatalf("queue offset %d after the transfer, want 10", off)
+	}
+	for i, role := range map[int]string{target: "leader", m: "follower"} {
+		cfg := c.Broker(i).Config()
+		f, err := metrics.Scrape(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.MetricsPort)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := f.Value("rocketmq_raft_role", "role", role); !ok || v != 1 {
+			t.Errorf("node %d: rocketmq_raft_role{role=%q} = %v (%v)", i, role, v, ok)
+		}
+		if v, _ := f.Value("rocketmq_raft_failovers_total"); v < 1 {
+			t.Errorf("node %d: rocketmq_raft_failovers_total = %v after a transfer", i, v)
+		}
+		wantID := map[string]string{"leader": "0", "follower": strconv.Itoa(i + 1)}[role]
+		if _, ok := f.Value("rocketmq_broker_info", "broker_id", wantID); !ok {
+			t.Errorf("node %d (%s): rocketmq_broker_info has no brokerId %s", i, role, wantID)
+		}
 	}
 }

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# make run-raft: a name server on 9876 and a three-node Raft broker group broker-a (enableDLegerCommitLog=true)
+# on 127.0.0.1: nodes n0, n1, n2 with client ports 10911, 10921, 10931, Raft ports 40911, 40912, 40913 and
+# metrics 5557, 5558, 5559 (name server 5556); data under $1 (default ./data/raft): namesrv/, n0/, n1/, n2/.
+# In the foreground; a node that dies (kill -9 one to watch a failover) leaves the others running; Ctrl-C
+# stops the nodes, then the name server (ordered shutdowns; a leader hands leadership over first).
+# Extra settings: NAMESRV_PORT, BASE_PORT (client port of n0; n1 and n2 get +10, +20), RAFT_BASE_PORT,
+# METRICS_BASE_PORT, BROKER_ARGS (any --key=value for every node, e.g. --flushDiskType=SYNC_FLUSH).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+data="${1:-./data/raft}"
+ns_port="${NAMESRV_PORT:-9876}"
+base="${BASE_PORT:-10911}"
+raft_base="${RAFT_BASE_PORT:-40911}"
+metrics_base="${METRICS_BASE_PORT:-5557}"
+peers="n0-127.0.0.1:$raft_base;n1-127.0.0.1:$((raft_base + 1));n2-127.0.0.1:$((raft_base + 2))"
+mkdir -p "$data/namesrv" "$data/n0" "$data/n1" "$data/n2"
+
+pids=()
+stop_all() { # newest first: the nodes, then the name server
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+wait_port() { # PORT PID
+  for _ in $(seq 1 200); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
+    if ! kill -0 "$2" 2>/dev/null; then echo "process $2 exited before listening on $1" >&2; return 1; fi
+    sleep 0.05
+  done
+  echo "port $1 not listening after 10 s" >&2
+  return 1
+}
+
+# A port another process holds would pass wait_port below: refuse to start instead.
+for port in "$ns_port" "$((metrics_base - 1))" $(for n in 0 1 2; do echo "$((base + 10 * n)) $((raft_base + n)) $((metrics_base + n))"; done); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "port $port is taken; pick others with NAMESRV_PORT, BASE_PORT, RAFT_BASE_PORT, METRICS_BASE_PORT" >&2
+    exit 1
+  fi
+done
+
+# setsid: Ctrl-C reaches this script only; it stops the servers in order.
+setsid ./bin/mqnamesrv --listenPort="$ns_port" --metricsPort="$((metrics_base - 1))" --rocketmqHome="$data/namesrv" \
+  --kvConfigPath="$data/namesrv/kvConfig.json" &
+pids+=($!)
+wait_port "$ns_port" "${pids[-1]}"
+ns="127.0.0.1:$ns_port"
+
+node_args() { # N: the mqbroker command line of node n$N
+  echo -n "-n $ns --brokerName=broker-a --brokerIP1=127.0.0.1 --listenPort=$((base + 10 * $1))" \
+    "--metricsPort=$((metrics_base + $1)) --storePathRootDir=$data/n$1 --enableDLegerCommitLog=true" \
+    "--dLegerGroup=broker-a --dLegerPeers=$peers --dLegerSelfId=n$1 ${BROKER_ARGS:-}"
+}
+for n in 0 1 2; do
+  # shellcheck disable=SC2046 # node_args is a word list on purpose
+  setsid ./bin/mqbroker $(node_args "$n") &
+  pids+=($!)
+  # shellcheck disable=SC2046
+  echo "n$n: pid $! client 127.0.0.1:$((base + 10 * n)) raft 127.0.0.1:$((raft_base + n)); restart it with: ./bin/mqbroker$(printf ' %q' $(node_args "$n"))"
+done
+for n in 0 1 2; do wait_port "$((base + 10 * n))" "${pids[n + 1]}"; done
+
+cat <<MSG
+name server $ns; Raft group broker-a (dLegerPeers=$peers); Ctrl-C stops everything.
+Watch it: ./bin/mqadmin getRaftStatus -n $ns -c DefaultCluster   (roles, terms, commit and applied index)
+          ./bin/mqadmin clusterList -n $ns                        (brokerId 0 is the leader)
+Failover: kill -9 the pid of the node getRaftStatus shows as Leader; within about a second another node is
+          Leader and brokerId 0; start the killed node again with the command above: it rejoins as a follower.
+Handover: ./bin/mqadmin transferLeadership -n $ns -b 127.0.0.1:$base [-t n1]
+MSG
+while true; do # until Ctrl-C, the name server's exit, or the last node's
+  kill -0 "${pids[0]}" 2>/dev/null || { echo "the name server exited" >&2; exit 1; }
+  live=()
+  for p in "${pids[@]:1}"; do kill -0 "$p" 2>/dev/null && live+=("$p"); done
+  ((${#live[@]} > 0)) || { echo "every node exited" >&2; exit 1; }
+  wait -n "${pids[0]}" "${live[@]}" || true
+done
