@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"net"
 	"strconv"
 	"strings"
@@ -132,6 +133,53 @@ func TestRaftGroupSendsAndRoles(t *testing.T) {
 			return resp.Code == int32(remoting.Success) && off == 17
 		}, "node %d has the group's offset", i)
 	}
+	assertRaftReplicasIdentical(t, c, "RaftTopic", 4)
+}
+
+// assertRaftReplicasIdentical checks that the nodes' CommitLog files are byte-identical up to the lowest
+// dispatched (committed and applied) position, and that their ConsumeQueues answer the same.
+func assertRaftReplicasIdentical(t *testing.T, c *cluster.Cluster, topic string, queues int) {
+	t.Helper()
+	first := c.Broker(0)
+	for i := 1; i < 3; i++ {
+		b := c.Broker(i)
+		to := min(first.Store().MaxPhyOffset(), b.Store().MaxPhyOffset())
+		a := sha256.Sum256(commitLogBytes(t, first.Config(), 0, to))
+		o := sha256.Sum256(commitLogBytes(t, b.Config(), 0, to))
+		if a != o {
+			t.Fatalf("CommitLog files of nodes 0 and %d differ over [0, %d): sha256 %x and %x", i, to, a, o)
+		}
+		t.Logf("CommitLog of nodes 0 and %d identical over [0, %d) (sha256 %x)", i, to, a)
+		for q := int32(0); q < int32(queues); q++ {
+			for off := int64(0); off < first.Store().MaxOffsetInQueue(topic, q); off++ {
+				u0, err0 := first.Store().ConsumeQueueUnit(topic, q, off)
+				ui, erri := b.Store().ConsumeQueueUnit(topic, q, off)
+				if err0 != nil || erri != nil || u0 != ui {
+					t.Fatalf("queue %d offset %d: unit %+v (%v) on node 0, %+v (%v) on node %d", q, off, u0, err0, ui, erri, i)
+				}
+			}
+		}
+	}
+}
+
+// TestRaftDelayAndStop: a delayed message is delivered by the master's delay service through Raft (so
+// every node has it in its real topic); an ordered stop of the master hands leadership over at once and
+// another node becomes master.
+func TestRaftDelayAndStop(t *testing.T) {
+	c, m := raftCluster(t)
+	w := newWire(t, c.Broker(m).Addr())
+	expectCode(t, "send a delayed message", w.send("RaftDelay", 0, []byte("later"), "DELAY\x011\x02"), remoting.Success)
+	for i := 0; i < 3; i++ {
+		b := c.Broker(i)
+		cluster.Eventually(t, 20*time.Second, func() bool { return b.Store().MaxOffsetInQueue("RaftDelay", 0) == 1 },
+			"node %d has the delayed message in its real topic", i)
+	}
+	c.StopBroker(m)
+	next := c.RaftMaster("broker-a")
+	if next == m {
+		t.Fatalf("node %d still master after its ordered stop", m)
+	}
+	expectCode(t, "send to the new master", newWire(t, c.Broker(next).Addr()).send("RaftDelay", 0, []byte("now"), ""), remoting.Success)
 }
 
 // TestRaftLeadershipTransfer: after a transfer the new leader becomes master and registers as brokerId 0,

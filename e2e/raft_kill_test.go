@@ -104,8 +104,8 @@ func TestRaftKill9Leader(t *testing.T) {
 		_ = m.cmd.Wait()
 		next := master(m.addr)
 		routed = append(routed, time.Since(killed))
-		cluster.Eventually(t, 90*time.Second, func() bool { return !load.firstBy(next.addr).IsZero() }, "a SEND_OK from the new master %s", next.addr)
-		served = append(served, load.firstBy(next.addr).Sub(killed))
+		cluster.Eventually(t, 90*time.Second, func() bool { return !load.firstBy(next.addr, killed).IsZero() }, "a SEND_OK from the new master %s", next.addr)
+		served = append(served, load.firstBy(next.addr, killed).Sub(killed))
 		t.Logf("kill %d of %s: new master %s routed as brokerId 0 after %v, first SEND_OK from it after %v", k+1, m.addr, next.addr,
 			routed[k].Round(time.Millisecond), served[k].Round(time.Millisecond))
 		m.cmd = startChildBroker(t, m.args...) // back as a follower: the next kill leaves a quorum

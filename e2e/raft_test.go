@@ -76,13 +76,13 @@ func (l *raftLoad) count() int {
 	return len(l.acks)
 }
 
-// firstBy is the time of the first SEND_OK stored by the broker at host (zero if none yet).
-func (l *raftLoad) firstBy(host string) time.Time {
+// firstBy is the time of the first SEND_OK after t stored by the broker at host (zero if none yet).
+func (l *raftLoad) firstBy(host string, t time.Time) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var first time.Time
 	for _, a := range l.acks {
-		if a.host == host && (first.IsZero() || a.at.Before(first)) {
+		if a.host == host && a.at.After(t) && (first.IsZero() || a.at.Before(first)) {
 			first = a.at
 		}
 	}
@@ -220,8 +220,8 @@ func TestRaftSendConsumeAcrossTransfer(t *testing.T) {
 		}
 	}
 	newAddr := c.Broker(target).Addr()
-	cluster.Eventually(t, 60*time.Second, func() bool { return !load.firstBy(newAddr).IsZero() }, "a SEND_OK from the new master")
-	first := load.firstBy(newAddr)
+	cluster.Eventually(t, 60*time.Second, func() bool { return !load.firstBy(newAddr, start).IsZero() }, "a SEND_OK from the new master")
+	first := load.firstBy(newAddr, start)
 	before := load.count()
 	cluster.Eventually(t, 60*time.Second, func() bool { return load.count() >= before+100 }, "100 more acknowledged sends")
 	acks := load.stop()
