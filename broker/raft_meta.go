@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 
 	"github.com/rocketraft/rocketraft/raftlog"
@@ -109,25 +110,9 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 		if cmd.Topic == nil || cmd.Topic.TopicName == "" {
 			return fmt.Errorf("raft: metadata entry %d: %s without a topic", index, cmd.Op)
 		}
-		tc, created := cmd.Topic, true
-		if cmd.Op == metaTopicPut {
-			b.topics.put(tc.TopicName, tc)
-		} else {
-			tc, created = b.topics.putIfAbsent(tc.TopicName, func() *TopicConfig { c := *cmd.Topic; return &c })
-		}
-		if created {
-			if err := b.topics.changed(); err != nil {
-				b.log.Error("persist topics", "err", err)
-			}
-		}
-		return tc
+		return applyPut(&b.topics.versionedTable, cmd.Topic.TopicName, cmd.Topic, cmd.Op == metaTopicCreate, b.topics.changed, b.log)
 	case metaTopicDelete:
-		existed := b.topics.remove(cmd.Name)
-		if existed {
-			if err := b.topics.changed(); err != nil {
-				b.log.Error("persist topics", "err", err)
-			}
-		}
+		existed := applyRemove(&b.topics.versionedTable, cmd.Name, b.topics.changed, b.log)
 		b.offsets.removeTopic(cmd.Name)
 		if !dispatched {
 			if err := b.store.DeleteTopics([]string{cmd.Name}); err != nil {
@@ -139,26 +124,9 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 		if cmd.Group == nil || cmd.Group.GroupName == "" {
 			return fmt.Errorf("raft: metadata entry %d: %s without a group", index, cmd.Op)
 		}
-		g, created := cmd.Group, true
-		if cmd.Op == metaGroupPut {
-			b.groups.put(g.GroupName, g)
-		} else {
-			g, created = b.groups.putIfAbsent(g.GroupName, func() *SubscriptionGroupConfig { c := *cmd.Group; return &c })
-		}
-		if created {
-			if err := b.groups.persist(); err != nil {
-				b.log.Error("persist subscription groups", "err", err)
-			}
-		}
-		return g
+		return applyPut(&b.groups.versionedTable, cmd.Group.GroupName, cmd.Group, cmd.Op == metaGroupCreate, b.groups.persist, b.log)
 	case metaGroupDelete:
-		existed := b.groups.remove(cmd.Name)
-		if existed {
-			if err := b.groups.persist(); err != nil {
-				b.log.Error("persist subscription groups", "err", err)
-			}
-		}
-		return existed
+		return applyRemove(&b.groups.versionedTable, cmd.Name, b.groups.persist, b.log)
 	case metaOffsets:
 		if cmd.Origin == b.raft.offsets.origin {
 			return nil // proposed here: the local tables are at least this new
@@ -168,6 +136,34 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 	}
 	b.log.Warn("raft: unknown metadata operation skipped", "index", index, "op", cmd.Op)
 	return nil
+}
+
+// applyPut stores a copy of v under name (with create only when name is absent), persists the table when
+// it changed, and returns a copy of the value now there.
+func applyPut[T any](t *versionedTable[T], name string, v *T, create bool, persist func() error, lg *slog.Logger) *T {
+	got, changed := v, true
+	if create {
+		got, changed = t.putIfAbsent(name, func() *T { c := *v; return &c })
+	} else {
+		t.put(name, v)
+	}
+	if changed {
+		if err := persist(); err != nil {
+			lg.Error("raft: persist applied metadata", "name", name, "err", err)
+		}
+	}
+	return got
+}
+
+// applyRemove deletes name, persists the table when it held it, and reports whether it did.
+func applyRemove[T any](t *versionedTable[T], name string, persist func() error, lg *slog.Logger) bool {
+	if !t.remove(name) {
+		return false
+	}
+	if err := persist(); err != nil {
+		lg.Error("raft: persist applied metadata", "name", name, "err", err)
+	}
+	return true
 }
 
 // SnapshotMeta is the metadata as of the last entry applied (raftlog.MetaApplier).

@@ -16,25 +16,9 @@ metrics_base="${METRICS_BASE_PORT:-5557}"
 peers="n0-127.0.0.1:$raft_base;n1-127.0.0.1:$((raft_base + 1));n2-127.0.0.1:$((raft_base + 2))"
 mkdir -p "$data/namesrv" "$data/n0" "$data/n1" "$data/n2"
 
-pids=()
-stop_all() { # newest first: the nodes, then the name server
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    kill -TERM "${pids[i]}" 2>/dev/null || true
-    wait "${pids[i]}" 2>/dev/null || true
-  done
-}
+. scripts/lib/common.sh # stop_all (the pids in BG_PIDS, newest first), wait_port
 trap stop_all EXIT
 trap 'exit 130' INT TERM
-
-wait_port() { # PORT PID
-  for _ in $(seq 1 200); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
-    if ! kill -0 "$2" 2>/dev/null; then echo "process $2 exited before listening on $1" >&2; return 1; fi
-    sleep 0.05
-  done
-  echo "port $1 not listening after 10 s" >&2
-  return 1
-}
 
 # A port another process holds would pass wait_port below: refuse to start instead.
 for port in "$ns_port" "$((metrics_base - 1))" $(for n in 0 1 2; do echo "$((base + 10 * n)) $((raft_base + n)) $((metrics_base + n))"; done); do
@@ -47,8 +31,8 @@ done
 # setsid: Ctrl-C reaches this script only; it stops the servers in order.
 setsid ./bin/mqnamesrv --listenPort="$ns_port" --metricsPort="$((metrics_base - 1))" --rocketmqHome="$data/namesrv" \
   --kvConfigPath="$data/namesrv/kvConfig.json" &
-pids+=($!)
-wait_port "$ns_port" "${pids[-1]}"
+BG_PIDS+=($!)
+wait_port "$ns_port" "${BG_PIDS[-1]}" /dev/null
 ns="127.0.0.1:$ns_port"
 
 node_args() { # N: the mqbroker command line of node n$N
@@ -59,11 +43,11 @@ node_args() { # N: the mqbroker command line of node n$N
 for n in 0 1 2; do
   # shellcheck disable=SC2046 # node_args is a word list on purpose
   setsid ./bin/mqbroker $(node_args "$n") &
-  pids+=($!)
+  BG_PIDS+=($!)
   # shellcheck disable=SC2046
   echo "n$n: pid $! client 127.0.0.1:$((base + 10 * n)) raft 127.0.0.1:$((raft_base + n)); restart it with: ./bin/mqbroker$(printf ' %q' $(node_args "$n"))"
 done
-for n in 0 1 2; do wait_port "$((base + 10 * n))" "${pids[n + 1]}"; done
+for n in 0 1 2; do wait_port "$((base + 10 * n))" "${BG_PIDS[n + 1]}" /dev/null; done
 
 cat <<MSG
 name server $ns; Raft group broker-a (dLegerPeers=$peers); Ctrl-C stops everything.
@@ -74,9 +58,9 @@ Failover: kill -9 the pid of the node getRaftStatus shows as Leader; within abou
 Handover: ./bin/mqadmin transferLeadership -n $ns -b 127.0.0.1:$base [-t n1]
 MSG
 while true; do # until Ctrl-C, the name server's exit, or the last node's
-  kill -0 "${pids[0]}" 2>/dev/null || { echo "the name server exited" >&2; exit 1; }
+  kill -0 "${BG_PIDS[0]}" 2>/dev/null || { echo "the name server exited" >&2; exit 1; }
   live=()
-  for p in "${pids[@]:1}"; do kill -0 "$p" 2>/dev/null && live+=("$p"); done
+  for p in "${BG_PIDS[@]:1}"; do kill -0 "$p" 2>/dev/null && live+=("$p"); done
   ((${#live[@]} > 0)) || { echo "every node exited" >&2; exit 1; }
-  wait -n "${pids[0]}" "${live[@]}" || true
+  wait -n "${BG_PIDS[0]}" "${live[@]}" || true
 done
