@@ -10,7 +10,12 @@
 // every name server), send_back.go (retry and dead-letter queues), transaction.go (half messages,
 // END_TRANSACTION, check-back), reply.go (request-reply). Classic replication (package ha) is wired in by
 // ha_*.go: the HA service or client by role and the SYNC_MASTER store hook (ha_wiring.go), a slave's
-// metadata sync (ha_sync.go) and consumer-offset merge (ha_offsets.go), the tail check (ha_check.go).
+// metadata sync (ha_sync.go) and consumer-offset merge (ha_offsets.go), the tail check (ha_check.go). The Raft
+// mode (enableDLegerCommitLog, instead of the classic roles) is wired in by raft_*.go: its keys
+// (raft_config.go), the raftlog node and the role that follows leadership (raft_role.go), puts through the
+// node's proposer (raft_put.go), topics, groups and offsets as Raft entries (raft_meta.go, raft_offsets.go),
+// pulls cut at the dispatched position (raft_pull.go), status and leadership transfer requests
+// (raft_admin.go, raft_status.go).
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and
 // the timer topic before they are stored; schedule.go and timer.go deliver them when due; filter.go and
