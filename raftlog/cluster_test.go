@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -344,11 +345,21 @@ func (c *cluster) put(ctx context.Context, msgs []*store.Message) (store.PutResu
 	}
 }
 
-// converge waits until every running node applied the leader's last entry.
+// converge appends an empty metadata command on the leader and waits until every running
+// node applied it: everything before it (puts still in flight when the producers stopped
+// included) is then dispatched everywhere, and every node dispatched to the same end.
 func (c *cluster) converge() {
 	c.t.Helper()
-	li := c.leader()
-	want := c.nodes[li].n.Raft().LastIndex()
+	var want uint64
+	waitFor(c.t, "an empty command applied on the leader", func() bool {
+		ld := c.nodes[c.leader()].n
+		if _, err := ld.ProposeMeta(context.Background(), nil); err != nil {
+			c.t.Logf("converge: %v", err)
+			return false
+		}
+		want = ld.FSM().AppliedIndex()
+		return true
+	})
 	waitFor(c.t, fmt.Sprintf("every node applying entry %d", want), func() bool {
 		for _, tn := range c.running() {
 			if tn.n.FSM().AppliedIndex() < want {
@@ -385,14 +396,13 @@ func (c *cluster) checkIdentical(queues map[string]int32) {
 	t := c.t
 	t.Helper()
 	nodes := c.running()
-	from, to := int64(0), int64(-1)
+	// A follower may not have dispatched the no-op and barrier frames that end a new leader's
+	// log (nothing to dispatch in them; the leader skips them after its barrier): compare up
+	// to the lowest dispatched end.
+	from, to := int64(0), int64(math.MaxInt64)
 	for _, tn := range nodes {
 		from = max(from, tn.cl.MinPhyOffset())
-		d := tn.cl.DispatchedOffset()
-		if to >= 0 && d != to {
-			t.Fatalf("dispatched ends differ: %s at %d, another at %d", tn.id, d, to)
-		}
-		to = d
+		to = min(to, tn.cl.DispatchedOffset())
 	}
 	var want uint32
 	for i, tn := range nodes {
@@ -497,6 +507,9 @@ type mapMeta struct {
 func newMapMeta() *mapMeta { return &mapMeta{m: map[string]string{}} }
 
 func (a *mapMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
+	if len(data) == 0 {
+		return index // converge's marker
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k, v, _ := strings.Cut(string(data), "=")

@@ -24,6 +24,9 @@ func TestProposeGroupsConcurrentPuts(t *testing.T) {
 	li := c.leader()
 	ld := c.nodes[li].n
 	ctx := context.Background()
+	if d, end := c.nodes[li].cl.DispatchedOffset(), ld.Log().End(); d != end {
+		t.Fatalf("the ready leader dispatched to %d, its log ends at %d", d, end)
+	}
 
 	var mu sync.Mutex
 	var acks []acked

@@ -138,10 +138,18 @@ func (n *Node) roleLoop() {
 	}
 }
 
-// runBarrier waits for a barrier of term: once it is applied, so is every earlier entry.
+// runBarrier waits for a barrier of term: once it is applied, so is every earlier entry. The
+// dispatched position then moves over the no-op and barrier frames that end the log (Raft
+// does not hand those to the state machine), so a new leader's store reports nothing behind.
 func (n *Node) runBarrier(term uint64) {
 	defer n.wg.Done()
-	err := n.raft.Barrier(0).Error()
+	f := n.raft.Barrier(0)
+	err := f.Error()
+	if idx, ok := f.(raft.IndexFuture); ok && err == nil {
+		if p, ok := n.log.Position(idx.Index()); ok {
+			n.cl.AdvanceDispatch(p.End)
+		}
+	}
 	select {
 	case n.roles.barrier <- barrierDone{term: term, err: err}:
 	case <-n.stop:
