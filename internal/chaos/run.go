@@ -191,8 +191,14 @@ func (r *runner) run(ctx context.Context) (err error) {
 
 	rt := &routes{wire: r.wire, topic: cfg.Topic, group: r.cl.BrokerName()}
 	nodes := newNodeSet(r.cl.Nodes())
-	prod := &producer{cfg: &r.cfg, wire: r.wire, routes: rt, nodes: nodes, sends: r.sends, log: cfg.Log}
-	cons := &consumer{cfg: &r.cfg, wire: r.wire, routes: rt, nodes: nodes, reads: r.reads, log: cfg.Log,
+	// The producer and the consumers have clients of their own: a connection one of them drops (a failed
+	// send, a pull cut short) must not fail the other's requests in flight on it.
+	prodWire := bench.NewWire([]string{r.cl.NamesrvAddr()}, 10*time.Second, cfg.Log)
+	defer prodWire.Close()
+	consWire := bench.NewWire([]string{r.cl.NamesrvAddr()}, 10*time.Second, cfg.Log)
+	defer consWire.Close()
+	prod := &producer{cfg: &r.cfg, wire: prodWire, routes: rt, nodes: nodes, sends: r.sends, log: cfg.Log}
+	cons := &consumer{cfg: &r.cfg, wire: consWire, routes: rt, nodes: nodes, reads: r.reads, log: cfg.Log,
 		next: map[int32]int64{}}
 	var wg sync.WaitGroup
 	routeCtx, stopRoutes := context.WithCancel(ctx)
@@ -201,7 +207,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 	progCtx, stopProg := context.WithCancel(ctx)
 	defer func() { stopProd(); stopCons(); stopRoutes(); stopProg(); wg.Wait() }()
 	wg.Go(func() { rt.run(routeCtx) })
-	wg.Go(func() { prod.run(prodCtx) })
+	prodDone := make(chan struct{})
+	wg.Go(func() { defer close(prodDone); prod.run(prodCtx) })
 	wg.Go(func() { cons.run(consCtx) })
 	started := time.Now()
 	wg.Go(func() {
@@ -231,6 +238,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return ctx.Err()
 	}
 	stopProd()
+	<-prodDone // its sends in flight are answered (or time out) before the followers are compared
 	r.printf("load stopped: %d acknowledged, %d read; waiting for the followers", prod.acked.Load(), cons.read.Load())
 	for _, p := range r.links() {
 		p.Heal()

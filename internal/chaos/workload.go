@@ -261,7 +261,9 @@ func pullOnce(ctx context.Context, w *bench.Wire, nodes nodeSet, addr, topic str
 	resp, err := w.Client().Invoke(rctx, dial, req)
 	cancel()
 	if err != nil {
-		w.Client().CloseAddr(dial)
+		if ctx.Err() == nil {
+			w.Client().CloseAddr(dial) // a fresh connection next time (not when the consumer is being stopped)
+		}
 		return offset, err
 	}
 	nextBegin, nerr := resp.ExtInt64("nextBeginOffset")
