@@ -99,9 +99,8 @@ func consoleErr(err error) error {
 	return &sentinelError{err: err, is: is}
 }
 
-// Brokers reads each broker's runtime info and config (for aclEnable). The Raft columns of the page wait for
-// the Raft mode (issue 6) and its getRaftStatus request (raft.go): no broker reports Raft status yet, so
-// Broker.Raft stays nil and the page shows no Raft columns rather than made-up ones.
+// Brokers reads each broker's runtime info, config (for aclEnable) and Raft status (GET_RAFT_STATUS, as
+// getRaftStatus; a classic broker does not know the request and its Broker.Raft stays nil).
 func (s *consoleSource) Brokers(ctx context.Context) ([]console.Broker, error) {
 	ci, err := s.r.c.clusterInfo(ctx)
 	if err != nil {
@@ -127,9 +126,26 @@ func (s *consoleSource) Brokers(ctx context.Context) ([]console.Broker, error) {
 		case answered(err, remoting.NoPermission):
 			b.ACL = true
 		}
+		b.Raft = s.raftNode(ctx, ref.addr)
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// raftNode is the Raft status of the broker at addr; nil when it runs the classic mode or does not answer
+// (a failure other than the classic mode's is logged).
+func (s *consoleSource) raftNode(ctx context.Context, addr string) *console.RaftNode {
+	var st raftStatus
+	err := s.r.c.invokeJSON(ctx, addr, remoting.GetRaftStatus, nil, &st)
+	switch {
+	case answered(err, remoting.RequestCodeNotSupported):
+		return nil
+	case err != nil:
+		s.log.Warn("console: Raft status", "broker", addr, "err", err)
+		return nil
+	}
+	return &console.RaftNode{Group: st.Group, SelfID: st.SelfID, Role: st.Role, Master: st.Master, Term: st.Term,
+		LeaderID: st.LeaderID, Leader: st.LeaderAddr, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex}
 }
 
 func (s *consoleSource) TopicNames(ctx context.Context) ([]string, error) {

@@ -543,3 +543,29 @@ func TestBrowserACL(t *testing.T) {
 	b.waitJS("back on the topics page", `location.hash === '#/topics' && !!document.querySelector('#topics-table')`)
 	b.waitJS("the topic gone", fmt.Sprintf(`!document.querySelector('#topics-table tr[data-topic=%q]')`, topic))
 }
+
+// TestBrowserRaft: with a three-node Raft group, the cluster page shows the Raft columns: nodes n0, n1 and n2
+// in one term, one leader registered as brokerId 0 (the master) that every node names, and the followers
+// registered as slaves.
+func TestBrowserRaft(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
+	c.RaftMaster("broker-a")
+	srv := startConsole(t, c, remoting.Credentials{})
+	b := newBrowser(t, srv.Addr())
+
+	b.open("#/cluster")
+	// Read in one evaluation from the cells (Broker, ID, Role, Address, Version, In, Out, Disk, Raft group,
+	// Node, Raft role, Term, Leader, ...): an election under way shows until the page's next refresh.
+	b.waitJS("three Raft nodes that agree on one leader", `(() => {
+		const rows = [...document.querySelectorAll('#cluster-tables tbody tr')].map((r) => [...r.cells].map((c) => c.innerText));
+		const leaders = rows.filter((r) => r[10] === 'Leader');
+		if (rows.length !== 3 || leaders.length !== 1) return false;
+		const [l] = leaders;
+		return l[1] === '0' && l[2].endsWith('MASTER') && rows.map((r) => r[9]).sort().join() === 'n0,n1,n2' &&
+			rows.every((r) => r[8] === 'broker-a' && r[11] === l[11] && r[12] === l[9] && (r === l || (r[2] === 'SLAVE' && r[10] === 'Follower')));
+	})()`)
+	if !strings.Contains(b.text(`#cluster-summary`), "Raft mode") {
+		t.Fatalf("summary: %q", b.text(`#cluster-summary`))
+	}
+	b.screenshot("cluster-raft")
+}

@@ -64,9 +64,10 @@
 //
 // # Raft
 //
-// Broker.Raft (group, role, term, leader, commit and applied index) drives the Raft columns of the cluster
-// page; they appear only when some broker reports one. internal/admin fills it once the Raft mode and its
-// status request exist (see internal/admin/raft.go); until then the page shows no Raft columns.
+// Broker.Raft (group, node, Raft role, term, leader, commit and applied index) drives the Raft columns of the
+// cluster page; they appear only when some broker reports one. internal/admin fills it from the broker's
+// GET_RAFT_STATUS (the request of mqadmin getRaftStatus); a classic broker, or RocketMQ's, does not know the
+// request and has no Raft status.
 //
 // # Tests
 //

@@ -81,13 +81,18 @@ type Broker struct {
 	Error string    `json:"error,omitempty"`
 }
 
-// RaftNode is a broker's place in its Raft group.
+// RaftNode is a broker's place in its Raft group, as the broker reports it (GET_RAFT_STATUS).
 type RaftNode struct {
-	Group        string `json:"group"`  // dLegerGroup
-	SelfID       string `json:"selfId"` // dLegerSelfId
-	Role         string `json:"role"`   // LEADER, FOLLOWER, CANDIDATE
-	Term         uint64 `json:"term"`
-	Leader       string `json:"leader"` // the leader's address as this node knows it; "" when it knows none
+	Group  string `json:"group"`  // dLegerGroup
+	SelfID string `json:"selfId"` // dLegerSelfId
+	Role   string `json:"role"`   // Leader, Follower, Candidate (hashicorp/raft's names)
+	// Master: the node is the leader and everything before its term is applied, so it takes sends.
+	Master bool   `json:"master"`
+	Term   uint64 `json:"term"`
+	// LeaderID and Leader are the leader's dLegerSelfId and Raft address as this node knows them; "" when it
+	// knows none.
+	LeaderID     string `json:"leaderId"`
+	Leader       string `json:"leader"`
 	CommitIndex  uint64 `json:"commitIndex"`
 	AppliedIndex uint64 `json:"appliedIndex"`
 }

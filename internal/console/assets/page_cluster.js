@@ -8,8 +8,14 @@ function brokerLabel(b) {
 }
 
 function roleText(b) {
-  if (b.raft) return b.raft.role;
   return b.role || (b.brokerId === 0 ? 'MASTER' : 'SLAVE');
+}
+
+// raftRole is the node's Raft role; a leader that does not take sends yet (its term's barrier is not applied)
+// says so.
+function raftRole(r) {
+  const role = r.role === 'Leader' && !r.master ? 'Leader (not master yet)' : r.role;
+  return el('span', { class: r.role === 'Leader' ? 'good' : null }, role);
 }
 
 // brokerTable lists one cluster's brokers, grouped by broker name; the Raft columns appear when some broker
@@ -28,8 +34,10 @@ function brokerTable(brokers, raft) {
   if (raft) {
     cols.push(
       { title: 'Raft group', cell: (b) => (b.raft ? b.raft.group : '-') },
+      { title: 'Node', cell: (b) => (b.raft ? b.raft.selfId : '-') },
+      { title: 'Raft role', cell: (b) => (b.raft ? raftRole(b.raft) : '-') },
       { title: 'Term', cell: (b) => (b.raft ? String(b.raft.term) : '-'), num: true },
-      { title: 'Leader', cell: (b) => (b.raft ? b.raft.leader || 'none' : '-') },
+      { title: 'Leader', cell: (b) => (b.raft ? (b.raft.leaderId ? el('span', { title: `Raft address ${b.raft.leader}` }, b.raft.leaderId) : 'none') : '-') },
       { title: 'Commit / applied', cell: (b) => (b.raft ? `${b.raft.commitIndex} / ${b.raft.appliedIndex}` : '-'), num: true });
   }
   cols.push({ title: 'Status', cell: (b) => (b.error ? el('span', { class: 'bad', title: b.error }, 'unreachable') : el('span', { class: 'good' }, 'up')) });
