@@ -8,7 +8,8 @@ PKGS     := ./...
 # by the wire-level tests in broker/, namesrv/ and remoting/.
 RACE_PKGS ?= $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build run run-ha bench-ha bench-compare bench-scale test vet unit fuzz bench clean
+.PHONY: all build run run-ha bench-ha bench-compare bench-scale test vet unit fuzz bench clean deploy-check deploy-local \
+	deploy-local-raft
 
 all: build
 
@@ -56,10 +57,26 @@ vet:
 	$(GO) vet $(PKGS)
 
 # make test: vet, every package's tests under -race, then the end-to-end tests with the official Go client.
-# It builds bin/ first: internal/chaos's short suite runs those binaries (CHAOS_BIN).
-test: vet build
+# It builds bin/ first: internal/chaos's short suite runs those binaries (CHAOS_BIN). deploy-check: the
+# Ansible playbooks of deploy/.
+test: vet build deploy-check
 	CHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 10m ./e2e
+
+# make deploy-check: ansible-playbook --syntax-check of every playbook in deploy/ and the rendered broker configs
+# of the local inventories checked against bin/mqbroker (scripts/deploy-check.sh; needs ansible-core).
+deploy-check: build
+	./scripts/deploy-check.sh
+
+# make deploy-local [REPLICATION=sync]: deploys two masters with two slaves on this machine with deploy/'s
+# playbooks (no systemd, no root; installs ansible-core if missing), produces and consumes, rolling-restarts,
+# produces and consumes again, stops (scripts/deploy-local.sh; a few minutes, not part of make test).
+deploy-local: build
+	./scripts/deploy-local.sh master-slave
+
+# make deploy-local-raft: the same with the three-node Raft group (needs the Raft mode, issue 6).
+deploy-local-raft: build
+	./scripts/deploy-local.sh raft
 
 # Short fuzz runs of the decoders (longer: FUZZTIME=10m make fuzz).
 FUZZTIME ?= 30s

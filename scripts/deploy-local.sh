@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# make deploy-local / make deploy-local-raft: deploys a cluster on this machine with the Ansible playbooks of
+# deploy/ (connection local, no systemd, no root: every process on its own ports and in its own folder under a
+# scratch directory), sends and receives through it, restarts it with rolling-restart.yml, sends and receives
+# again, then stops it with stop.yml.
+#
+#   scripts/deploy-local.sh master-slave   two masters with two slaves (deploy/master-slave.yml)
+#   scripts/deploy-local.sh raft           a three-node Raft group (deploy/raft.yml); needs the Raft mode (issue 6)
+#
+# Settings (environment): REPLICATION=async|sync (master-slave: ASYNC_MASTER or SYNC_MASTER, default async),
+# MESSAGES (per round, default 2000), DEPLOY_DIR (default: a new temporary folder, removed after a passing
+# run; a failing run keeps it and prints where), PORT_BASE (default: a free range of 50 ports),
+# CLIENT=native|official (mqbench's client, default native).
+#
+# Installs ansible-core from the Debian packages (apt-get, as root or through sudo) when ansible-playbook is
+# missing. Needs bin/ (make build). Checks, and fails with a line that names what differs:
+#   round 1: every message sent is consumed once by a new group; the topic's queues hold exactly the
+#            messages sent, spread over every group (broker name) of the inventory; a slave's CommitLog
+#            catches up with its master's (master-slave);
+#   rolling restart: rolling-restart.yml passes (every node restarted one at a time, each healthy again
+#            before the next; its own checks);
+#   round 2: the group of round 1 receives exactly the new messages (its offsets survived the restarts), a
+#            new group from the first offset receives every message of both rounds (so did the data).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/common.sh
+
+mode="${1:-}"
+case "$mode" in
+master-slave) playbook=master-slave.yml inventory=inventories/local-master-slave/hosts.yml ;;
+raft) playbook=raft.yml inventory=inventories/local-raft/hosts.yml ;;
+*) echo "usage: $0 master-slave|raft" >&2; exit 2 ;;
+esac
+replication="${REPLICATION:-async}"
+messages="${MESSAGES:-2000}"
+client="${CLIENT:-native}"
+topic=DeployCheck
+
+for b in mqnamesrv mqbroker mqadmin mqbench; do
+  [[ -x bin/$b ]] || { echo "bin/$b is missing: run make build first" >&2; exit 1; }
+done
+if [[ $mode == raft ]] && ! raft_available; then
+  echo "deploy-local raft: bin/mqbroker has no Raft mode (it does not know enableDLegerCommitLog; issue 6)." >&2
+  echo "make deploy-check renders and checks the Raft playbook's config meanwhile." >&2
+  exit 1
+fi
+
+if ! command -v ansible-playbook >/dev/null; then
+  echo "ansible-playbook is missing: installing ansible-core from the Debian packages"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq ansible-core >/dev/null
+fi
+
+# port_range_free BASE: no port of BASE..BASE+49 accepts connections on 127.0.0.1.
+port_range_free() {
+  local p
+  for ((p = $1; p < $1 + 50; p++)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then return 1; fi
+  done
+}
+base="${PORT_BASE:-}"
+if [[ -z $base ]]; then
+  for _ in $(seq 1 50); do
+    base=$((20000 + (RANDOM % 800) * 50))
+    if port_range_free "$base"; then break; fi
+    base=""
+  done
+  [[ -n $base ]] || { echo "no free range of 50 ports found" >&2; exit 1; }
+fi
+
+keep="${DEPLOY_DIR:+yes}"
+dir="${DEPLOY_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/rocketraft-deploy.XXXXXX")}"
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+ns="127.0.0.1:$base"
+extra=(-e "rr_local_root=$dir/cluster" -e "rr_port_base=$base" -e "broker_replication=$replication")
+
+play() { # PLAYBOOK: runs it on the local inventory, its output in $dir/PLAYBOOK.log
+  local log="$dir/${1%.yml}.log" start=$SECONDS
+  if ! (cd deploy && ANSIBLE_NOCOLOR=1 ansible-playbook -i "$inventory" "$1" "${extra[@]}") >"$log" 2>&1; then
+    echo "ansible-playbook $1 failed after $((SECONDS - start))s; the end of $log:" >&2
+    grep -E '^(fatal|failed):|"msg"' "$log" | tail -n 20 >&2
+    return 1
+  fi
+  echo "$1: passed in $((SECONDS - start))s ($(grep -E '^[a-z0-9-]+ +: ok=' "$log" | wc -l) hosts)"
+}
+
+stopped=""
+# On any exit: stop.yml, then rocketraft-ctl on every env file left (in case the playbook could not run).
+cleanup() {
+  local rc=$?
+  trap - EXIT
+  if [[ -d $dir/cluster && -z $stopped ]]; then
+    play stop.yml || true
+    local env
+    for env in "$dir"/cluster/*/conf/*.env; do
+      [[ -e $env ]] || continue
+      deploy/roles/rocketraft_common/files/rocketraft-ctl stop "$env" >/dev/null 2>&1 || true
+    done
+  fi
+  if [[ $rc -eq 0 && -z $keep ]]; then
+    rm -rf "$dir"
+  else
+    echo "logs and data kept in $dir (ansible: $dir/*.log; servers: $dir/cluster/*/logs)"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+json() { # JSON EXPR: evaluates the Python expression EXPR over the JSON document j read from stdin
+  python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"
+}
+
+fail() { echo "deploy-local $mode: $*" >&2; exit 1; }
+
+# produce ROUND: sends $messages messages to $topic and checks none failed.
+produce() {
+  local out
+  out=$(./bin/mqbench producer -client "$client" -n "$ns" -t "$topic" -q "$messages" -w 4 -queues 4 -json 2>"$dir/producer-$1.log") ||
+    fail "round $1: mqbench producer failed: $(tail -n 3 "$dir/producer-$1.log")"
+  local sent failed
+  sent=$(json 'j["messages"]' <<<"$out")
+  failed=$(json 'j["failed"] + j["rejected"]' <<<"$out")
+  [[ $sent -eq $messages && $failed -eq 0 ]] || fail "round $1: sent $sent of $messages, $failed failed"
+  echo "round $1: sent $sent messages ($(json '"%.0f msgs/s, p99 %.1f ms" % (j["msgs_per_sec"], j["latency_ms"]["p99"])' <<<"$out"))"
+}
+
+# consume ROUND GROUP WANT: consumes as GROUP until nothing arrives for 10 s and checks it got WANT messages.
+consume() {
+  local out got
+  out=$(./bin/mqbench consumer -client "$client" -n "$ns" -t "$topic" -g "$2" -idle 10s -duration 120s -json 2>"$dir/consumer-$1-$2.log") ||
+    fail "round $1: mqbench consumer $2 failed: $(tail -n 3 "$dir/consumer-$1-$2.log")"
+  got=$(json 'j["messages"]' <<<"$out")
+  [[ $got -eq $3 ]] || fail "round $1: group $2 received $got messages, want $3"
+  echo "round $1: group $2 received $got messages"
+}
+
+# check_stored WANT: the topic's queues hold WANT messages in all, and every broker group of the inventory some.
+check_stored() {
+  local status want_groups
+  status=$(./bin/mqadmin topicStatus -n "$ns" -t "$topic" --json) || fail "mqadmin topicStatus failed"
+  local stored groups
+  stored=$(json 'sum(q["maxOffset"] - q["minOffset"] for q in j["queues"])' <<<"$status")
+  groups=$(json '" ".join(sorted({q["brokerName"] for q in j["queues"] if q["maxOffset"] > 0}))' <<<"$status")
+  want_groups=$([[ $mode == raft ]] && echo "RaftNode00" || echo "broker-a broker-b")
+  [[ $stored -eq $1 ]] || fail "the queues of $topic hold $stored messages, want $1"
+  [[ $groups == "$want_groups" ]] || fail "messages stored on groups '$groups', want '$want_groups'"
+  echo "stored: $stored messages on $groups"
+}
+
+# wait_slaves: every slave's CommitLog reaches its master's end (classic replication), within 60 s.
+wait_slaves() {
+  local deadline=$((SECONDS + 60)) lagging
+  while :; do
+    lagging=""
+    local cluster
+    cluster=$(./bin/mqadmin clusterList -n "$ns" --json) || fail "mqadmin clusterList failed"
+    local name master slave
+    for name in broker-a broker-b; do
+      master=$(json "[b['addr'] for b in j['brokers'] if b['brokerName']=='$name' and b['brokerId']==0][0]" <<<"$cluster")
+      slave=$(json "([b['addr'] for b in j['brokers'] if b['brokerName']=='$name' and b['brokerId']>0] or [''])[0]" <<<"$cluster")
+      [[ -n $slave ]] || { lagging+=" $name has no slave listed;"; continue; }
+      local mo so
+      mo=$(./bin/mqadmin brokerStatus -b "$master" --json | json 'j["brokers"][0]["table"]["commitLogMaxOffset"]')
+      so=$(./bin/mqadmin brokerStatus -b "$slave" --json | json 'j["brokers"][0]["table"]["commitLogMaxOffset"]')
+      [[ $so -eq $mo ]] || lagging+=" $name slave $slave at $so, master $master at $mo;"
+    done
+    [[ -n $lagging ]] || break
+    ((SECONDS < deadline)) || fail "slaves behind after 60 s:$lagging"
+    sleep 1
+  done
+  echo "slaves caught up with their masters"
+}
+
+echo "deploy-local $mode: $dir, ports $base-$((base + 49)), replication $replication, $messages messages per round, client $client"
+echo "$(machine_line); $(ansible-playbook --version | head -n1)"
+start=$SECONDS
+play "$playbook"
+
+produce 1
+consume 1 deploy_check_1 "$messages"
+check_stored "$messages"
+[[ $mode == raft ]] || wait_slaves
+
+play rolling-restart.yml
+
+produce 2
+consume 2 deploy_check_1 "$messages"
+consume 2 deploy_check_2 $((2 * messages))
+check_stored $((2 * messages))
+[[ $mode == raft ]] || wait_slaves
+
+play stop.yml
+stopped=yes
+for env in "$dir"/cluster/*/conf/*.env; do
+  if deploy/roles/rocketraft_common/files/rocketraft-ctl status "$env" >/dev/null; then fail "still running after stop.yml: $env"; fi
+done
+echo "deploy-local $mode: passed in $((SECONDS - start))s"
