@@ -50,6 +50,7 @@ type tnode struct {
 	n        *Node
 	trans    *raft.InmemTransport
 	running  bool
+	join     bool // added to a running group: Config.Join
 }
 
 type cluster struct {
@@ -133,6 +134,16 @@ func newCluster(t testing.TB, o clusterOptions) *cluster {
 	return c
 }
 
+// add starts one more node, id, on its own folders with Join (no bootstrap); the caller
+// adds it to the group (Node.AddVoter). In-memory transports only.
+func (c *cluster) add(id string) {
+	c.t.Helper()
+	tn := &tnode{id: id, addr: id + "-inmem", root: c.t.TempDir(), join: true,
+		host: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 1, byte(len(c.nodes) + 1)}), 10911)}
+	c.nodes = append(c.nodes, tn)
+	c.start(len(c.nodes) - 1)
+}
+
 // isolate blackholes every link between node i and the others, both ways.
 func (c *cluster) isolate(i int) {
 	id := c.nodes[i].id
@@ -200,7 +211,12 @@ func (c *cluster) start(i int) {
 		_, tn.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(tn.addr), time.Second)
 		opts.Transport = tn.trans
 	}
-	n, err := OpenNode(cl, c.config(tn.id), opts)
+	cfg := c.config(tn.id)
+	if tn.join {
+		cfg.Join = true
+		cfg.Peers = append(append([]Peer(nil), c.peers...), Peer{ID: tn.id, Addr: tn.addr})
+	}
+	n, err := OpenNode(cl, cfg, opts)
 	if err != nil {
 		_ = cl.Close()
 		t.Fatalf("%s: OpenNode: %v", tn.id, err)

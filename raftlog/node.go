@@ -58,6 +58,11 @@ type Config struct {
 	SelfID string
 	// Peers is the group (dLegerPeers): the configuration a new group bootstraps with.
 	Peers []Peer
+	// Join: this node is being added to a running group (Node.AddVoter on its leader), so a
+	// first start does not bootstrap; it waits for the leader to contact it. Every node of a
+	// new group must bootstrap with the same Peers, and a node joining must not bootstrap
+	// at all (its first entry would differ from the group's).
+	Join bool
 	// Election timing (see hashicorp/raft's Config): a follower without contact for
 	// [HeartbeatTimeout, 2x) starts an election; a leader that cannot reach a quorum for
 	// LeaderLeaseTimeout steps down and refuses writes.
@@ -269,8 +274,8 @@ func (p addressProvider) ServerAddr(id raft.ServerID) (raft.ServerAddress, error
 }
 
 // Start makes the transport (unless given), bootstraps a new group from the peers (a node
-// with a log, a term or a snapshot rejoins instead) and starts Raft. The store must be
-// started.
+// with a log, a term or a snapshot rejoins instead, and so does one with Config.Join) and
+// starts Raft. The store must be started.
 func (n *Node) Start() error {
 	trans := n.opts.Transport
 	if trans == nil {
@@ -295,7 +300,7 @@ func (n *Node) Start() error {
 	if err != nil {
 		return fmt.Errorf("raftlog: %w", err)
 	}
-	if !has {
+	if !has && !n.cfg.Join {
 		var servers []raft.Server
 		for _, p := range n.cfg.Peers {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})

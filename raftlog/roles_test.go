@@ -1,9 +1,14 @@
 package raftlog
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // TestPreferredLeaderTakesOver: with preferredLeaderId set, leadership comes back to the
@@ -64,5 +69,38 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("Validate with a bad %s = %v", key, err)
 		}
+	}
+}
+
+// TestAddAndRemoveVoter: a fourth node started with Join (no bootstrap) is added by the
+// leader, catches up and holds the same CommitLog; then it is removed again.
+func TestAddAndRemoveVoter(t *testing.T) {
+	c := newCluster(t, clusterOptions{})
+	ctx := context.Background()
+	for i := range 30 {
+		if _, err := c.put(ctx, []*store.Message{testMsg("V", int32(i%2), fmt.Sprint(i))}); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	c.add("n3")
+	ld := c.nodes[c.leader()].n
+	if err := ld.AddVoter(ctx, "n3", c.nodes[3].addr); err != nil {
+		t.Fatalf("AddVoter: %v", err)
+	}
+	c.converge()
+	c.checkIdentical(map[string]int32{"V": 2})
+	if got := len(ld.Raft().GetConfiguration().Configuration().Servers); got != 4 {
+		t.Fatalf("configuration has %d servers after AddVoter, want 4", got)
+	}
+	ld = c.nodes[c.leader()].n
+	if err := ld.RemoveServer(ctx, "n3"); err != nil {
+		t.Fatalf("RemoveServer: %v", err)
+	}
+	if got := len(ld.Raft().GetConfiguration().Configuration().Servers); got != 3 {
+		t.Fatalf("configuration has %d servers after RemoveServer, want 3", got)
+	}
+	f := c.nodes[(c.leader()+1)%3].n
+	if err := f.AddVoter(ctx, "x", "y"); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("AddVoter on a follower = %v, want ErrNotLeader", err)
 	}
 }
