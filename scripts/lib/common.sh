@@ -96,42 +96,50 @@ machine_line() {
   echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $(go version | cut -d' ' -f3)"
 }
 
-# start_namesrv DIR: a name server on a free port, data in DIR; sets NS (host:port) and NS_PID.
-start_namesrv() {
-  local port
-  port="$(free_port)"
-  mkdir -p "$1/namesrv"
-  start_bg "$1/namesrv.log" ./bin/mqnamesrv --listenPort="$port" --metricsPort=0 --rocketmqHome="$1/namesrv" \
-    --kvConfigPath="$1/namesrv/kvConfig.json"
-  NS_PID=$LAST_PID
-  wait_port "$port" "$NS_PID" "$1/namesrv.log"
-  NS="127.0.0.1:$port"
-}
-
-# start_broker NAME DIR PORT [--key=value...]: a broker registered with $NS, data in DIR, log in DIR.log;
-# waits until it listens (60 s: a broker recovering a large store takes a while). Ports are picked before the
-# broker binds them, so on a shared machine another process may take one first: then the broker is started
-# again on a new free_port (three tries). Sets LAST_PID and BROKER_PORT (the port it listens on).
-start_broker() {
-  local name="$1" dir="$2" port="$3" try
+# start_listening LOG SECONDS PORT CMD...: starts CMD with start_bg (output in LOG; @PORT@ in its arguments
+# becomes the port) and waits until it listens on the port, at most SECONDS. Ports are picked before the
+# server binds them, so on a shared machine another process may take one first: when the server exits saying
+# "address already in use", it is started again on a new free_port (three tries). Sets LAST_PID and
+# BOUND_PORT.
+start_listening() {
+  local log="$1" secs="$2" port="$3" try
   shift 3
   for try in 1 2 3; do
-    start_bg "$dir.log" ./bin/mqbroker -n "$NS" --brokerName="$name" --brokerIP1=127.0.0.1 --listenPort="$port" \
-      --metricsPort=0 --storePathRootDir="$dir" "$@"
-    if wait_port "$port" "$LAST_PID" "$dir.log" 60 2>"$dir.wait"; then
-      BROKER_PORT="$port"
-      rm -f "$dir.wait"
+    start_bg "$log" "${@//@PORT@/$port}"
+    if wait_port "$port" "$LAST_PID" "$log" "$secs" 2>"$log.wait"; then
+      BOUND_PORT="$port"
+      rm -f "$log.wait"
       return
     fi
-    if kill -0 "$LAST_PID" 2>/dev/null || ! grep -q 'address already in use' "$dir.log"; then
+    if kill -0 "$LAST_PID" 2>/dev/null || ! grep -q 'address already in use' "$log"; then
       break
     fi
-    echo "start_broker $name: port $port (or the next) was taken meanwhile; try $try of 3 failed" >&2
+    echo "$log: port $port (or the next) was taken meanwhile; try $try of 3 failed" >&2
     port="$(free_port)"
   done
-  cat "$dir.wait" >&2
-  rm -f "$dir.wait"
+  cat "$log.wait" >&2
+  rm -f "$log.wait"
   return 1
+}
+
+# start_namesrv DIR: a name server on a free port, data in DIR; sets NS (host:port) and NS_PID.
+start_namesrv() {
+  mkdir -p "$1/namesrv"
+  start_listening "$1/namesrv.log" 10 "$(free_port)" ./bin/mqnamesrv --listenPort=@PORT@ --metricsPort=0 \
+    --rocketmqHome="$1/namesrv" --kvConfigPath="$1/namesrv/kvConfig.json"
+  NS_PID=$LAST_PID
+  NS="127.0.0.1:$BOUND_PORT"
+}
+
+# start_broker NAME DIR PORT [--key=value...]: a broker registered with $NS, data in DIR, log in DIR.log,
+# listening on PORT or, when that was taken meanwhile, another (start_listening); waits until it listens (60 s:
+# a broker recovering a large store takes a while). Sets LAST_PID and BROKER_PORT.
+start_broker() {
+  local name="$1" dir="$2" port="$3"
+  shift 3
+  start_listening "$dir.log" 60 "$port" ./bin/mqbroker -n "$NS" --brokerName="$name" --brokerIP1=127.0.0.1 \
+    --listenPort=@PORT@ --metricsPort=0 --storePathRootDir="$dir" "$@"
+  BROKER_PORT="$BOUND_PORT"
 }
 
 # raft_available: whether this build of mqbroker knows the Raft mode's keys (issue 6).
@@ -142,7 +150,7 @@ raft_available() { ./bin/mqbroker -p 2>/dev/null | grep -q '^enableDLegerCommitL
 wait_master() {
   local tries=$(( ${2:-60} * 4 ))
   for _ in $(seq 1 "$tries"); do
-    if ./bin/mqadmin clusterList -n "$NS" --json 2>/dev/null | grep -q "\"brokerName\":\"$1\",\"brokerId\":0,"; then
+    if ./bin/mqadmin clusterList -n "$NS" --json 2>/dev/null | tr -d ' \n' | grep -q "\"brokerName\":\"$1\",\"brokerId\":0,"; then
       return
     fi
     sleep 0.25
