@@ -47,7 +47,7 @@ for n in 0 1 2; do
   # shellcheck disable=SC2046
   echo "n$n: pid $! client 127.0.0.1:$((base + 10 * n)) raft 127.0.0.1:$((raft_base + n)); restart it with: ./bin/mqbroker$(printf ' %q' $(node_args "$n"))"
 done
-for n in 0 1 2; do wait_port "$((base + 10 * n))" "${BG_PIDS[n + 1]}" /dev/null; done
+for n in 0 1 2; do wait_port "$((base + 10 * n))" "${BG_PIDS[n + 1]}" /dev/null 60; done # SYNC_FLUSH warms 1 GiB files
 
 cat <<MSG
 name server $ns; Raft group broker-a (dLegerPeers=$peers); Ctrl-C stops everything.
