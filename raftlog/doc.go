@@ -110,7 +110,9 @@
 //
 // Config comes from the broker's keys: SelfID (dLegerSelfId), Peers (ParsePeers of
 // dLegerPeers), PreferredLeaderID (preferredLeaderId), Sync (flushDiskType SYNC_FLUSH), the
-// election timing; DefaultConfig has LAN values.
+// election timing; DefaultConfig has LAN values, Validate names a bad key. The nodes of a new
+// group all bootstrap from the same Peers on their first start; a node added later to a
+// running group starts with Join (no bootstrap) and is added by the leader with AddVoter.
 //
 // Sends: Node.PutMessage, PutMessages, PutMessageAsync and PutMessagesAsync take the same
 // arguments as the store's methods of the same names and answer with a store.PutResult of
