@@ -73,6 +73,18 @@ func (l *load) progress(what string, n int) {
 	waitFor(l.c.t, fmt.Sprintf("%d acknowledged puts %s", n, what), func() bool { return l.count() >= from+n })
 }
 
+// stopAndCheck stops the producers, waits until every running node applied everything, and
+// checks the nodes are identical and hold every acknowledged put (checkIdentical,
+// checkAcked); it returns the acknowledged puts.
+func (l *load) stopAndCheck() []acked {
+	l.c.t.Helper()
+	acks := l.stop()
+	l.c.converge()
+	l.c.checkIdentical(l.topics)
+	l.c.checkAcked(acks)
+	return acks
+}
+
 func (l *load) stop() []acked {
 	l.cancel()
 	l.wg.Wait()
@@ -111,10 +123,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 	c.start(li)
 	l.progress("after the old leader restarted", 50)
 
-	acks := l.stop()
-	c.converge()
-	c.checkIdentical(l.topics)
-	c.checkAcked(acks)
+	acks := l.stopAndCheck()
 	st := c.nodes[li].n.Status()
 	t.Logf("%d puts acknowledged, %d with an unknown outcome; restarted %s: term %d, applied %d, failovers seen %d",
 		len(acks), l.unknown.Load(), c.nodes[li].id, st.Term, st.AppliedIndex, st.Failovers)
@@ -171,10 +180,7 @@ func TestCrashedFollowerRejoins(t *testing.T) {
 	c.start(fi)
 	l.progress("after the follower restarted from its crash copy", 60)
 
-	acks := l.stop()
-	c.converge()
-	c.checkIdentical(l.topics)
-	c.checkAcked(acks)
+	l.stopAndCheck()
 	if st := c.nodes[fi].n.Status(); st.Term < 2 || st.LeaderID == "" {
 		t.Fatalf("the restarted follower's status %+v", st)
 	}

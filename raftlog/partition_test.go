@@ -59,10 +59,7 @@ func TestPartitionedLeader(t *testing.T) {
 
 	c.heal()
 	l.progress("after healing", 40)
-	acks := l.stop()
-	c.converge()
-	c.checkIdentical(l.topics)
-	c.checkAcked(acks)
+	acks := l.stopAndCheck()
 	var now raft.Log
 	if err := old.Log().GetLog(tailIndex, &now); err != nil {
 		t.Fatalf("GetLog(%d) on the old leader after healing: %v", tailIndex, err)
