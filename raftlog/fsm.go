@@ -107,8 +107,9 @@ func (f *FSM) apply(l *raft.Log) any {
 		}
 		return &MessagesResult{Index: l.Index, Offsets: offs, Err: err}
 	case KindMeta:
+		// An empty command is a marker (the new leader's, roles.go): it only moves dispatch.
 		var resp any
-		if f.meta != nil && len(l.Data) > 0 {
+		if f.meta != nil && len(l.Data) > 1 {
 			resp = f.meta.ApplyMeta(l.Index, l.Data[1:], dispatched)
 		}
 		f.cl.AdvanceDispatch(p.End)
