@@ -46,6 +46,7 @@ type metaCmd struct {
 	Offsets        map[string]map[int32]int64 `json:"offsets,omitempty"`
 	RemovedOffsets []string                   `json:"removedOffsets,omitempty"`
 	Delay          map[int]int64              `json:"delay,omitempty"`
+	Timer          *TimerCheckpoint           `json:"timer,omitempty"`
 }
 
 // metaSnapshot is the metadata in a Raft snapshot.
@@ -54,6 +55,7 @@ type metaSnapshot struct {
 	Groups  map[string]*SubscriptionGroupConfig `json:"groups"`
 	Offsets map[string]map[int32]int64          `json:"offsets"`
 	Delay   map[int]int64                       `json:"delay"`
+	Timer   *TimerCheckpoint                    `json:"timer,omitempty"`
 }
 
 // topicRaft and groupRaft are the Raft mode's side of the topic and subscription group managers: in the
@@ -171,8 +173,9 @@ func (a *raftMeta) SnapshotMeta() ([]byte, error) {
 	b := a.b
 	topics, _ := b.topics.versionedTable.snapshot()
 	groups, _ := b.groups.versionedTable.snapshot()
+	timer := b.timer.checkpoint()
 	return json.Marshal(metaSnapshot{Topics: topics, Groups: groups, Offsets: b.offsets.snapshot().OffsetTable,
-		Delay: b.schedule.snapshot().OffsetTable})
+		Delay: b.schedule.snapshot().OffsetTable, Timer: &timer})
 }
 
 // RestoreMeta replaces the metadata with a snapshot's (raftlog.MetaApplier).
@@ -200,6 +203,9 @@ func (a *raftMeta) RestoreMeta(data []byte) error {
 		b.schedule.offsets = map[int]int64{}
 	}
 	b.schedule.mu.Unlock()
+	if s.Timer != nil {
+		b.timer.restoreCheckpoint(*s.Timer)
+	}
 	b.raft.offsets.reset()
 	b.triggerRegister()
 	return a.PersistMeta()
@@ -222,7 +228,7 @@ func replaceTable[T any](t *versionedTable[T], values map[string]*T) {
 // PersistMeta writes the metadata files (raftlog.MetaApplier; the snapshot goroutine).
 func (a *raftMeta) PersistMeta() error {
 	b := a.b
-	return errors.Join(b.topics.persist(), b.groups.persist(), b.offsets.persist(true), b.schedule.persist())
+	return errors.Join(b.topics.persist(), b.groups.persist(), b.offsets.persist(true), b.schedule.persist(), b.timer.persist())
 }
 
 // raftTopicCreate proposes a topic unless it exists and returns the topic as it is now (the existing

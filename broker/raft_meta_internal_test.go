@@ -45,7 +45,7 @@ func applyMeta(t *testing.T, m *raftMeta, index uint64, cmd metaCmd) any {
 
 // TestRaftMetaApplyAndSnapshot: metadata commands applied twice in order give the same state (Raft
 // replays after a restart); a snapshot restored on another node replaces its metadata, files included;
-// a node skips its own offset entries.
+// a node skips its own offset entries; the timer checkpoint travels with the offsets.
 func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 	b1, m1 := raftTestBroker(t)
 	if got := b1.brokerID(); got != 2 {
@@ -58,7 +58,8 @@ func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 		{Op: metaTopicDelete, Name: "Gone"},
 		{Op: metaGroupPut, Group: defaultSubscriptionGroup("G1", 3)},
 		{Op: metaOffsets, Origin: "n0/x", Offsets: map[string]map[int32]int64{"T1@G1": {0: 5, 1: 9}}, Delay: map[int]int64{1: 7}},
-		{Op: metaOffsets, Origin: "n0/x", Offsets: map[string]map[int32]int64{"T1@G1": {1: 11}}},
+		{Op: metaOffsets, Origin: "n0/x", Offsets: map[string]map[int32]int64{"T1@G1": {1: 11}},
+			Timer: &TimerCheckpoint{LowWater: 4, Delivered: []int64{6, 9}}},
 	}
 	for round := 0; round < 2; round++ {
 		for i, c := range cmds {
@@ -93,6 +94,12 @@ func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 	}
 	if q1 := b2.offsets.query("G1", "T1", 1); q1 != 11 || b2.schedule.offset(1) != 7 {
 		t.Fatalf("after restore: offset %d (want 11), delay offset %d (want 7)", q1, b2.schedule.offset(1))
+	}
+	want := TimerCheckpoint{LowWater: 4, Delivered: []int64{6, 9}}
+	for i, b := range []*Broker{b1, b2} {
+		if cp := b.timer.checkpoint(); !cp.equal(want) || b.timer.scanned != 4 {
+			t.Fatalf("node %d: timer checkpoint %+v scanned %d, want %+v scanned 4", i+1, cp, b.timer.scanned, want)
+		}
 	}
 	data, err := os.ReadFile(filepath.Join(b2.cfg.StorePathRootDir, "config", "topics.json"))
 	if err != nil || !strings.Contains(string(data), `"T1"`) || strings.Contains(string(data), "OnlyHere") {

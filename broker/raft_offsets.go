@@ -5,16 +5,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/rocketraft/rocketraft/raftlog"
 )
 
-// raftOffsetSync proposes the consumer and delay offsets the master changed, about once a second
-// (dLegerOffsetSyncIntervalMs): the master commits offsets locally as in classic mode, and every tick
-// compares its tables with what it proposed last and proposes the difference (set values, removed
-// topic@group keys) as one metaOffsets entry. The other nodes apply it; the master skips its own
-// entries (Origin), its tables being at least as new.
+// raftOffsetSync proposes the consumer offsets, the delay offsets and the timer checkpoint the master
+// changed, about once a second (dLegerOffsetSyncIntervalMs): the master commits offsets locally as in
+// classic mode, and every tick compares its tables with what it proposed last and proposes the
+// difference (set values, removed topic@group keys, the whole timer checkpoint when it moved) as one
+// metaOffsets entry. The other nodes apply it; the master skips its own entries (Origin), its tables
+// being at least as new. A node that becomes master thus resumes delay and timer delivery about where
+// the previous master was, instead of delivering every due message again.
 type raftOffsetSync struct {
 	b *Broker
 	// origin names this node's incarnation: dLegerSelfId and a random nonce per process, so after a
@@ -24,6 +27,7 @@ type raftOffsetSync struct {
 	mu       sync.Mutex                 // serialises sync, reset and apply
 	proposed map[string]map[int32]int64 // guarded by mu: the consumer offsets as last proposed
 	delay    map[int]int64              // guarded by mu: the delay offsets as last proposed
+	timer    TimerCheckpoint            // guarded by mu: the timer checkpoint as last proposed
 }
 
 func newRaftOffsetSync(b *Broker) *raftOffsetSync {
@@ -39,6 +43,7 @@ func (s *raftOffsetSync) reset() {
 	defer s.mu.Unlock()
 	s.proposed = s.b.offsets.snapshot().OffsetTable
 	s.delay = s.b.schedule.snapshot().OffsetTable
+	s.timer = s.b.timer.checkpoint()
 }
 
 // sync proposes what changed since the last proposal (master only; every dLegerOffsetSyncIntervalMs).
@@ -79,7 +84,11 @@ func (s *raftOffsetSync) sync() {
 			cmd.Delay[level] = off
 		}
 	}
-	if cmd.Offsets == nil && cmd.RemovedOffsets == nil && cmd.Delay == nil {
+	timer := b.timer.checkpoint()
+	if !timer.equal(s.timer) {
+		cmd.Timer = &timer
+	}
+	if cmd.Offsets == nil && cmd.RemovedOffsets == nil && cmd.Delay == nil && cmd.Timer == nil {
 		return
 	}
 	if _, err := b.proposeMeta(cmd); err != nil {
@@ -88,7 +97,7 @@ func (s *raftOffsetSync) sync() {
 		}
 		return
 	}
-	s.proposed, s.delay = cur, delay
+	s.proposed, s.delay, s.timer = cur, delay, timer
 }
 
 // apply takes another node's offsets entry (FSM goroutine).
@@ -116,4 +125,41 @@ func (s *raftOffsetSync) apply(cmd *metaCmd) {
 			b.log.Error("persist delay offsets", "err", err)
 		}
 	}
+	if cmd.Timer != nil {
+		b.timer.restoreCheckpoint(*cmd.Timer)
+		if err := b.timer.persist(); err != nil {
+			b.log.Error("persist timer checkpoint", "err", err)
+		}
+	}
+}
+
+// checkpoint is the timer service's progress (its TimerCheckpoint, delivered offsets sorted).
+func (s *timerService) checkpoint() TimerCheckpoint {
+	s.mu.Lock()
+	cp := TimerCheckpoint{LowWater: s.lowWater, Delivered: make([]int64, 0, len(s.delivered))}
+	for off := range s.delivered {
+		cp.Delivered = append(cp.Delivered, off)
+	}
+	s.mu.Unlock()
+	slices.Sort(cp.Delivered)
+	return cp
+}
+
+// restoreCheckpoint takes another master's timer progress (Raft mode; the service is stopped on this
+// node): the next start scans the timer queue again from its low water mark.
+func (s *timerService) restoreCheckpoint(cp TimerCheckpoint) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lowWater, s.scanned, s.pending = cp.LowWater, cp.LowWater, nil
+	s.delivered = make(map[int64]bool, len(cp.Delivered))
+	for _, off := range cp.Delivered {
+		if off >= cp.LowWater {
+			s.delivered[off] = true
+		}
+	}
+}
+
+// equal reports whether two checkpoints (delivered sorted) are the same.
+func (c TimerCheckpoint) equal(o TimerCheckpoint) bool {
+	return c.LowWater == o.LowWater && slices.Equal(c.Delivered, o.Delivered)
 }

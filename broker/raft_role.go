@@ -79,12 +79,14 @@ func (b *Broker) closeRaft() error {
 }
 
 // raftCloseServices stops the leader-only services for good (Close, before the classic shutdown of
-// those services, which then finds them stopped).
+// those services, which then finds them stopped). A master proposes its last offsets and timer
+// progress first, so the node it hands leadership to loses none of them.
 func (b *Broker) raftCloseServices() {
 	if !b.cfg.raftMode() {
 		return
 	}
 	b.stopMasterServices()
+	b.raft.offsets.sync()
 	b.raft.servicesMu.Lock()
 	b.raft.servicesClosed = true
 	b.raft.servicesMu.Unlock()

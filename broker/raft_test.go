@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // raftCluster starts a name server and a three-node Raft group (broker indexes 0..2) and returns it with
@@ -169,17 +171,50 @@ func TestRaftDelayAndStop(t *testing.T) {
 	c, m := raftCluster(t)
 	w := newWire(t, c.Broker(m).Addr())
 	expectCode(t, "send a delayed message", w.send("RaftDelay", 0, []byte("later"), "DELAY\x011\x02"), remoting.Success)
+	expectCode(t, "send a timer message", w.send("RaftTimer", 0, []byte("t1"), "TIMER_DELAY_MS\x011500\x02"), remoting.Success)
 	for i := 0; i < 3; i++ {
 		b := c.Broker(i)
-		cluster.Eventually(t, 20*time.Second, func() bool { return b.Store().MaxOffsetInQueue("RaftDelay", 0) == 1 },
-			"node %d has the delayed message in its real topic", i)
+		cluster.Eventually(t, 20*time.Second, func() bool {
+			return b.Store().MaxOffsetInQueue("RaftDelay", 0) == 1 && b.Store().MaxOffsetInQueue("RaftTimer", 0) == 1
+		}, "node %d has the delayed and the timer message in their real topics", i)
 	}
 	c.StopBroker(m)
 	next := c.RaftMaster("broker-a")
 	if next == m {
 		t.Fatalf("node %d still master after its ordered stop", m)
 	}
-	expectCode(t, "send to the new master", newWire(t, c.Broker(next).Addr()).send("RaftDelay", 0, []byte("now"), ""), remoting.Success)
+	nw := newWire(t, c.Broker(next).Addr())
+	expectCode(t, "send to the new master", nw.send("RaftDelay", 0, []byte("now"), ""), remoting.Success)
+	// The new master's timer resumes from the old one's progress: the second timer message is delivered,
+	// the first (due earlier, delivered before the stop) not again.
+	expectCode(t, "send a timer message to the new master", nw.send("RaftTimer", 0, []byte("t2"), "TIMER_DELAY_MS\x011500\x02"), remoting.Success)
+	st := c.Broker(next).Store()
+	var bodies []string
+	cluster.Eventually(t, 20*time.Second, func() bool {
+		bodies = queueBodies(t, st, "RaftTimer", 0)
+		return slices.Contains(bodies, "t2")
+	}, "the second timer message delivered")
+	if !slices.Equal(bodies, []string{"t1", "t2"}) {
+		t.Fatalf("the timer messages' real topic holds %q after the failover, want [t1 t2] (t1 delivered again?)", bodies)
+	}
+}
+
+// queueBodies reads the bodies of a queue from its start.
+func queueBodies(t *testing.T, st *store.Store, topic string, q int32) []string {
+	t.Helper()
+	var out []string
+	for off := int64(0); off < st.MaxOffsetInQueue(topic, q); off++ {
+		u, err := st.ConsumeQueueUnit(topic, q, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.LookMessageByOffset(u.PhysicalOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(m.Body))
+	}
+	return out
 }
 
 // TestRaftLeadershipTransfer: after a transfer the new leader becomes master and registers as brokerId 0,
