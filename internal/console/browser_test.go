@@ -36,7 +36,7 @@ const (
 	screenshotEnv = "CONSOLE_SCREENSHOTS"
 	// pageTimeout bounds every wait on a page's figures: they come from the cluster, and the pages refresh
 	// themselves every sample interval.
-	pageTimeout = 20 * time.Second
+	pageTimeout = 30 * time.Second
 )
 
 func TestMain(m *testing.M) {
@@ -291,6 +291,7 @@ const lagOnPage = `(() => { const e = document.getElementById('lag-total'); retu
 // hex, a consumer group whose lag is reset from its page and then falls as it consumes, the groups list,
 // the producers, and the throughput plots.
 func TestBrowserConsole(t *testing.T) {
+	t.Parallel() // each has its own cluster and tab; most of their time is waiting on pages
 	c := cluster.Start(t, cluster.Options{})
 	brokerAddr := c.Broker(0).Addr()
 	srv := startConsole(t, c, remoting.Credentials{})
@@ -497,6 +498,7 @@ const aclFile = `accounts:
 // asks for it (401), with a reader's the broker's refusal shows (403), with an admin's the topic is created,
 // updated and deleted.
 func TestBrowserACL(t *testing.T) {
+	t.Parallel() // each has its own cluster and tab; most of their time is waiting on pages
 	aclPath := filepath.Join(t.TempDir(), "plain_acl.yml")
 	if err := os.WriteFile(aclPath, []byte(aclFile), 0o600); err != nil {
 		t.Fatal(err)
@@ -548,6 +550,7 @@ func TestBrowserACL(t *testing.T) {
 // in one term, one leader registered as brokerId 0 (the master) that every node names, and the followers
 // registered as slaves.
 func TestBrowserRaft(t *testing.T) {
+	t.Parallel() // each has its own cluster and tab; most of their time is waiting on pages
 	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
 	c.RaftMaster("broker-a")
 	srv := startConsole(t, c, remoting.Credentials{})
