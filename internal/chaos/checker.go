@@ -405,6 +405,7 @@ func (r *Report) Summary() string {
 	s := fmt.Sprintf("%s %s faults=%d acked=%d/%d lost=%d replica-lost=%d dup=%d bad-dup=%d order=%d offsets-twice=%d phantom=%d unacked-stored=%d not-consumed=%d diverged=%d",
 		verdict, r.mode(), len(r.Faults), r.Acked, r.IDs, len(r.Lost), r.replicaLost(), r.Duplicates, len(r.BadDuplicates),
 		len(r.OrderViolations), len(r.OffsetConflicts), len(r.Phantoms), r.UnackedStored, len(r.NotConsumed), len(r.Diverged))
+	s += " quiet-gap=" + r.QuietMaxGap.Round(time.Millisecond).String()
 	if d, ok := r.maxFailover(); ok {
 		if d < 0 {
 			s += " failover-max=none"

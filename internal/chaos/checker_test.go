@@ -172,7 +172,7 @@ func TestCheckFaultTiming(t *testing.T) {
 	if r.QuietMaxGap != 1000*time.Microsecond {
 		t.Fatalf("quiet gap %v", r.QuietMaxGap)
 	}
-	if d, ok := r.maxFailover(); !ok || d != ft.FirstAck || !strings.Contains(r.Summary(), "failover-max=7ms") {
+	if d, ok := r.maxFailover(); !ok || d != ft.FirstAck || !strings.Contains(r.Summary(), "quiet-gap=1ms failover-max=7ms") {
 		t.Fatalf("failover %v %v, summary %q", d, ok, r.Summary())
 	}
 	if len(r.Failures()) > 0 {
