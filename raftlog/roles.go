@@ -146,18 +146,22 @@ func (n *Node) runBarrier(term uint64) {
 	defer n.wg.Done()
 	f := n.raft.Barrier(0)
 	err := f.Error()
-	if idx, ok := f.(raft.IndexFuture); ok && err == nil {
+	idx, ok := f.(raft.IndexFuture)
+	if ok && err == nil {
 		if p, ok := n.log.Position(idx.Index()); ok {
 			n.cl.AdvanceDispatch(p.End)
 		}
-		// The followers never see the barrier either: an empty metadata command after it
-		// moves their dispatched position over the frames before it (MetaApplier does not
-		// get it). Its fate does not matter.
-		_ = n.raft.Apply([]byte{KindMeta}, 0).Error()
 	}
 	select {
 	case n.roles.barrier <- barrierDone{term: term, err: err}:
 	case <-n.stop:
+		return
+	}
+	if ok && err == nil {
+		// The followers never see the barrier either: an empty metadata command after it
+		// moves their dispatched position over the frames before it (MetaApplier does not
+		// get it). Its fate does not matter.
+		_ = n.raft.Apply([]byte{KindMeta}, 0).Error()
 	}
 }
 
