@@ -16,6 +16,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/rocketraft/rocketraft/broker"
@@ -101,8 +102,37 @@ func newBrowser(t *testing.T, addr string) *browser {
 		t.Fatalf("start Chromium: %v", err)
 	}
 	ctx, cancel := chromedp.NewContext(browserCtx) // a tab of its own, closed by cancel
-	t.Cleanup(cancel)
 	b := &browser{t: t, ctx: ctx, base: "http://" + addr + "/", shots: shots}
+	// Every uncaught JavaScript exception of the tab (a broken page, an unhandled promise rejection) fails
+	// the test at its end.
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		uncaught []string
+	)
+	events := chromedp.Events(ctx, runtime.ExceptionThrown)
+	wg.Go(func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			d := ev.ExceptionDetails
+			msg := fmt.Sprintf("%s (%s:%d:%d)", d.Text, d.URL, d.LineNumber+1, d.ColumnNumber+1)
+			if d.Exception != nil {
+				msg += ": " + d.Exception.Description
+			}
+			mu.Lock()
+			uncaught = append(uncaught, msg)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		for _, e := range uncaught {
+			t.Errorf("uncaught JavaScript exception: %s", e)
+		}
+	})
 	if err := chromedp.Do(ctx, chromedp.Navigate(b.base)); err != nil {
 		t.Fatalf("open a tab on the console: %v", err)
 	}
