@@ -105,6 +105,20 @@ func waitListening(ctx context.Context, p *Process, addr string, timeout time.Du
 	}
 }
 
+// waitWriter polls cl.Writer until it names a node or timeout passes (nil then).
+func waitWriter(ctx context.Context, cl Cluster, timeout time.Duration) *Node {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		if w := cl.Writer(ctx); w != nil {
+			return w
+		}
+		if sleepCtx(ctx, 100*time.Millisecond) != nil {
+			return nil
+		}
+	}
+}
+
 // sleepCtx waits d or until ctx ends (pacing a poll; never a synchronisation).
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -75,7 +75,7 @@ func StartRaftGroup(ctx context.Context, cfg RaftGroupConfig) (_ *RaftGroup, err
 			return nil, err
 		}
 	}
-	if c.waitWriter(ctx, time.Minute) == nil {
+	if waitWriter(ctx, c, time.Minute) == nil {
 		return nil, fmt.Errorf("chaos: no leader of the Raft group registered within a minute (dLegerPeers %s)", c.peers)
 	}
 	return c, nil
@@ -115,20 +115,6 @@ func (c *RaftGroup) Writer(ctx context.Context) *Node {
 	return nil
 }
 
-// waitWriter polls Writer until there is one or timeout passes (nil then).
-func (c *RaftGroup) waitWriter(ctx context.Context, timeout time.Duration) *Node {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		if w := c.Writer(ctx); w != nil {
-			return w
-		}
-		if sleepCtx(ctx, 100*time.Millisecond) != nil {
-			return nil
-		}
-	}
-}
-
 // Elects: a Raft group replaces a lost leader by itself.
 func (c *RaftGroup) Elects() bool { return true }
 
@@ -138,7 +124,7 @@ func (c *RaftGroup) ReplicationLinks(*Node) []*faultnet.Proxy { return nil }
 // WaitCaughtUp waits for a leader, then until every follower's max offset equals the leader's in every
 // queue of topic.
 func (c *RaftGroup) WaitCaughtUp(ctx context.Context, topic string, queues int) error {
-	w := c.waitWriter(ctx, time.Minute)
+	w := waitWriter(ctx, c, time.Minute)
 	if w == nil {
 		return fmt.Errorf("chaos: no leader registered within a minute")
 	}

@@ -420,18 +420,7 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 }
 
 // writer waits up to 30 s for the cluster to name a writer (a Raft group may be electing one).
-func (r *runner) writer(ctx context.Context) *Node {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		if w := r.cl.Writer(ctx); w != nil {
-			return w
-		}
-		if sleepCtx(ctx, 100*time.Millisecond) != nil {
-			return nil
-		}
-	}
-}
+func (r *runner) writer(ctx context.Context) *Node { return waitWriter(ctx, r.cl, 30*time.Second) }
 
 // follower picks one of the nodes that are not the writer.
 func (r *runner) follower(ctx context.Context) *Node {
