@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 )
@@ -81,14 +80,7 @@ func (s *timerService) load() error {
 }
 
 func (s *timerService) persist() error {
-	s.mu.Lock()
-	cp := TimerCheckpoint{LowWater: s.lowWater, Delivered: make([]int64, 0, len(s.delivered))}
-	for off := range s.delivered {
-		cp.Delivered = append(cp.Delivered, off)
-	}
-	s.mu.Unlock()
-	sort.Slice(cp.Delivered, func(i, j int) bool { return cp.Delivered[i] < cp.Delivered[j] })
-	data, err := json.Marshal(cp)
+	data, err := json.Marshal(s.checkpoint()) // checkpoint: raft_offsets.go
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func transferLeadershipCmd() *command {
 		var wait time.Duration = 30 * time.Second
 		f.String(&addr, "b", "brokerAddr", "address of any node of the Raft group", true)
 		f.String(&targetID, "t", "targetSelfId", "dLegerSelfId of the new leader (default: the most up-to-date follower)", false)
-		f.Duration(&wait, "", "wait", "how long to wait for the name servers to route brokerId 0 to the new leader (default 30s)")
+		f.Duration(&wait, "", "wait", "how long to wait for a master to ask, then for the name servers to route brokerId 0 to the new leader (default 30s each)")
 		return func(ctx context.Context, r *runner) (result, error) {
 			ci, err := r.c.clusterInfo(ctx)
 			if err != nil {
@@ -129,7 +129,18 @@ func transferLeadershipCmd() *command {
 			if !ok {
 				return nil, fmt.Errorf("no broker registered at %s", addr)
 			}
+			deadline := time.Now().Add(wait)
 			leader, err := r.raftLeader(ctx, ci.BrokerAddrTable[name])
+			for err != nil && time.Now().Before(deadline) { // an election may be under way
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+				if ci, err = r.c.clusterInfo(ctx); err == nil {
+					leader, err = r.raftLeader(ctx, ci.BrokerAddrTable[name])
+				}
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -138,7 +149,7 @@ func transferLeadershipCmd() *command {
 				return nil, err
 			}
 			res := &transferResult{Group: leader.Group, OldLeader: leader.SelfID + "@" + leader.BrokerAddr}
-			deadline := time.Now().Add(wait)
+			deadline = time.Now().Add(wait)
 			for {
 				ci, err := r.c.clusterInfo(ctx)
 				if err == nil {

@@ -41,10 +41,11 @@ func RaftGroupConfigs(t testing.TB, namesrvAddr, brokerName string, n int) []bro
 		cfg.Raft.EnableDLegerCommitLog = true
 		cfg.Raft.DLegerPeers = strings.Join(peers, ";")
 		cfg.Raft.DLegerSelfId = fmt.Sprintf("n%d", i)
-		// Twice the LAN defaults: three nodes, their clients and other tests share a loaded test machine.
-		cfg.Raft.DLegerHeartbeatTimeoutMs = 1000
-		cfg.Raft.DLegerElectionTimeoutMs = 1000
-		cfg.Raft.DLegerLeaderLeaseTimeoutMs = 500
+		// Four times the LAN defaults: three nodes, their clients and other tests (under -race) share a
+		// loaded test machine, where a 250 ms lease lapses and the leader steps down for nothing.
+		cfg.Raft.DLegerHeartbeatTimeoutMs = 2000
+		cfg.Raft.DLegerElectionTimeoutMs = 2000
+		cfg.Raft.DLegerLeaderLeaseTimeoutMs = 1000
 		out = append(out, cfg)
 	}
 	return out
