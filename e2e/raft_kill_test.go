@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +29,7 @@ const raftKillsEnv = "ROCKETRAFT_RAFT_KILLS"
 // raftChild is one node of a Raft group running as a child process (the mqbroker command).
 type raftChild struct {
 	addr string
+	dir  string // storePathRootDir
 	args []string
 	cmd  *exec.Cmd
 }
@@ -59,9 +62,10 @@ func TestRaftKill9Leader(t *testing.T) {
 	var nodes []*raftChild
 	for i := 0; i < 3; i++ {
 		port := cluster.FreePort(t)
-		n := &raftChild{addr: "127.0.0.1:" + strconv.Itoa(port), args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + group,
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
+		n := &raftChild{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + group,
 			"--brokerIP1=127.0.0.1", "--listenPort=" + strconv.Itoa(port), "--metricsPort=0",
-			"--storePathRootDir=" + filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i)), "--flushDiskType=SYNC_FLUSH",
+			"--storePathRootDir=" + dir, "--flushDiskType=SYNC_FLUSH",
 			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
 			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
 			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
@@ -123,28 +127,83 @@ func TestRaftKill9Leader(t *testing.T) {
 		kills, len(acks), load.failed.Load(), median(routed), slices.Max(routed).Round(time.Millisecond), median(served), slices.Max(served).Round(time.Millisecond))
 	checkRaftHistory(t, acks, got, 120*time.Second)
 	assertSameTail(t, w, nodes, topic)
+	assertSameCommitLog(t, w, nodes)
 }
 
-// assertSameTail checks that every node answers the same max offset for every queue of topic.
+// assertSameCommitLog checks that the nodes' CommitLog files are byte-identical up to the lowest
+// dispatched position (commitLogMaxOffset: committed and applied everywhere).
+func assertSameCommitLog(t *testing.T, w *remoting.Client, nodes []*raftChild) {
+	t.Helper()
+	to := int64(-1)
+	for _, n := range nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		resp, err := w.Invoke(ctx, n.addr, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
+		cancel()
+		if err != nil || resp.Code != int32(remoting.Success) {
+			t.Fatalf("runtime info of %s: %v %v", n.addr, err, resp)
+		}
+		var kv struct {
+			Table map[string]string `json:"table"`
+		}
+		if err := json.Unmarshal(resp.Body, &kv); err != nil {
+			t.Fatal(err)
+		}
+		off, err := strconv.ParseInt(kv.Table["commitLogMaxOffset"], 10, 64)
+		if err != nil {
+			t.Fatalf("commitLogMaxOffset of %s: %v", n.addr, err)
+		}
+		if to < 0 || off < to {
+			to = off
+		}
+	}
+	var sums [][32]byte
+	for _, n := range nodes {
+		h := sha256.New()
+		const fileSize = 4 << 20 // --mappedFileSizeCommitLog
+		for start := int64(0); start < to; start += fileSize {
+			data, err := os.ReadFile(filepath.Join(n.dir, "commitlog", fmt.Sprintf("%020d", start)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Write(data[:min(int64(len(data)), to-start)])
+		}
+		sums = append(sums, [32]byte(h.Sum(nil)))
+	}
+	for i := 1; i < len(sums); i++ {
+		if sums[i] != sums[0] {
+			t.Fatalf("CommitLog of %s differs from %s's over [0, %d): sha256 %x and %x", nodes[i].addr, nodes[0].addr, to, sums[i], sums[0])
+		}
+	}
+	t.Logf("CommitLog files of the three nodes identical over [0, %d) (sha256 %x)", to, sums[0])
+}
+
+// assertSameTail waits until every node answers the same max offset for every queue of topic (a node
+// restarted after its kill may still be catching up).
 func assertSameTail(t *testing.T, w *remoting.Client, nodes []*raftChild, topic string) {
 	t.Helper()
-	for q := 0; q < 4; q++ {
-		var want int64 = -1
-		for _, n := range nodes {
-			var got int64
-			cluster.Eventually(t, 30*time.Second, func() bool {
+	var seen []string
+	cluster.Eventually(t, 60*time.Second, func() bool {
+		seen = seen[:0]
+		same := true
+		for q := 0; q < 4; q++ {
+			var first int64 = -1
+			for _, n := range nodes {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				defer cancel()
 				resp, err := w.Invoke(ctx, n.addr, remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}, nil))
+				cancel()
 				if err != nil || resp.Code != int32(remoting.Success) {
 					return false
 				}
-				got, _ = strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
-				return want < 0 || got == want
-			}, "node %s has queue %d at max offset %d", n.addr, q, want)
-			want = got
+				got, _ := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+				seen = append(seen, fmt.Sprintf("%s q%d=%d", n.addr, q, got))
+				if first >= 0 && got != first {
+					same = false
+				}
+				first = got
+			}
 		}
-	}
+		return same
+	}, "every node at the same max offsets: %v", seen)
 }
 
 func mapValues(m map[int64]string) []string {
