@@ -15,8 +15,8 @@
 # Installs ansible-core from the Debian packages (apt-get, as root or through sudo) when ansible-playbook is
 # missing. Needs bin/ (make build). Checks, and fails with a line that names what differs:
 #   round 1: every message sent is consumed once by a new group; the topic's queues hold exactly the
-#            messages sent, spread over every group (broker name) of the inventory; a slave's CommitLog
-#            catches up with its master's (master-slave);
+#            messages sent, spread over every group (broker name) of the inventory; each slave's CommitLog
+#            catches up with its master's (master-slave), each Raft node applies the leader's commit index (raft);
 #   rolling restart: rolling-restart.yml passes (every node restarted one at a time, each healthy again
 #            before the next; its own checks);
 #   round 2: the group of round 1 receives exactly the new messages (its offsets survived the restarts), a
@@ -175,15 +175,28 @@ wait_slaves() {
   echo "slaves caught up with their masters"
 }
 
+# wait_raft: every node of the Raft group has applied the leader's commit index, within 60 s.
+wait_raft() {
+  local deadline=$((SECONDS + 60)) st behind
+  while :; do
+    st=$(./bin/mqadmin getRaftStatus -n "$ns" -c RaftCluster --json) || fail "mqadmin getRaftStatus failed"
+    behind=$(json '" ".join("%s applied %d of %d;" % (n["selfId"], n["appliedIndex"], c) for c in [max([m["commitIndex"] for m in j["nodes"] if m["master"]] or [-1])] for n in j["nodes"] if n["appliedIndex"] < c or c < 0)' <<<"$st")
+    [[ -n $behind ]] || break
+    ((SECONDS < deadline)) || fail "Raft nodes behind after 60 s: $behind"
+    sleep 1
+  done
+  echo "every Raft node applied the leader's commit index ($(json '" ".join("%s=%s/%d" % (n["selfId"], n["role"], n["appliedIndex"]) for n in j["nodes"])' <<<"$st"))"
+}
+
 echo "deploy-local $mode: $dir, ports $base-$((base + 49)), replication $replication, $messages messages per round, client $client"
-echo "$(machine_line); $(ansible-playbook --version | head -n1)"
+echo "$(machine_line); $(ansible-playbook --version 2>/dev/null | sed -n 1p)"
 start=$SECONDS
 play "$playbook"
 
 produce 1
 consume 1 deploy_check_1 "$messages"
 check_stored "$messages"
-[[ $mode == raft ]] || wait_slaves
+if [[ $mode == raft ]]; then wait_raft; else wait_slaves; fi
 
 play rolling-restart.yml
 
@@ -191,7 +204,7 @@ produce 2
 consume 2 deploy_check_1 "$messages"
 consume 2 deploy_check_2 $((2 * messages))
 check_stored $((2 * messages))
-[[ $mode == raft ]] || wait_slaves
+if [[ $mode == raft ]]; then wait_raft; else wait_slaves; fi
 
 play stop.yml
 stopped=yes
