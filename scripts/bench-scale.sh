@@ -7,10 +7,11 @@
 #             QUEUES queues each, created before the run; each count on a fresh broker, after a 5 s warm-up
 #             run); messages/s and p99 of each as a ratio to the one-topic run
 #   recovery  a CommitLog filled to SMALL_GIB (1), then to BACKLOG_GIB (10) GiB of records; each time the
-#             broker is killed with SIGKILL while a producer sends (after a `sync`, so both kills leave the same
-#             kind of unflushed tail: what the load wrote in KILL_AFTER seconds), restarted, and timed from
-#             the start of the process until it answers a send and a pull of the message sent (brokerprobe);
-#             the broker's own log line says where its recovery scan started and how many bytes it checked
+#             broker is killed with SIGKILL while a producer sends (after dispatch, and the checkpoint, caught
+#             up, so both kills leave the same kind of tail: what the load wrote in KILL_AFTER seconds), restarted,
+#             and timed from the start of the process until it answers a send and a pull of the message sent
+#             (brokerprobe); the broker's own log line says where its recovery scan started and how many bytes
+#             it checked
 #   drain     the same BACKLOG_GIB backlog (topic Backlog) drained by one consumer (mqbench consumer, the
 #             native client, from the first offset, until idle for 5 s) after the page cache was dropped
 #             (sync; echo 3 > /proc/sys/vm/drop_caches; as root), in MB/s of message bodies and of CommitLog
@@ -99,7 +100,7 @@ bport=""
 bpid=""
 # commitlog_bytes: the broker's CommitLog max offset (mqadmin brokerStatus).
 commitlog_bytes() {
-  ./bin/mqadmin brokerStatus -n "$NS" -b "127.0.0.1:$bport" 2>/dev/null | awk '$1=="commitLogMaxOffset"{print $NF}'
+  broker_stat commitLogMaxOffset
 }
 # fill_to GIB: batch sends to topic Backlog until the CommitLog holds GIB GiB (two rounds at most: the first
 # sends what the body sizes suggest, the second the rest at the measured bytes per record).
@@ -117,11 +118,47 @@ fill_to() {
     ((per > 0)) || per=$((SIZE + 200))
   done
 }
+# broker_stat KEY: one figure of the broker's runtime table (mqadmin brokerStatus).
+broker_stat() {
+  ./bin/mqadmin brokerStatus -n "$NS" -b "127.0.0.1:$bport" 2>/dev/null | awk -v k="$1" '$1==k{print $NF}'
+}
+# wait_dispatched: until the broker has dispatched its whole CommitLog (dispatchBehindBytes 0; at most 5 min).
+# The batch fill writes faster than dispatch runs, and the checkpoint's safe point cannot pass dispatch.
+wait_dispatched() {
+  for _ in $(seq 1 1200); do
+    [[ "$(broker_stat dispatchBehindBytes)" == 0 ]] && return
+    sleep 0.25
+  done
+  echo "dispatch still $(broker_stat dispatchBehindBytes) bytes behind after 5 min" >&2
+  return 1
+}
+# checkpoint_offset FIELD_OFFSET: an int64 of the broker's checkpoint file (store/doc.go: 40 is
+# physicFlushedOffset, 48 logicsFlushedOffset; big-endian).
+checkpoint_offset() {
+  od -An -t d8 --endian=big -j "$1" -N 8 "$big/checkpoint" 2>/dev/null | tr -d ' '
+}
+# wait_checkpoint END: until the checkpoint says the CommitLog and the ConsumeQueues are durable up to END
+# (the ConsumeQueue flusher moves it every flushConsumeQueueThoroughInterval, 60 s; at most 3 min).
+wait_checkpoint() {
+  for _ in $(seq 1 720); do
+    local p l
+    p="$(checkpoint_offset 40)"
+    l="$(checkpoint_offset 48)"
+    if [[ -n "$p" && -n "$l" ]] && ((p >= $1 && l >= $1)); then return; fi
+    sleep 0.25
+  done
+  echo "checkpoint not at $1 after 3 min (physicFlushedOffset $(checkpoint_offset 40), logicsFlushedOffset $(checkpoint_offset 48))" >&2
+  return 1
+}
 # kill_restart LABEL: a producer load for KILL_AFTER s, SIGKILL of the broker under it, then a restart timed
-# until it serves. Prints the row.
+# until it serves. Prints the row. Before the load, dispatch catches up with the fill and the checkpoint with
+# dispatch, so both kills leave the same kind of tail: what KILL_AFTER s of the load wrote after the
+# checkpoint (a crash at any other moment leaves at most flushConsumeQueueThoroughInterval of writes more).
 kill_restart() {
   local label="$1" size
+  wait_dispatched
   size="$(commitlog_bytes)"
+  wait_checkpoint "$size"
   sync
   echo "== $label: load, then SIGKILL" >&2
   producer -t Backlog --mode sync --duration "$((KILL_AFTER + 5))s" >"$work/load.json" 2>/dev/null &
