@@ -31,6 +31,8 @@ type allocator struct {
 		sync.Mutex
 		running bool
 		reqs    map[string]*allocRequest
+		// making is the request run is making a file for (nil between files).
+		making *allocRequest
 	}
 }
 
@@ -128,10 +130,11 @@ func (a *allocator) requestLocked(path string, from int64) *allocRequest {
 	return r
 }
 
-// nextPending is the lowest queued request not yet served.
+// nextPending is the lowest queued request not yet served; run makes it next.
 func (a *allocator) nextPending() *allocRequest {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.mu.making = nil
 	var next *allocRequest
 	for _, r := range a.mu.reqs {
 		select {
@@ -143,6 +146,7 @@ func (a *allocator) nextPending() *allocRequest {
 			next = r
 		}
 	}
+	a.mu.making = next
 	return next
 }
 
@@ -188,12 +192,13 @@ func (a *allocator) run(ctx context.Context) {
 }
 
 // discardFrom deletes the files made ahead that start at or after from, and forgets the
-// requests for them: the CommitLog was cut before them, so they would leave a gap in the
-// folder. The CommitLog writer must not be waiting for a file (TruncateCommitLog holds the
-// put lock).
+// requests for them: the CommitLog is being cut before them, so they would leave a gap in the
+// folder. A file still being made is waited for (run deletes it when done), so none is left
+// behind when discardFrom returns. The CommitLog writer must not be waiting for a file
+// (TruncateCommitLog holds the put lock; making a file takes none of the store's locks).
 func (a *allocator) discardFrom(from int64) {
+	var making []*allocRequest
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for path, r := range a.mu.reqs {
 		if r.from < from {
 			continue
@@ -203,9 +208,19 @@ func (a *allocator) discardFrom(from int64) {
 			if r.mf != nil {
 				_ = r.mf.destroy(true)
 			}
-		default: // being made: run deletes it when done
+		default:
+			if r == a.mu.making { // run deletes it when done
+				making = append(making, r)
+			} else { // queued: run will not see it any more
+				r.err = errAllocatorStopped
+				close(r.done)
+			}
 		}
 		delete(a.mu.reqs, path)
+	}
+	a.mu.Unlock()
+	for _, r := range making {
+		<-r.done
 	}
 }
 

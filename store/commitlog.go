@@ -297,13 +297,18 @@ func (c *commitLog) msgIDs(enc []encodedMessage, phy int64) string {
 // in a file being deleted).
 var errNoRecord = fmt.Errorf("store: no record at offset")
 
+// errNotVisibleYet wraps errNoRecord for a record past the read limit: in framed mode its
+// ConsumeQueue unit can be seen before the state machine has raised the limit over the
+// entry holding it; it becomes readable then.
+var errNotVisibleYet = fmt.Errorf("%w (not visible yet)", errNoRecord)
+
 // selectRange returns size bytes at phy from mapped memory with a reference held on the file.
 func (c *commitLog) selectRange(phy int64, size int) ([]byte, *mappedFile, error) {
 	if size <= 0 {
 		return nil, nil, fmt.Errorf("%w %d: size %d", errNoRecord, phy, size)
 	}
 	if limit := c.readLimit.Load(); phy+int64(size) > limit {
-		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the visible end %d", errNoRecord, phy, size, limit)
+		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the visible end %d", errNotVisibleYet, phy, size, limit)
 	}
 	f := c.q.holdAt(phy)
 	if f == nil {

@@ -247,13 +247,20 @@ func (q *mappedFileQueue) truncate(offset int64) error { return q.truncateTo(off
 func (q *mappedFileQueue) truncateTo(offset int64, zeroTail bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var keep []*mappedFile
+	files := q.snapshot()
 	var firstErr error
-	for _, f := range q.snapshot() {
-		switch {
-		case f.from+f.size <= offset:
-			keep = append(keep, f)
-		case offset >= f.from:
+	// The files after the cut go first, the last one first: a crash part way leaves the
+	// folder without a gap (recovery then cuts what is left past the end).
+	n := len(files)
+	for n > 0 && files[n-1].from > offset {
+		if err := files[n-1].destroy(true); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		n--
+	}
+	keep := slices.Clone(files[:n])
+	if n > 0 {
+		if f := keep[n-1]; offset < f.from+f.size {
 			pos := offset - f.from
 			if zeroTail {
 				if err := f.zeroFrom(pos, q.warm); err != nil && firstErr == nil {
@@ -261,11 +268,6 @@ func (q *mappedFileQueue) truncateTo(offset int64, zeroTail bool) error {
 				}
 			}
 			f.setPositions(pos)
-			keep = append(keep, f)
-		default:
-			if err := f.destroy(true); err != nil && firstErr == nil {
-				firstErr = err
-			}
 		}
 	}
 	q.files.Store(&keep)

@@ -185,6 +185,13 @@ func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNu
 			continue
 		}
 		rec, file, err := s.commitLog.selectRange(u.phy, int(u.size))
+		if errors.Is(err, errNotVisibleYet) {
+			// Framed mode: the unit is ahead of its record. Stop before it, never past it: the
+			// read limit is one position, so every later unit of the queue is unreadable too,
+			// and the consumer asks again from here.
+			next = offset + int64(i)
+			break
+		}
 		if err != nil {
 			if r.BufferTotalSize == 0 {
 				r.Status = MessageWasRemoving

@@ -71,6 +71,10 @@ func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 		return false, fmt.Errorf("%w: truncate at %d below the dispatched position %d (committed entries)",
 			ErrOffsetOutOfRange, offset, s.reput.from.Load())
 	}
+	// Files made ahead of the old end would leave a gap after the cut: they go first (the
+	// highest offsets), then truncateTo deletes the later files from the last one, so a crash
+	// at any point leaves the folder without a gap.
+	s.alloc.discardFrom(offset - offset%q.fileSize + q.fileSize)
 	var dropFrom int64
 	var lowest map[queueKey]int64
 	err := withFaultPanics(func() error {
@@ -78,8 +82,6 @@ func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 		lowest = s.droppedQueueOffsets(dropFrom, end)
 		return q.truncateTo(offset, true)
 	})
-	// Files made ahead of the old end would leave a gap after the cut.
-	s.alloc.discardFrom(offset - offset%q.fileSize + q.fileSize)
 	if err != nil {
 		s.markNotWritable(err)
 		return true, fmt.Errorf("%w: truncate %s: %v", ErrNotWritable, cl.describeOffset(offset), err)
