@@ -201,3 +201,20 @@ func (b *Broker) raftRefuseSend() *remoting.Command {
 	return errResponse(remoting.ServiceNotAvailable, "broker %s is not the master of Raft group %s (node %s is %s, leader %q): send to the master",
 		b.addr, b.cfg.raftGroup(), b.cfg.Raft.DLegerSelfId, st.Role, st.LeaderID)
 }
+
+// registrationID is the brokerId a registration carries. In the Raft mode a master first confirms with a
+// quorum that it still leads (raft VerifyLeader): a leader that was paused or cut off can wake up with its
+// role event still queued, and a registration as brokerId 0 from it would replace the real master's
+// address at the name servers until the master's next registration (the chaos suite saw 9.4 s without a
+// routed master after a SIGSTOP). Unconfirmed, it registers with its slave id.
+func (b *Broker) registrationID() int64 {
+	id := b.brokerID()
+	if id != 0 || !b.cfg.raftMode() || b.raft.node == nil || b.raft.node.Raft() == nil {
+		return id
+	}
+	if err := b.raft.node.Raft().VerifyLeader().Error(); err != nil {
+		b.log.Warn("raft: leadership not confirmed by a quorum; registering as a slave", "brokerId", b.raft.slaveID, "err", err)
+		return b.raft.slaveID
+	}
+	return id
+}

@@ -42,7 +42,7 @@ func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
 		"brokerAddr":   b.addr,
 		"clusterName":  b.cfg.BrokerClusterName,
 		"haServerAddr": b.haAddr,
-		"brokerId":     itoa(b.brokerID()),
+		"brokerId":     itoa(b.registrationID()), // raft_role.go
 		"compressed":   "false",
 		"bodyCrc32":    itoa(int64(crc32.ChecksumIEEE(body) & 0x7fffffff)),
 	}
