@@ -28,6 +28,12 @@ type RaftConfig struct {
 	// id-host:port of each node's Raft port. A new group bootstraps from it on first start; restarts
 	// rejoin with the membership in the log.
 	DLegerPeers string `mapstructure:"dLegerPeers"`
+	// DLegerPeersDial, when set, is where this node dials some of its peers, in dLegerPeers' format:
+	// "n1-127.0.0.1:50912;n2-127.0.0.1:50913". Only the ids listed are overridden (the others are
+	// dialed at their dLegerPeers address), and every node still binds its own dLegerPeers address.
+	// Per node, unlike dLegerPeers: for a NAT or a proxy between the nodes (the chaos suite routes
+	// every peer link through a fault-injecting proxy with it; raftlog.NodeOptions.AddressOf).
+	DLegerPeersDial string `mapstructure:"dLegerPeersDial"`
 	// DLegerSelfId is this node's id in dLegerPeers. A follower registers with brokerId = its position
 	// in dLegerPeers + 1 (n0 first: 1), the leader with 0.
 	DLegerSelfId string `mapstructure:"dLegerSelfId"`
@@ -86,6 +92,20 @@ func (c Config) raftNodeConfig() raftlog.Config {
 	return rc
 }
 
+// raftDialOf is raftlog.NodeOptions.AddressOf from dLegerPeersDial (the config validated): nil when
+// the key is empty, else the override of a listed id and "" (its dLegerPeers address) for the others.
+func (c Config) raftDialOf() func(id string) string {
+	if c.Raft.DLegerPeersDial == "" {
+		return nil
+	}
+	dial, _ := raftlog.ParsePeers(c.Raft.DLegerPeersDial)
+	addrs := make(map[string]string, len(dial))
+	for _, p := range dial {
+		addrs[p.ID] = p.Addr
+	}
+	return func(id string) string { return addrs[id] }
+}
+
 // raftSlaveID is the brokerId this node registers with as a follower: its position in dLegerPeers
 // plus one.
 func (c Config) raftSlaveID() int64 {
@@ -137,6 +157,20 @@ func (c Config) validateRaft() error {
 		}
 		if r.PreferredLeaderId != "" && !has(r.PreferredLeaderId) {
 			bad("preferredLeaderId", "%q is not among the ids of dLegerPeers (%s)", r.PreferredLeaderId, r.DLegerPeers)
+		}
+		if r.DLegerPeersDial != "" {
+			dial, err := raftlog.ParsePeers(r.DLegerPeersDial)
+			if err != nil {
+				bad("dLegerPeersDial", "%q: %v (want id-host:port;... of the peers this node dials elsewhere than their dLegerPeers address)", r.DLegerPeersDial, err)
+			}
+			for _, p := range dial {
+				switch {
+				case !has(p.ID):
+					bad("dLegerPeersDial", "%q is not among the ids of dLegerPeers (%s)", p.ID, r.DLegerPeers)
+				case p.ID == r.DLegerSelfId:
+					bad("dLegerPeersDial", "%q is this node (dLegerSelfId): a node does not dial itself, it binds its dLegerPeers address", p.ID)
+				}
+			}
 		}
 		for _, p := range peers {
 			if p.ID != r.DLegerSelfId {

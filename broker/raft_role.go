@@ -43,6 +43,7 @@ func (b *Broker) newRaft() error {
 		Logger:       b.log,
 		Dir:          filepath.Join(cfg.StorePathRootDir, "raft"),
 		Meta:         &raftMeta{b: b},
+		AddressOf:    cfg.raftDialOf(),
 		OnRoleChange: b.raftRoleChanged,
 	})
 	if err != nil {

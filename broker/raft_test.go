@@ -38,6 +38,11 @@ func TestRaftConfigErrorsNameTheKey(t *testing.T) {
 	if err := base().Validate(); err != nil {
 		t.Fatalf("a valid Raft config: %v", err)
 	}
+	withDial := base()
+	withDial.Raft.DLegerPeersDial = "n2-127.0.0.1:50913"
+	if err := withDial.Validate(); err != nil {
+		t.Fatalf("a valid dLegerPeersDial: %v", err)
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(c *broker.Config)
@@ -53,6 +58,9 @@ func TestRaftConfigErrorsNameTheKey(t *testing.T) {
 		{"lease above heartbeat", func(c *broker.Config) { c.Raft.DLegerLeaderLeaseTimeoutMs = 900 }, "dLegerLeaderLeaseTimeoutMs"},
 		{"election below heartbeat", func(c *broker.Config) { c.Raft.DLegerElectionTimeoutMs = 100 }, "dLegerElectionTimeoutMs"},
 		{"raft port is listenPort", func(c *broker.Config) { c.ListenPort = 40911 }, "dLegerPeers"},
+		{"dial not id-host:port", func(c *broker.Config) { c.Raft.DLegerPeersDial = "n1:127.0.0.1" }, "dLegerPeersDial"},
+		{"dial unknown id", func(c *broker.Config) { c.Raft.DLegerPeersDial = "n1-127.0.0.1:1;n9-127.0.0.1:2" }, "dLegerPeersDial"},
+		{"dial self", func(c *broker.Config) { c.Raft.DLegerPeersDial = "n0-127.0.0.1:1" }, "dLegerPeersDial"},
 	} {
 		c := base()
 		tc.edit(&c)
