@@ -63,7 +63,7 @@ producer() {
 # ---- topics: the same load over 1, 100, 1000 topics ------------------------------------------------------------
 if part topics; then
   echo "== topics: $SIZE-byte messages, $THREADS goroutines, sync sends, $DURATION per count, $QUEUES queues per topic, $FLUSH"
-  printf '%-8s %12s %10s %9s %6s %12s %9s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99"
+  printf '%-8s %9s %10s %9s %6s %10s %9s %8s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99" "stop s"
   base_tps=""
   base_p99=""
   for n in $TOPIC_COUNTS; do
@@ -78,7 +78,10 @@ if part topics; then
     setup="$(awk -v a="$t0" -v b="$t1" -v s="$(num "$w" seconds)" 'BEGIN{printf "%.1f", b-a-s}')"
     echo "== topics $n: mqbench producer --topics $n" >&2
     s="$(producer -t Scale --topics "$n" --mode sync --duration "$DURATION" || true)"
+    t0="$(date +%s.%N)"
     stop "$pid"
+    t1="$(date +%s.%N)"
+    stopped="$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')"
     rm -rf "$dir"
     if [[ -z "$s" ]]; then
       echo "$n: no summary (see the errors above)"
@@ -87,10 +90,11 @@ if part topics; then
     tps="$(num "$s" msgs_per_sec)"
     p99="$(num "$s" p99)"
     [[ -n "$base_tps" ]] || { base_tps="$tps"; base_p99="$p99"; }
-    printf '%-8s %12s %10.0f %9.2f %6d %12s %9s\n' "$n" "$setup" "$tps" "$p99" "$(($(num "$s" failed) + $(num "$s" rejected)))" \
-      "$(ratio "$tps" "$base_tps")" "$(ratio "$p99" "$base_p99")"
+    printf '%-8s %9s %10.0f %9.2f %6d %10s %9s %8s\n' "$n" "$setup" "$tps" "$p99" "$(($(num "$s" failed) + $(num "$s" rejected)))" \
+      "$(ratio "$tps" "$base_tps")" "$(ratio "$p99" "$base_p99")" "$stopped"
   done
-  echo "x msgs/s, x p99: each count divided by the first count's run; setup s: topic creation before the warm-up's sending"
+  echo "x msgs/s, x p99: each count divided by the first count's run; setup s: topic creation before the warm-up's sending;"
+  echo "stop s: the broker's shutdown after SIGTERM (SIGKILL after STOP_WAIT, $STOP_WAIT s, said above when it came to that)"
   echo
 fi
 

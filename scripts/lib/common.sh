@@ -16,10 +16,23 @@ start_bg() {
   BG_PIDS+=("$LAST_PID")
 }
 
-# stop PID: SIGTERM and wait (ordered shutdown); nothing when PID is empty or gone.
+# STOP_WAIT: seconds stop waits for a process after SIGTERM before it sends SIGKILL.
+STOP_WAIT="${STOP_WAIT:-120}"
+
+# stop PID: SIGTERM and wait (ordered shutdown), at most STOP_WAIT seconds, then SIGKILL with a line on stderr
+# that says so; nothing when PID is empty or gone.
 stop() {
   if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
     kill -TERM "$1" 2>/dev/null || true
+    local i
+    for ((i = 0; i < STOP_WAIT * 10; i++)); do
+      kill -0 "$1" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$1" 2>/dev/null; then
+      echo "stop: process $1 ($(ps -o args= -p "$1" 2>/dev/null | cut -c1-60)) still running ${STOP_WAIT} s after SIGTERM; SIGKILL" >&2
+      kill -KILL "$1" 2>/dev/null || true
+    fi
     wait "$1" 2>/dev/null || true
   fi
 }
