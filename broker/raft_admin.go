@@ -16,6 +16,7 @@ func (b *Broker) registerRaftAdmin() {
 	b.pools = append(b.pools, pool)
 	b.server.Register(remoting.GetRaftStatus, pool, b.processGetRaftStatus)
 	b.server.Register(remoting.TransferRaftLeadership, pool, b.processTransferRaftLeadership)
+	b.registerRaftMembership(pool) // raft_membership.go
 }
 
 // processGetRaftStatus answers this node's RaftStatus as JSON.

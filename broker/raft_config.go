@@ -37,6 +37,10 @@ type RaftConfig struct {
 	// DLegerSelfId is this node's id in dLegerPeers. A follower registers with brokerId = its position
 	// in dLegerPeers + 1 (n0 first: 1), the leader with 0.
 	DLegerSelfId string `mapstructure:"dLegerSelfId"`
+	// DLegerJoin: this node is being added to a running group (mqadmin addRaftPeer on the leader), so
+	// it must not bootstrap on its first start; it waits for the leader to contact it. Its dLegerPeers
+	// lists the group including itself (the others keep their own list: the membership is in the log).
+	DLegerJoin bool `mapstructure:"dLegerJoin"`
 	// PreferredLeaderId, when set, is the node another leader hands leadership to once it has led for
 	// ten election timeouts and the preferred node answers heartbeats (raftlog.Config.PreferredLeaderID).
 	PreferredLeaderId string `mapstructure:"preferredLeaderId"`
@@ -83,6 +87,7 @@ func (c Config) raftNodeConfig() raftlog.Config {
 	rc := raftlog.DefaultConfig()
 	rc.SelfID = c.Raft.DLegerSelfId
 	rc.Peers, _ = raftlog.ParsePeers(c.Raft.DLegerPeers)
+	rc.Join = c.Raft.DLegerJoin
 	rc.HeartbeatTimeout = ms(c.Raft.DLegerHeartbeatTimeoutMs)
 	rc.ElectionTimeout = ms(c.Raft.DLegerElectionTimeoutMs)
 	rc.LeaderLeaseTimeout = ms(c.Raft.DLegerLeaderLeaseTimeoutMs)

@@ -20,6 +20,9 @@ type RaftStatus struct {
 	LeaderID     string `json:"leaderId"`
 	LeaderAddr   string `json:"leaderAddr"` // the leader's Raft address
 	Failovers    uint64 `json:"failovers"`
+	// Members is the group's latest Raft configuration as this node knows it (raft_membership.go):
+	// dLegerPeers is only the group a new node bootstraps with.
+	Members []RaftMember `json:"members"`
 }
 
 // RaftStatus returns this node's Raft status from state it holds (no wait on the Raft loop); ok is false
@@ -32,7 +35,7 @@ func (b *Broker) RaftStatus() (RaftStatus, bool) {
 	return RaftStatus{Group: b.cfg.raftGroup(), SelfID: b.cfg.Raft.DLegerSelfId, Peers: b.cfg.Raft.DLegerPeers,
 		BrokerAddr: b.addr, BrokerID: b.brokerID(), Role: st.Role, Master: b.raft.master.Load(), Term: st.Term,
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LeaderID: st.LeaderID,
-		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers}, true
+		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers, Members: b.raftMembers()}, true
 }
 
 // raftMetrics is the broker's metrics.RaftSource.

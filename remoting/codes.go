@@ -188,6 +188,14 @@ const (
 	// TransferRaftLeadership asks the Raft leader to hand leadership to ext "targetId" (a dLegerSelfId;
 	// empty: the most up-to-date follower) and answers once Raft did. mqadmin transferLeadership.
 	TransferRaftLeadership RequestCode = 31002 // ours
+	// AddRaftPeer asks the Raft leader to add node ext "peerId" at Raft address ext "peerAddr" (host:port)
+	// as a voter and answers once the new configuration is committed (JSON body: the members).
+	// mqadmin addRaftPeer.
+	AddRaftPeer RequestCode = 31003 // ours
+	// RemoveRaftPeer asks the Raft leader to remove node ext "peerId" from its group and answers once the
+	// new configuration is committed (JSON body: the members). The leader refuses to remove itself.
+	// mqadmin removeRaftPeer.
+	RemoveRaftPeer RequestCode = 31004 // ours
 )
 
 // Response codes.
@@ -384,6 +392,8 @@ var requestCodeNames = map[RequestCode]string{
 	BrokerHeartbeat:                      "BROKER_HEARTBEAT",
 	GetRaftStatus:                        "GET_RAFT_STATUS",
 	TransferRaftLeadership:               "TRANSFER_RAFT_LEADERSHIP",
+	AddRaftPeer:                          "ADD_RAFT_PEER",
+	RemoveRaftPeer:                       "REMOVE_RAFT_PEER",
 	NotifyMinBrokerIDChange:              "NOTIFY_MIN_BROKER_ID_CHANGE",
 	ExchangeBrokerHAInfo:                 "EXCHANGE_BROKER_HA_INFO",
 	GetBrokerHAStatus:                    "GET_BROKER_HA_STATUS",
