@@ -49,7 +49,7 @@ func commands() []*command {
 		consumerProgressCmd(), consumerConnectionCmd(), producerConnectionCmd(),
 		updateSubGroupCmd(), deleteSubGroupCmd(), resetOffsetByTimeCmd(),
 		queryMsgByIdCmd(), queryMsgByKeyCmd(), queryMsgByOffsetCmd(), sendMessageCmd(), consumeMessageCmd(),
-		consoleCmd(), getRaftStatusCmd(), transferLeadershipCmd(),
+		consoleCmd(), getRaftStatusCmd(), transferLeadershipCmd(), addRaftPeerCmd(), removeRaftPeerCmd(),
 	}
 }
 
