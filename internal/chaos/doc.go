@@ -10,8 +10,9 @@
 //	             name server routes as brokerId 0 (the leader); a lost leader is replaced by an election
 //
 // Every broker's client connections and its name server connection go through an internal/faultnet
-// proxy; so does the slave's HA connection to the master (Cluster.ReplicationLinks). A Raft group's peer
-// links do not: dLegerPeers is one list that each node both binds and dials, with no per-node override.
+// proxy; so does the slave's HA connection to the master (Cluster.ReplicationLinks), and every peer link of
+// a Raft group: each node dials each other node through a proxy of its own (dLegerPeersDial), so a
+// follower's replication links are its peer links, both directions.
 //
 // # A run (Run)
 //

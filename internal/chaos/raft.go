@@ -21,14 +21,15 @@ type RaftGroupConfig struct {
 }
 
 // RaftGroup is a running Raft group. The clients' and the name server's links go through proxies as in
-// MasterSlave; the Raft peer links do not: dLegerPeers is one list that every node both dials and binds,
-// and the broker has no key that would let a node dial a peer through another address (what
-// raftlog.NodeOptions.AddressOf does in-process), so the link faults have nothing to act on here and are
-// skipped. Kills and pauses of the leader and of followers work as in MasterSlave; a killed or paused
-// leader is replaced by an election, not by its restart.
+// MasterSlave, and so does every peer link: each node dials each other node through a proxy of its own
+// (ni->nj, given to ni as dLegerPeersDial; the nodes bind dLegerPeers), so a follower's replication links
+// are the proxies it dials through and those the others dial it through, both directions. Kills and
+// pauses of the leader and of followers work as in MasterSlave; a killed or paused leader is replaced by
+// an election, not by its restart.
 type RaftGroup struct {
 	group
 	peers string
+	links map[*Node][]*faultnet.Proxy // the peer-link proxies from and to each node
 }
 
 var _ Cluster = (*RaftGroup)(nil)
@@ -63,9 +64,26 @@ func StartRaftGroup(ctx context.Context, cfg RaftGroupConfig) (_ *RaftGroup, err
 		peers = append(peers, fmt.Sprintf("%s-127.0.0.1:%d", name, port))
 	}
 	c.peers = strings.Join(peers, ";")
-	for _, n := range c.nodes {
+	c.links = map[*Node][]*faultnet.Proxy{}
+	dial := make([][]string, len(c.nodes))
+	for i, from := range c.nodes {
+		for j, to := range c.nodes {
+			if i == j {
+				continue
+			}
+			_, addr, _ := strings.Cut(peers[j], "-")
+			p, err := c.proxy(from.Name+"->"+to.Name, addr)
+			if err != nil {
+				return nil, err
+			}
+			c.links[from] = append(c.links[from], p)
+			c.links[to] = append(c.links[to], p)
+			dial[i] = append(dial[i], to.Name+"-"+p.Addr())
+		}
+	}
+	for i, n := range c.nodes {
 		n.Proc = c.brokerProcess(n, "--enableDLegerCommitLog=true", "--dLegerGroup="+brokerName,
-			"--dLegerPeers="+c.peers, "--dLegerSelfId="+n.Name)
+			"--dLegerPeers="+c.peers, "--dLegerPeersDial="+strings.Join(dial[i], ";"), "--dLegerSelfId="+n.Name)
 		if err := n.Proc.Start(); err != nil { // all before any wait: one node alone elects no leader
 			return nil, err
 		}
@@ -118,8 +136,9 @@ func (c *RaftGroup) Writer(ctx context.Context) *Node {
 // Elects: a Raft group replaces a lost leader by itself.
 func (c *RaftGroup) Elects() bool { return true }
 
-// ReplicationLinks: none can be faulted (see RaftGroup).
-func (c *RaftGroup) ReplicationLinks(*Node) []*faultnet.Proxy { return nil }
+// ReplicationLinks: the proxies of n's peer links, the ones n dials through and the ones the others dial n
+// through (see RaftGroup).
+func (c *RaftGroup) ReplicationLinks(n *Node) []*faultnet.Proxy { return c.links[n] }
 
 // WaitCaughtUp waits for a leader, then until every follower's max offset equals the leader's in every
 // queue of topic.
