@@ -17,7 +17,7 @@ import (
 // dLegerJoin=true is added with addRaftPeer through a follower's address, catches up (CommitLog bytes and
 // ConsumeQueues equal to the others' up to what every node applied; getRaftStatus lists four nodes);
 // removeRaftPeer of an original follower leaves three members, and sends still succeed with the new node
-// counted in the quorum.
+// counted in the quorum; removeRaftPeer of the leader hands leadership over first.
 func TestRaftMembershipCommands(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
 	m := c.RaftMaster("broker-a")
@@ -74,6 +74,22 @@ func TestRaftMembershipCommands(t *testing.T) {
 	})
 	sendN(t, p, "RaftJoin", "after-remove", 20)
 	waitSameReplicas(t, c, []int{m, follower, n3}, "RaftJoin", 2)
+
+	// Removing the leader hands its leadership over first, then asks the new leader.
+	leaderID := c.Broker(m).Config().Raft.DLegerSelfId
+	var removed raftMembershipResult
+	okJSON(t, &removed, "removeRaftPeer", "-n", ns, "-b", c.Broker(m).Addr(), "--id", leaderID, "--timeout", "20s", "--json")
+	if removed.Transferred == "" || len(removed.Members) != 2 || strings.HasPrefix(removed.Leader, leaderID+"@") {
+		t.Fatalf("removeRaftPeer of the leader: %+v", removed)
+	}
+	for _, mb := range removed.Members {
+		if mb.ID == leaderID {
+			t.Fatalf("the old leader %s is still a member: %+v", leaderID, removed.Members)
+		}
+	}
+	if got := c.RaftMaster("broker-a"); got == m {
+		t.Fatalf("node %d still master after its removal", got)
+	}
 }
 
 // waitSameReplicas waits until the nodes applied their leader's commit index as it was on entry and
@@ -144,4 +160,11 @@ func commitLogOf(t *testing.T, c broker.Config, to int64) []byte {
 		off += n
 	}
 	return out
+}
+
+func TestRaftMembershipBadCommandLines(t *testing.T) {
+	failing(t, ExitBadArgs, []string{"option --id", "required"}, "addRaftPeer", "-n", "127.0.0.1:9876", "-b", "127.0.0.1:1", "--peer", "h:1")
+	failing(t, ExitBadArgs, []string{"option --peer", "required"}, "addRaftPeer", "-n", "127.0.0.1:9876", "-b", "127.0.0.1:1", "--id", "n3")
+	failing(t, ExitBadArgs, []string{"option -b (--brokerAddr) is required"}, "removeRaftPeer", "-n", "127.0.0.1:9876", "--id", "n3")
+	contains(t, ok(t, "help", "addRaftPeer"), "--id <arg>", "--peer <arg>", "dLegerJoin=true")
 }
