@@ -26,13 +26,17 @@ func (n need) String() string {
 // lets every authenticated client write traces).
 const traceTopic = "RMQ_SYS_TRACE_TOPIC"
 
-// adminCodes need an admin account (RocketMQ's Permission.ADMIN_CODE).
+// adminCodes need an admin account (RocketMQ's Permission.ADMIN_CODE, plus the Raft operations of ours).
 var adminCodes = map[remoting.RequestCode]bool{
 	remoting.UpdateAndCreateTopic:             true,
 	remoting.UpdateBrokerConfig:               true,
 	remoting.DeleteTopicInBroker:              true,
 	remoting.UpdateAndCreateSubscriptionGroup: true,
 	remoting.DeleteSubscriptionGroup:          true,
+	// Ours: the Raft mode's operations (moving leadership, changing the group's members).
+	remoting.TransferRaftLeadership: true,
+	remoting.AddRaftPeer:            true,
+	remoting.RemoveRaftPeer:         true,
 }
 
 // AdminCode reports whether requests with code need an admin account.

@@ -60,9 +60,6 @@ func (b *Broker) registerRaftMembership(pool *remoting.Pool) {
 
 // processAddRaftPeer adds ext peerId at ext peerAddr (its Raft host:port) as a voter.
 func (b *Broker) processAddRaftPeer(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if resp := b.requireRaftAdmin(conn, req); resp != nil {
-		return resp
-	}
 	id, addr := strings.TrimSpace(req.OptString("peerId", "")), strings.TrimSpace(req.OptString("peerAddr", ""))
 	if id == "" || strings.ContainsAny(id, ";-") {
 		return errResponse(remoting.InvalidParameter, "peerId %q: want a node id (dLegerSelfId) without ';' or '-'", id)
@@ -87,9 +84,6 @@ func (b *Broker) processAddRaftPeer(ctx context.Context, conn *remoting.Conn, re
 
 // processRemoveRaftPeer removes ext peerId from the group. The leader does not remove itself.
 func (b *Broker) processRemoveRaftPeer(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if resp := b.requireRaftAdmin(conn, req); resp != nil {
-		return resp
-	}
 	id := strings.TrimSpace(req.OptString("peerId", ""))
 	if id == "" {
 		return errResponse(remoting.InvalidParameter, "peerId: want the dLegerSelfId of the node to remove")
@@ -141,20 +135,4 @@ func (b *Broker) raftMembershipError(err error, what string) *remoting.Command {
 
 func (b *Broker) raftMembershipAnswer() *remoting.Command {
 	return remoting.NewJSONResponse(raftMembershipResult{Group: b.cfg.raftGroup(), Leader: b.cfg.Raft.DLegerSelfId, Members: b.raftMembers()})
-}
-
-// requireRaftAdmin refuses a membership request that is not from an admin account when ACL is on (nil:
-// allowed). The ACL interceptor already checked the signature; the admin codes of package acl are
-// RocketMQ's, so the request is checked again as an admin code (UPDATE_BROKER_CONFIG: the code is not
-// part of the signed content, and it needs no topic or group permission).
-func (b *Broker) requireRaftAdmin(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.aclCheck == nil {
-		return nil
-	}
-	asAdmin := *req
-	asAdmin.Code = int32(remoting.UpdateBrokerConfig)
-	if err := b.aclCheck.Check(conn.RemoteAddr(), &asAdmin); err != nil {
-		return remoting.NewResponse(remoting.NoPermission, strings.Replace(err.Error(), remoting.UpdateBrokerConfig.String(), remoting.RequestCode(req.Code).String(), 1))
-	}
-	return nil
 }
