@@ -24,9 +24,8 @@ STOP_WAIT="${STOP_WAIT:-120}"
 stop() {
   if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
     kill -TERM "$1" 2>/dev/null || true
-    local i
-    for ((i = 0; i < STOP_WAIT * 10; i++)); do
-      kill -0 "$1" 2>/dev/null || break
+    local deadline=$((SECONDS + STOP_WAIT))
+    while ((SECONDS < deadline)) && kill -0 "$1" 2>/dev/null; do
       sleep 0.1
     done
     if kill -0 "$1" 2>/dev/null; then
