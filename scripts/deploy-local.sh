@@ -63,7 +63,8 @@ port_range_free() {
 base="${PORT_BASE:-}"
 if [[ -z $base ]]; then
   for _ in $(seq 1 50); do
-    base=$((20000 + (RANDOM % 800) * 50))
+    # Below the kernel's ephemeral range (32768 up by default), where outgoing connections take ports.
+    base=$((20000 + (RANDOM % 250) * 50))
     if port_range_free "$base"; then break; fi
     base=""
   done
@@ -81,7 +82,7 @@ play() { # PLAYBOOK: runs it on the local inventory, its output in $dir/PLAYBOOK
   local log="$dir/${1%.yml}.log" start=$SECONDS
   if ! (cd deploy && ANSIBLE_NOCOLOR=1 ansible-playbook -i "$inventory" "$1" "${extra[@]}") >"$log" 2>&1; then
     echo "ansible-playbook $1 failed after $((SECONDS - start))s; the end of $log:" >&2
-    grep -E '^(fatal|failed):|"msg"' "$log" | tail -n 20 >&2
+    grep -E '^(fatal|failed):|"msg"|^ERROR' "$log" | tail -n 20 >&2 || tail -n 20 "$log" >&2
     return 1
   fi
   echo "$1: passed in $((SECONDS - start))s ($(grep -E '^[a-z0-9-]+ +: ok=' "$log" | wc -l) hosts)"
