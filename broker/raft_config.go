@@ -42,7 +42,8 @@ type RaftConfig struct {
 	// lists the group including itself (the others keep their own list: the membership is in the log).
 	DLegerJoin bool `mapstructure:"dLegerJoin"`
 	// PreferredLeaderId, when set, is the node another leader hands leadership to once it has led for
-	// five election timeouts and the preferred node answers heartbeats (retried every ten) (raftlog.Config.PreferredLeaderID).
+	// five election timeouts and the preferred node answers heartbeats, retried every ten
+	// (raftlog.Config.PreferredLeaderID).
 	PreferredLeaderId string `mapstructure:"preferredLeaderId"`
 	// DLegerHeartbeatTimeoutMs: a follower that heard nothing from the leader for [t, 2t) starts an
 	// election (500).
