@@ -192,8 +192,20 @@ func (f *mappedFile) publish(pos int64) {
 
 // appendRaw copies b at the write position (raw replication and ConsumeQueue units). The
 // caller is the file's single writer and has checked the room.
+//
+// A write that starts a page of a file without a write buffer goes in with pwrite: the first
+// store through the mapping into a hole of the sparse file takes a write fault that costs about
+// a millisecond on ext4 (measured: 1.19 ms per new file through the mapping, 44 us with pwrite),
+// which made dispatch to thousands of new ConsumeQueues crawl (one fault per queue, then one
+// per 204 units). The mapping shares the page cache, so readers see the bytes either way.
 func (f *mappedFile) appendRaw(b []byte) {
 	pos := f.wrote.Load()
+	if f.writeBuf == nil && pos%osPageSize == 0 && f.file != nil {
+		if n, err := f.file.WriteAt(b, pos); err == nil && n == len(b) {
+			f.publish(pos + int64(len(b)))
+			return
+		}
+	}
 	copy(f.writeSlice(pos, int64(len(b))), b)
 	f.publish(pos + int64(len(b)))
 }
