@@ -78,28 +78,47 @@ func (c *Cluster) RaftMaster(brokerName string) int {
 	c.t.Helper()
 	master := -1
 	Eventually(c.t, 30*time.Second, func() bool {
-		master = -1
-		for i := 0; i < c.BrokerCount(); i++ {
-			b := c.Broker(i)
-			if b == nil || b.Config().BrokerName != brokerName || !b.IsRaftMaster() {
-				continue
-			}
-			if master >= 0 {
-				return false
-			}
-			master = i
-		}
-		if master < 0 {
-			return false
-		}
-		addr := c.Broker(master).Addr()
-		for _, ns := range c.NamesrvAddrs() {
-			info, err := c.clusterInfo(ns)
-			if err != nil || info.BrokerAddrTable[brokerName].BrokerAddrs["0"] != addr {
-				return false
-			}
-		}
-		return true
+		var ok bool
+		master, ok = c.raftMasterNow(brokerName)
+		return ok
 	}, "one Raft master of %s registered as brokerId 0", brokerName)
 	return master
+}
+
+// WaitRaftMaster waits until node want is the only Raft master of brokerName and every name server
+// routes its brokerId 0 to it: after a leadership transfer, the old master stays master until it has
+// handled its own role event, so RaftMaster could still answer it.
+func (c *Cluster) WaitRaftMaster(brokerName string, want int) {
+	c.t.Helper()
+	Eventually(c.t, 30*time.Second, func() bool {
+		master, ok := c.raftMasterNow(brokerName)
+		return ok && master == want
+	}, "node %d the one Raft master of %s, registered as brokerId 0", want, brokerName)
+}
+
+// raftMasterNow is the one node of brokerName that is Raft master, if there is exactly one and every name
+// server routes brokerId 0 to it.
+func (c *Cluster) raftMasterNow(brokerName string) (int, bool) {
+	master := -1
+	for i := 0; i < c.BrokerCount(); i++ {
+		b := c.Broker(i)
+		if b == nil || b.Config().BrokerName != brokerName || !b.IsRaftMaster() {
+			continue
+		}
+		if master >= 0 {
+			return -1, false
+		}
+		master = i
+	}
+	if master < 0 {
+		return -1, false
+	}
+	addr := c.Broker(master).Addr()
+	for _, ns := range c.NamesrvAddrs() {
+		info, err := c.clusterInfo(ns)
+		if err != nil || info.BrokerAddrTable[brokerName].BrokerAddrs["0"] != addr {
+			return -1, false
+		}
+	}
+	return master, true
 }
