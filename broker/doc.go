@@ -14,8 +14,9 @@
 // mode (enableDLegerCommitLog, instead of the classic roles) is wired in by raft_*.go: its keys
 // (raft_config.go), the raftlog node and the role that follows leadership (raft_role.go), puts through the
 // node's proposer (raft_put.go), topics, groups and offsets as Raft entries (raft_meta.go, raft_offsets.go),
-// pulls cut at the dispatched position (raft_pull.go), status and leadership transfer requests
-// (raft_admin.go, raft_status.go).
+// status and leadership transfer requests (raft_admin.go, raft_status.go), membership requests
+// (raft_membership.go). Pulls need nothing of their own: the store stops a read at a unit whose
+// record the state machine has not made readable yet.
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and
 // the timer topic before they are stored; schedule.go and timer.go deliver them when due; filter.go and

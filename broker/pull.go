@@ -102,12 +102,10 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		maxMsgs = 1
 	}
 	mf := sub.messageFilter()
-	lim := b.raftReadLimit()
 	res, err := b.store.GetMessage(h.group, h.topic, h.queueID, h.queueOffset, maxMsgs, maxPullBytes, mf)
 	if err != nil {
 		return errResponse(remoting.SystemError, "reading %s queue %d at offset %d: %v", h.topic, h.queueID, h.queueOffset, err)
 	}
-	b.raftTrimPull(h.topic, h.queueID, h.queueOffset, lim, res) // raft_pull.go
 	code, remark := pullResponseCode(res.Status, h.queueOffset)
 	resp = remoting.NewResponse(code, remark)
 	resp.SetExt("nextBeginOffset", itoa(res.NextBeginOffset))

@@ -488,18 +488,9 @@ func (s *Store) ResetCommitLog(offset int64) error {
 	if offset < 0 || offset%s.cfg.MappedFileSizeCommitLog != 0 {
 		return fmt.Errorf("%w: reset at %d, not a multiple of mappedFileSizeCommitLog %d", ErrOffsetOutOfRange, offset, s.cfg.MappedFileSizeCommitLog)
 	}
-	s.reput.mu.Lock()
-	defer s.reput.mu.Unlock()
+	defer s.lockWriters()()
 	cl := s.commitLog
-	cl.stager.mu.Lock()
-	defer cl.stager.mu.Unlock()
-	cl.putMu.Lock()
-	defer cl.putMu.Unlock()
 	q := cl.q
-	q.flushMu.Lock()
-	defer q.flushMu.Unlock()
-	q.commitMu.Lock()
-	defer q.commitMu.Unlock()
 	st := cl.takeStageLocked()
 	st.reset()
 	cl.stager.spare = st

@@ -38,19 +38,9 @@ func (s *Store) TruncateCommitLog(offset int64) error {
 
 // truncateCommitLog does TruncateCommitLog under the locks; cut reports that data was dropped.
 func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
-	// Lock order: dispatch, then the stage, the put lock, flush and commit of the files.
-	s.reput.mu.Lock()
-	defer s.reput.mu.Unlock()
+	defer s.lockWriters()()
 	cl := s.commitLog
-	cl.stager.mu.Lock()
-	defer cl.stager.mu.Unlock()
-	cl.putMu.Lock()
-	defer cl.putMu.Unlock()
 	q := cl.q
-	q.flushMu.Lock()
-	defer q.flushMu.Unlock()
-	q.commitMu.Lock()
-	defer q.commitMu.Unlock()
 
 	cl.stager.readAhead = 0
 	if err := cl.writeStage(cl.takeStageLocked()); err != nil {
@@ -187,4 +177,24 @@ func (s *Store) droppedQueueOffsets(from, end int64) map[queueKey]int64 {
 		from = f.from + f.size
 	}
 	return lowest
+}
+
+// lockWriters takes, in the store's lock order (dispatch, the stage, the put lock, flush and
+// commit of the CommitLog files), every lock that writes to or reads ahead of the CommitLog
+// tail, for the operations that move the tail back; the result releases them.
+func (s *Store) lockWriters() (unlock func()) {
+	cl := s.commitLog
+	q := cl.q
+	s.reput.mu.Lock()
+	cl.stager.mu.Lock()
+	cl.putMu.Lock()
+	q.flushMu.Lock()
+	q.commitMu.Lock()
+	return func() {
+		q.commitMu.Unlock()
+		q.flushMu.Unlock()
+		cl.putMu.Unlock()
+		cl.stager.mu.Unlock()
+		s.reput.mu.Unlock()
+	}
 }
