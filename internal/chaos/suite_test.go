@@ -49,12 +49,28 @@ func TestShortSuite(t *testing.T) {
 		t.Skip("starts broker processes")
 	}
 	bin := binaries(t)
+	rep := runShortSuite(t, bin, ModeMasterSlave, "master", "slave")
+	// The suite did what it says: faults ran, writes resumed after the kill, the slave was scanned at it.
+	if len(rep.Faults) != 2 || rep.Acked == 0 || len(rep.ReplicaLost) != 1 || rep.ReplicaLost[0].Before == 0 {
+		t.Fatalf("faults %d, acked %d, kill scans %v", len(rep.Faults), rep.Acked, rep.ReplicaLost)
+	}
+	if d, ok := rep.maxFailover(); !ok || d < 0 {
+		t.Fatalf("no write after the kill of the master")
+	}
+}
+
+// runShortSuite runs a short suite in mode: a kill -9 of the writer and a partition of the replication
+// links, two rounds, under load; it fails the test (with the tail of each named process's log) when the
+// checker finds anything.
+func runShortSuite(t *testing.T, bin, mode string, logs ...string) *Report {
+	t.Helper()
 	s, err := NewSchedule(ScheduleConfig{Seed: 8, Rounds: 2, Kinds: []string{KillWriter, PartitionRepl},
 		MinFor: 2 * time.Second, MaxFor: 3 * time.Second, MinGap: 2 * time.Second, MaxGap: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultRunConfig()
+	cfg.Mode = mode
 	cfg.Bin, cfg.Dir, cfg.Schedule = bin, t.TempDir(), s
 	cfg.FileSize = 4 << 20
 	cfg.Warmup, cfg.Settle = 2*time.Second, 2*time.Second
@@ -68,17 +84,11 @@ func TestShortSuite(t *testing.T) {
 	}
 	t.Log("\n" + rep.String())
 	if f := rep.Failures(); len(f) > 0 {
-		for _, name := range []string{"master", "slave"} {
+		for _, name := range logs {
 			b, _ := os.ReadFile(filepath.Join(cfg.Dir, "logs", name+".log"))
 			t.Logf("%s.log, last 3000 bytes:\n%s", name, b[max(0, len(b)-3000):])
 		}
 		t.Fatalf("FAIL: %v", f)
 	}
-	// The suite did what it says: faults ran, writes resumed after the kill, the slave was scanned at it.
-	if len(rep.Faults) != 2 || rep.Acked == 0 || len(rep.ReplicaLost) != 1 || rep.ReplicaLost[0].Before == 0 {
-		t.Fatalf("faults %d, acked %d, kill scans %v", len(rep.Faults), rep.Acked, rep.ReplicaLost)
-	}
-	if d, ok := rep.maxFailover(); !ok || d < 0 {
-		t.Fatalf("no write after the kill of the master")
-	}
+	return rep
 }
