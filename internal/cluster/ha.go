@@ -45,13 +45,18 @@ func SlaveConfig(t testing.TB, namesrvAddr, brokerName string, id int64) broker.
 // returns its index.
 func (c *Cluster) AddBroker(cfg broker.Config) int {
 	c.t.Helper()
-	c.mu.Lock()
-	c.configs = append(c.configs, cfg)
-	c.brokers = append(c.brokers, nil)
-	i := len(c.brokers) - 1
-	c.mu.Unlock()
+	i := c.addSlot(cfg)
 	c.StartBroker(i)
 	return i
+}
+
+// addSlot adds cfg as a broker slot, not started, and returns its index.
+func (c *Cluster) addSlot(cfg broker.Config) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.configs = append(c.configs, cfg)
+	c.brokers = append(c.brokers, nil)
+	return len(c.brokers) - 1
 }
 
 // BrokerAddrs is brokerName's id -> address table in the first running name server's cluster info.

@@ -30,11 +30,7 @@ func (c *Cluster) RaftJoinConfig(member int, id string) broker.Config {
 // index.
 func (c *Cluster) AddRaftJoiner(cfg broker.Config) int {
 	c.t.Helper()
-	c.mu.Lock()
-	c.configs = append(c.configs, cfg)
-	c.brokers = append(c.brokers, nil)
-	i := len(c.brokers) - 1
-	c.mu.Unlock()
+	i := c.addSlot(cfg)
 	c.startBroker(i)
 	return i
 }
