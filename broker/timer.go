@@ -4,10 +4,13 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // timerService delivers messages with an arbitrary delivery time (TIMER_DELIVER_MS, TIMER_DELAY_SEC,
@@ -162,8 +165,18 @@ func (s *timerService) loop() {
 			}
 			heap.Pop(&s.pending)
 			s.mu.Unlock()
-			if err := s.deliver(e.phy); err != nil {
+			err := s.deliver(e.phy)
+			if errors.Is(err, store.ErrNotFound) {
+				// The record's CommitLog file is gone (expired or cleaned under disk pressure): there is
+				// nothing left to deliver, and retrying it would hold back every message due after it.
+				s.log.Warn("timer message no longer in the CommitLog; skipped", "offset", e.queueOffset, "phyOffset", e.phy)
+				err = nil
+			}
+			if err != nil {
+				// Retried after the backoff, behind what is due before then: one message that cannot be
+				// stored again does not hold back the others (none is delivered early either way).
 				s.log.Error("deliver timer message failed; retrying", "offset", e.queueOffset, "err", err)
+				e.due = max(e.due, time.Now().UnixMilli()+retryBackoff.Milliseconds())
 				s.mu.Lock()
 				heap.Push(&s.pending, e)
 				s.mu.Unlock()
