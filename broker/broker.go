@@ -106,7 +106,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		registerWake: make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		uniqIDs:      newUniqIDGenerator(ip),
-		stats:        newBrokerStats(),
+		stats:        newBrokerStats(cfg.BrokerClusterName),
 	}
 	b.addr = b.storeHost.String()
 	b.delayLevels, _ = parseDelayLevels(cfg.MessageDelayLevel) // validated above
@@ -231,6 +231,8 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.GetAllTopicConfig, admin, b.processGetAllTopicConfig)
 	s.Register(remoting.GetAllSubscriptionGroupConfig, admin, b.processGetAllSubscriptionGroup)
 	s.Register(remoting.GetAllConsumerOffset, admin, b.processGetAllConsumerOffset)
+	s.Register(remoting.ViewBrokerStatsData, admin, b.processViewBrokerStatsData)
+	s.Register(remoting.GetAllProducerInfo, admin, b.processGetAllProducerInfo)
 	s.Register(remoting.GetAllDelayOffset, admin, b.processGetAllDelayOffset)
 	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.processUpdateSubscriptionGroup)
 	s.Register(remoting.DeleteSubscriptionGroup, admin, b.processDeleteSubscriptionGroup)

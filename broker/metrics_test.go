@@ -159,7 +159,7 @@ func TestStoreSeriesAndTopicCounters(t *testing.T) {
 	}
 	putN(t, b.store, topic, 0, 5)
 	b.stats.recordPut(topic, 5, 500)
-	b.stats.recordGet(topic, 2, 200)
+	b.stats.recordGet(topic, "G", 2, 200)
 	if err := b.store.Flush(); err != nil {
 		t.Fatal(err)
 	}

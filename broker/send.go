@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -153,7 +154,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	}
 	bornHost := addrPortOf(conn.RemoteAddr())
 	batch := remoting.RequestCode(req.Code) == remoting.SendBatchMessage
+	start := time.Now()
 	done := func(res store.PutResult, err error) {
+		if err == nil {
+			b.admin.putTimes.recordPut(time.Since(start))
+		}
 		if err := conn.Reply(req, b.sendResponse(h, qid, res, err)); err != nil {
 			b.log.Debug("send reply", "client", conn.RemoteAddr(), "err", err)
 		}
