@@ -247,7 +247,14 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 	resp.SetExt("queueOffset", itoa(res.QueueOffset))
 	resp.SetExt("MSG_REGION", "DefaultRegion")
 	resp.SetExt("TRACE_ON", "true")
-	b.stats.recordPut(h.topic, res.Count, res.WroteBytes)
+	typ := messageTypeOf(h.properties)
+	b.stats.recordPut(h.topic, typ, res.Count, res.WroteBytes)
+	switch {
+	case typ == messageTransaction:
+		b.stats.recordHalf(h.topic)
+	case typ == messageDelay && !hasProperty(h.properties, store.PropertyDelayLevel):
+		b.stats.timerIn.Get(h.topic).Add(int64(res.Count)) // parked in the timer (put.go)
+	}
 	return resp
 }
 

@@ -45,3 +45,6 @@ func diskSpace(path string) (DiskSpace, error) {
 	}
 	return d, nil
 }
+
+// RootDisk is the space of the partition holding storePathRootDir.
+func (s *Store) RootDisk() (DiskSpace, error) { return diskSpace(s.cfg.StorePathRootDir) }
