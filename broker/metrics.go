@@ -14,7 +14,10 @@ import (
 // come with classic replication (b.ha, built in New); the Raft mode adds its own with registerRaft. With
 // metricsPort=0 it is empty and every method does nothing; only brokerStats' per-topic counters still run.
 type brokerMetrics struct {
-	reg    *prometheus.Registry // nil when metricsPort is 0
+	reg *prometheus.Registry // nil when metricsPort is 0
+	// rmq registers into reg with the labels RocketMQ 5 puts on every broker series (cluster, node_type,
+	// node_id); nil when metricsPort is 0.
+	rmq    prometheus.Registerer
 	server *metrics.Server
 }
 
@@ -32,7 +35,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 	rmq.MustRegister(b.metricsCollector(), b.rmq5Collector())
 	b.server.SetReplyObserver(b.stats.observeReply)
 	addr := net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.MetricsPort))
-	return &brokerMetrics{reg: reg, server: metrics.NewServer(addr, reg, b.log.With("component", "metrics"))}
+	return &brokerMetrics{reg: reg, rmq: rmq, server: metrics.NewServer(addr, reg, b.log.With("component", "metrics"))}
 }
 
 // start binds metricsPort; the error of a port already taken names the key.
@@ -41,11 +44,11 @@ func (m *brokerMetrics) start() error { return m.server.Start() }
 // close stops the endpoint and waits for the scrapes in flight: after it no collector reads the store.
 func (m *brokerMetrics) close() error { return m.server.Close() }
 
-// registerRaft adds the rocketmq_raft_* series. The Raft mode calls it once its node exists; only that
-// mode does, so the series are absent otherwise.
+// registerRaft adds the rocketmq_raft_* series, with the broker's cluster, node_type and node_id labels. The
+// Raft mode calls it once its node exists; only that mode does, so the series are absent otherwise.
 func (m *brokerMetrics) registerRaft(src metrics.RaftSource) {
-	if m.reg != nil {
-		m.reg.MustRegister(metrics.NewRaftCollector(src))
+	if m.rmq != nil {
+		m.rmq.MustRegister(metrics.NewRaftCollector(src))
 	}
 }
 

@@ -290,7 +290,8 @@ type fixedRaft struct{ st metrics.RaftStatus }
 func (f fixedRaft) RaftStatus() metrics.RaftStatus { return f.st }
 
 func TestRaftSeriesOnlyWhenRegistered(t *testing.T) {
-	m := &brokerMetrics{reg: prometheus.NewRegistry()}
+	reg := prometheus.NewRegistry()
+	m := &brokerMetrics{reg: reg, rmq: prometheus.WrapRegistererWith(prometheus.Labels{"cluster": "C"}, reg)}
 	if gather(t, m.reg).Count("rocketmq_raft_term") != 0 {
 		t.Fatal("Raft series before the mode registered them")
 	}
@@ -299,7 +300,7 @@ func TestRaftSeriesOnlyWhenRegistered(t *testing.T) {
 	if v, _ := f.Value("rocketmq_raft_term"); v != 7 {
 		t.Errorf("term %v", v)
 	}
-	if v, _ := f.Value("rocketmq_raft_role", "role", "candidate"); v != 1 {
+	if v, _ := f.Value("rocketmq_raft_role", "role", "candidate", "cluster", "C"); v != 1 {
 		t.Errorf("role candidate %v", v)
 	}
 	(&brokerMetrics{}).registerRaft(fixedRaft{}) // metricsPort=0: nothing to register with, no panic

@@ -196,7 +196,12 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 			return errResponse(remoting.SystemError, "park the half message: %v", err)
 		}
 	}
-	b.putAsync(m, done)
+	b.putAsync(m, func(res store.PutResult, err error) {
+		if err == nil && m.Topic == TopicTimer { // prepare parked it in the timer (put.go)
+			b.stats.timerIn.Get(h.topic).Add(1)
+		}
+		done(res, err)
+	})
 	return nil
 }
 
@@ -249,11 +254,8 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 	resp.SetExt("TRACE_ON", "true")
 	typ := messageTypeOf(h.properties)
 	b.stats.recordPut(h.topic, typ, res.Count, res.WroteBytes)
-	switch {
-	case typ == messageTransaction:
+	if typ == messageTransaction {
 		b.stats.recordHalf(h.topic)
-	case typ == messageDelay && !hasProperty(h.properties, store.PropertyDelayLevel):
-		b.stats.timerIn.Get(h.topic).Add(int64(res.Count)) // parked in the timer (put.go)
 	}
 	return resp
 }
