@@ -5,8 +5,24 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
+
+// timedCreate wraps a topic or subscription group creation handler to record how long it took and whether
+// it succeeded (rocketmq_topic_create_execution_time, rocketmq_consumer_group_create_execution_time).
+func (b *Broker) timedCreate(table *metrics.PerKey[createKey, valueHistogram], topic bool, h remoting.HandlerFunc) remoting.HandlerFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		start := time.Now()
+		resp := h(ctx, conn, req)
+		k := createKey{ok: resp != nil && resp.Code == int32(remoting.Success)}
+		if topic {
+			k.system = isSystemTopic(req.OptString("topic", ""), b.cfg.BrokerClusterName)
+		}
+		table.Get(k).observe(createTimeBounds, time.Since(start).Milliseconds())
+		return resp
+	}
+}
 
 // processViewBrokerStatsData is VIEW_BROKER_STATS_DATA (315; mqadmin statsAll, rocketmq-exporter): one stats
 // item of the broker's BrokerStatsManager over the last minute, hour and day. The header names the item:

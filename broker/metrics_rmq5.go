@@ -126,7 +126,23 @@ var (
 		"Timer messages stored but not yet loaded by the timer.")
 	timingMessagesDesc = metrics.Desc("rocketmq_timing_messages",
 		"Timer messages loaded and waiting for their delivery time.")
+	timerEnqueueLatencyDesc = metrics.Desc(otelPromName("rocketmq_timer_enqueue_latency", "milliseconds", false),
+		"Age of the oldest timer message stored but not yet loaded by the timer; 0 when none waits.")
+	delayLatencyDesc = metrics.Desc(otelPromName("rocketmq_delay_message_latency", "seconds", false),
+		"How far after its birth a timer message is set to be delivered, in seconds.", labelTopic)
+	topicCreateDesc = metrics.Desc(otelPromName("rocketmq_topic_create_execution_time", "milliseconds", false),
+		"Time to create or update a topic (UPDATE_AND_CREATE_TOPIC), by outcome.", "invocation_status", labelIsSystem)
+	groupCreateDesc = metrics.Desc(otelPromName("rocketmq_consumer_group_create_execution_time", "milliseconds", false),
+		"Time to create or update a subscription group, by outcome.", "invocation_status")
 )
+
+// invocationStatus is RocketMQ's invocation_status value.
+func invocationStatus(ok bool) string {
+	if ok {
+		return "success"
+	}
+	return "failure"
+}
 
 // storeLabels are the store series' fixed labels (DefaultStoreMetricsManager's).
 var storeLabels = []string{"local", "disk"}
@@ -146,6 +162,14 @@ func (b *Broker) rmq5Collector() prometheus.Collector {
 		for _, p := range b.pools {
 			ch <- metrics.Gauge(processorWatermarkDesc, float64(p.Queued()), processorName(p.Name()))
 		}
+		b.stats.topicCreate.Range(func(k createKey, h *valueHistogram) bool {
+			ch <- valueHistogramMetric(topicCreateDesc, createTimeBounds, h, invocationStatus(k.ok), strconv.FormatBool(k.system))
+			return true
+		})
+		b.stats.groupCreate.Range(func(k createKey, h *valueHistogram) bool {
+			ch <- valueHistogramMetric(groupCreateDesc, createTimeBounds, h, invocationStatus(k.ok))
+			return true
+		})
 		b.stats.dlq.Range(func(k groupTopic, n *atomicInt64) bool {
 			ch <- metrics.Counter(sendToDLQDesc, float64(n.Load()), k.group, k.topic,
 				strconv.FormatBool(isSystem(k.topic, k.group, b.cfg.BrokerClusterName)))
@@ -155,7 +179,8 @@ func (b *Broker) rmq5Collector() prometheus.Collector {
 		consumerConnectionsDesc, sendToDLQDesc, topicNumberDesc, consumerGroupNumberDesc, brokerPermissionDesc,
 		processorWatermarkDesc, rpcLatencyDesc, storageSizeDesc, flushBehindDesc, dispatchBehindDesc, reserveTimeDesc,
 		halfMessagesDesc, commitMessagesDesc, rollbackMessagesDesc, finishLatencyDesc, timerEnqueueDesc,
-		timerDequeueDesc, timerDequeueLagDesc, timerDequeueLatencyDesc, timerEnqueueLagDesc, timingMessagesDesc)
+		timerDequeueDesc, timerDequeueLagDesc, timerDequeueLatencyDesc, timerEnqueueLagDesc, timingMessagesDesc,
+		timerEnqueueLatencyDesc, delayLatencyDesc, topicCreateDesc, groupCreateDesc)
 }
 
 // processorName is RocketMQ's processor label of one of our pools.
@@ -351,10 +376,20 @@ func (b *Broker) collectTimer(ch chan<- prometheus.Metric) {
 			return true
 		})
 	}
+	b.stats.timerSet.Range(func(topic string, h *valueHistogram) bool {
+		ch <- valueHistogramMetric(delayLatencyDesc, delayLatencyBounds, h, topic)
+		return true
+	})
 	if b.timer == nil {
 		return
 	}
-	st := b.timer.status(time.Now())
+	now := time.Now()
+	st := b.timer.status(now)
+	var enqueueLatency float64
+	if st.unloaded > 0 {
+		enqueueLatency = age(now, b.storeTime(TopicTimer, 0, st.scanned))
+	}
+	ch <- metrics.Gauge(timerEnqueueLatencyDesc, enqueueLatency)
 	ch <- metrics.Gauge(timerDequeueLagDesc, float64(st.due))
 	ch <- metrics.Gauge(timerDequeueLatencyDesc, float64(st.lateMillis))
 	ch <- metrics.Gauge(timerEnqueueLagDesc, float64(st.unloaded))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -199,6 +200,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	b.putAsync(m, func(res store.PutResult, err error) {
 		if err == nil && m.Topic == TopicTimer { // prepare parked it in the timer (put.go)
 			b.stats.timerIn.Get(h.topic).Add(1)
+			if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
+				b.stats.timerSet.Get(h.topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
+			}
 		}
 		done(res, err)
 	})
@@ -337,4 +341,10 @@ func addrPortOf(s string) netip.AddrPort {
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	return ap
+}
+
+// timerOut is the TIMER_OUT_MS property prepare put on a message it parked in the timer.
+func timerOut(props string) string {
+	v, _ := propValue(props, propTimerOutMs)
+	return v
 }

@@ -37,9 +37,25 @@ type brokerStats struct {
 	commits   metrics.PerKey[string, atomic.Int64]
 	rollbacks metrics.PerKey[string, atomic.Int64]
 	finish    metrics.PerKey[string, valueHistogram]
-	// Timer messages by real topic: parked in the timer, and delivered from it.
+	// Timer messages by real topic: parked in the timer, and delivered from it; and how far ahead of their
+	// birth they were set to be delivered, in seconds (rocketmq_delay_message_latency).
 	timerIn, timerOut metrics.PerKey[string, atomic.Int64]
+	timerSet          metrics.PerKey[string, valueHistogram]
+	// Topic and subscription group creation times in milliseconds, by outcome (and is_system for topics).
+	topicCreate, groupCreate metrics.PerKey[createKey, valueHistogram]
 }
+
+// createKey labels a creation time: invocation_status (success, failure) and, for topics, is_system.
+type createKey struct {
+	ok, system bool
+}
+
+// createTimeBounds are the creation time histograms' buckets in milliseconds.
+var createTimeBounds = []float64{10, 100, 1000, 3000, 5000}
+
+// delayLatencyBounds are rocketmq_delay_message_latency's buckets in seconds: 1 min, 10 min, 1 h, 12 h, 1 day,
+// 3 days.
+var delayLatencyBounds = []float64{60, 600, 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600}
 
 // topicType keys the counters of stored messages.
 type topicType struct{ topic, messageType string }

@@ -209,6 +209,7 @@ func (s *timerService) deliver(phy int64) error {
 type timerStatus struct {
 	due, unloaded, waiting int64
 	lateMillis             int64
+	scanned                int64 // the next timer queue offset to load
 }
 
 // status reads the backlog at now. Safe from any goroutine.
@@ -216,7 +217,7 @@ func (s *timerService) status(now time.Time) timerStatus {
 	max := s.b.store.MaxOffsetInQueue(TopicTimer, 0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := timerStatus{unloaded: max - s.scanned}
+	st := timerStatus{unloaded: max - s.scanned, scanned: s.scanned}
 	ms := now.UnixMilli()
 	for _, e := range s.pending {
 		if e.due <= ms {

@@ -22,6 +22,7 @@ import (
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // dashboardFiles are the Grafana dashboards deploy/ ships.
@@ -260,6 +261,14 @@ func classicMetricsAfterTraffic(t *testing.T) []metrics.Families {
 	})
 	const topic, group = "DashTopic", "DashGroup"
 	createTopic(t, c, topic, 2)
+	// A subscription group created by an admin tool (mqadmin updateSubGroup), for the creation time panel.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	resp, err := newWireClient(t).Invoke(ctx, c.Broker(0).Addr(), remoting.NewRequest(remoting.UpdateAndCreateSubscriptionGroup,
+		nil, []byte(`{"groupName":"DashAdminGroup","consumeEnable":true,"retryQueueNums":1,"retryMaxTimes":16}`)))
+	cancel()
+	if err != nil || resp.Code != int32(remoting.Success) {
+		t.Fatalf("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: %v %v", err, resp)
+	}
 	p := newProducer(t, c)
 	sendN(t, p, topic, "dash", 10)
 
@@ -268,7 +277,7 @@ func classicMetricsAfterTraffic(t *testing.T) []metrics.Families {
 	var failed atomic.Bool
 	pc := newPushConsumer(t, c, group, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 		consumer.WithMaxReconsumeTimes(0))
-	err := pc.Subscribe(topic, consumer.MessageSelector{}, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	err = pc.Subscribe(topic, consumer.MessageSelector{}, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		if string(msgs[0].Body) == "dash-0" && failed.CompareAndSwap(false, true) {
 			return consumer.ConsumeRetryLater, nil
 		}
