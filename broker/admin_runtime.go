@@ -18,6 +18,9 @@ type adminState struct {
 	configMu sync.Mutex             // serialises UPDATE_BROKER_CONFIG
 	tps      tpsSampler
 	rates    consumeRates
+	putTimes putTimes
+	// dispatchMax is the most CommitLog bytes seen waiting for dispatch at a sample (dispatchMaxBuffer).
+	dispatchMax atomic.Int64
 }
 
 // consumeRateEvery is how often the committed offsets are summed for the consume rates (every tenth sample).
@@ -33,6 +36,11 @@ func (b *Broker) sampleAdminStats() {
 	if b.admin.tps.samples()%consumeRateEvery == 1 {
 		b.admin.rates.sample(now, b.offsets.progress())
 	}
+	b.admin.putTimes.sample(now)
+	if st.DispatchBehindBytes > b.admin.dispatchMax.Load() {
+		b.admin.dispatchMax.Store(st.DispatchBehindBytes) // only this goroutine stores
+	}
+	b.stats.items.sample(now, func(topic string) bool { return b.topics.get(topic) != nil })
 }
 
 // tpsCounters are the monotonic counters the sampler differentiates.
@@ -192,6 +200,7 @@ func (b *Broker) addAdminRuntimeInfo(m map[string]string, st store.Stats) {
 	m["putMessageEntireTimeMax"] = itoa(st.PutLatency.Max.Milliseconds())
 	m["remainHowManyDataToFlush"] = humanBytes(st.FlushLagBytes)
 	m["runtime"] = runtimeText(time.Since(b.stats.boot))
+	b.addExporterRuntimeInfo(m, st)
 }
 
 // runtimeText is RocketMQ's "[ 0 days, 1 hours, 2 minutes, 3 seconds ]".

@@ -106,7 +106,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		registerWake: make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		uniqIDs:      newUniqIDGenerator(ip),
-		stats:        newBrokerStats(),
+		stats:        newBrokerStats(cfg.BrokerClusterName),
 	}
 	b.addr = b.storeHost.String()
 	b.delayLevels, _ = parseDelayLevels(cfg.MessageDelayLevel) // validated above
@@ -226,13 +226,15 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.GetEarliestMsgStoreTime, consumer, b.processGetEarliestMsgStoreTime)
 	s.Register(remoting.LockBatchMQ, consumer, b.processLockBatchMQ)
 	s.Register(remoting.UnlockBatchMQ, consumer, b.processUnlockBatchMQ)
-	s.Register(remoting.UpdateAndCreateTopic, admin, b.processUpdateAndCreateTopic)
+	s.Register(remoting.UpdateAndCreateTopic, admin, b.timedCreate(&b.stats.topicCreate, true, b.processUpdateAndCreateTopic))
 	s.Register(remoting.DeleteTopicInBroker, admin, b.processDeleteTopic)
 	s.Register(remoting.GetAllTopicConfig, admin, b.processGetAllTopicConfig)
 	s.Register(remoting.GetAllSubscriptionGroupConfig, admin, b.processGetAllSubscriptionGroup)
 	s.Register(remoting.GetAllConsumerOffset, admin, b.processGetAllConsumerOffset)
+	s.Register(remoting.ViewBrokerStatsData, admin, b.processViewBrokerStatsData)
+	s.Register(remoting.GetAllProducerInfo, admin, b.processGetAllProducerInfo)
 	s.Register(remoting.GetAllDelayOffset, admin, b.processGetAllDelayOffset)
-	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.processUpdateSubscriptionGroup)
+	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.timedCreate(&b.stats.groupCreate, false, b.processUpdateSubscriptionGroup))
 	s.Register(remoting.DeleteSubscriptionGroup, admin, b.processDeleteSubscriptionGroup)
 	s.Register(remoting.GetBrokerConfig, admin, b.processGetBrokerConfig)
 	s.Register(remoting.GetBrokerRuntimeInfo, admin, b.processGetBrokerRuntimeInfo)

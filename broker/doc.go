@@ -22,6 +22,13 @@
 // the timer topic before they are stored; schedule.go and timer.go deliver them when due; filter.go and
 // sql_cache.go pick the store filter (tag hashes or SQL92 from filter/) of a subscription.
 //
+// Monitoring: stats.go counts what passes (per topic, group and message type, request latencies through the
+// remoting server's reply observer), stats_items.go keeps RocketMQ's BrokerStatsManager items behind
+// VIEW_BROKER_STATS_DATA, admin_runtime*.go the GET_BROKER_RUNTIME_INFO table rocketmq-exporter parses, and
+// admin_exporter.go answers 315 and 328. metrics.go serves Prometheus: RocketMQ 5's series under the names
+// its OpenTelemetry exporter gives them (metrics_rmq5.go, metrics_lag.go) beside our own (metrics.go,
+// metrics_ha.go, the Raft series).
+//
 // Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, query,
 // admin, client, consumer), so a slow disk never delays heartbeats. A send is answered from the store's
 // completion callback and a pull that finds nothing is parked in the pull-hold service; neither keeps a

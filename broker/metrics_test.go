@@ -125,17 +125,17 @@ func TestConsumerLagSeriesAreBounded(t *testing.T) {
 	b.offsets.commit("G2", topic, 1, 1)
 
 	f := scrapeBroker(t, b)
-	if v, _ := f.Value("rocketmq_consumer_lag_messages", "group", "G1", "topic", topic); v != 10 {
+	if v, _ := f.Value("rocketmq_consumer_lag_messages", "consumer_group", "G1", "topic", topic); v != 10 {
 		t.Errorf("G1 lag %v, want 1+2+3+4", v)
 	}
-	if v, _ := f.Value("rocketmq_consumer_lag_messages", "group", "G2", "topic", topic); v != 1 {
+	if v, _ := f.Value("rocketmq_consumer_lag_messages", "consumer_group", "G2", "topic", topic); v != 1 {
 		t.Errorf("G2 lag %v, want 0+1", v)
 	}
 	if n := f.Count("rocketmq_consumer_queue_lag_messages"); n != 3 {
 		t.Errorf("%d per-queue series, want the limit 3", n)
 	}
 	for q, want := range []float64{1, 2, 3} {
-		if v, ok := f.Value("rocketmq_consumer_queue_lag_messages", "group", "G1", "queue_id", strconv.Itoa(q)); !ok || v != want {
+		if v, ok := f.Value("rocketmq_consumer_queue_lag_messages", "consumer_group", "G1", "queue_id", strconv.Itoa(q)); !ok || v != want {
 			t.Errorf("G1 queue %d lag %v, %v; want %v", q, v, ok, want)
 		}
 	}
@@ -144,7 +144,7 @@ func TestConsumerLagSeriesAreBounded(t *testing.T) {
 	}
 	// The group consumes: its lag falls.
 	b.offsets.commit("G1", topic, 3, 4)
-	if v, _ := scrapeBroker(t, b).Value("rocketmq_consumer_lag_messages", "group", "G1", "topic", topic); v != 6 {
+	if v, _ := scrapeBroker(t, b).Value("rocketmq_consumer_lag_messages", "consumer_group", "G1", "topic", topic); v != 6 {
 		t.Errorf("G1 lag after committing queue 3: %v, want 6", v)
 	}
 }
@@ -158,8 +158,8 @@ func TestStoreSeriesAndTopicCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	putN(t, b.store, topic, 0, 5)
-	b.stats.recordPut(topic, 5, 500)
-	b.stats.recordGet(topic, 2, 200)
+	b.stats.recordPut(topic, messageNormal, 5, 500)
+	b.stats.recordGet(topic, "G", 0, 2, 200, 2)
 	if err := b.store.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +168,8 @@ func TestStoreSeriesAndTopicCounters(t *testing.T) {
 		name string
 		want float64
 	}{
-		{"rocketmq_messages_in_total", 5}, {"rocketmq_throughput_in_bytes_total", 500},
-		{"rocketmq_messages_out_total", 2}, {"rocketmq_throughput_out_bytes_total", 200},
+		{"rocketmq_messages_in_total", 5}, {"rocketmq_throughput_in_total", 500},
+		{"rocketmq_messages_out_total", 2}, {"rocketmq_throughput_out_total", 200},
 	} {
 		if v, ok := f.Value(c.name, "topic", topic); !ok || v != c.want {
 			t.Errorf("%s{topic=%s} = %v, %v; want %v", c.name, topic, v, ok, c.want)
@@ -184,7 +184,8 @@ func TestStoreSeriesAndTopicCounters(t *testing.T) {
 	if v, ok := f.Value("rocketmq_storage_writable"); !ok || v != 1 {
 		t.Errorf("rocketmq_storage_writable %v, %v", v, ok)
 	}
-	if v, ok := f.Value("rocketmq_broker_info", "broker", "broker-m", "role", RoleAsyncMaster); !ok || v != 1 {
+	if v, ok := f.Value("rocketmq_broker_info", "broker", "broker-m", "role", RoleAsyncMaster, "cluster", "DefaultCluster",
+		"node_type", "broker", "node_id", "broker-m"); !ok || v != 1 {
 		t.Errorf("rocketmq_broker_info %v, %v", v, ok)
 	}
 	for _, name := range []string{"rocketmq_storage_flush_behind_bytes", "rocketmq_storage_dispatch_behind_bytes",
@@ -289,7 +290,8 @@ type fixedRaft struct{ st metrics.RaftStatus }
 func (f fixedRaft) RaftStatus() metrics.RaftStatus { return f.st }
 
 func TestRaftSeriesOnlyWhenRegistered(t *testing.T) {
-	m := &brokerMetrics{reg: prometheus.NewRegistry()}
+	reg := prometheus.NewRegistry()
+	m := &brokerMetrics{reg: reg, rmq: prometheus.WrapRegistererWith(prometheus.Labels{"cluster": "C"}, reg)}
 	if gather(t, m.reg).Count("rocketmq_raft_term") != 0 {
 		t.Fatal("Raft series before the mode registered them")
 	}
@@ -298,7 +300,7 @@ func TestRaftSeriesOnlyWhenRegistered(t *testing.T) {
 	if v, _ := f.Value("rocketmq_raft_term"); v != 7 {
 		t.Errorf("term %v", v)
 	}
-	if v, _ := f.Value("rocketmq_raft_role", "role", "candidate"); v != 1 {
+	if v, _ := f.Value("rocketmq_raft_role", "role", "candidate", "cluster", "C"); v != 1 {
 		t.Errorf("role candidate %v", v)
 	}
 	(&brokerMetrics{}).registerRaft(fixedRaft{}) // metricsPort=0: nothing to register with, no panic

@@ -102,7 +102,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		maxMsgs = 1
 	}
 	mf := sub.messageFilter()
+	readStart := time.Now()
 	res, err := b.store.GetMessage(h.group, h.topic, h.queueID, h.queueOffset, maxMsgs, maxPullBytes, mf)
+	b.admin.putTimes.recordGet(time.Since(readStart))
 	if err != nil {
 		return errResponse(remoting.SystemError, "reading %s queue %d at offset %d: %v", h.topic, h.queueID, h.queueOffset, err)
 	}
@@ -115,7 +117,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if code == remoting.Success {
 		resp.BodyParts = res.Records
 		resp.Release = res.Release
-		b.stats.recordGet(h.topic, res.MessageCount, res.BufferTotalSize)
+		b.stats.recordGet(h.topic, h.group, h.queueID, res.MessageCount, res.BufferTotalSize, res.NextBeginOffset)
 	} else {
 		res.Release()
 	}
@@ -128,6 +130,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 			hold = ms(b.cfg.ShortPollingTimeMills)
 		}
 		if hold > 0 {
+			req.MarkSuspended()
 			b.pullHold.hold(&heldPull{conn: conn, req: req, topic: h.topic, queueID: h.queueID,
 				offset: h.queueOffset, filter: mf, deadline: time.Now().Add(hold)})
 			return nil

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -153,7 +155,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	}
 	bornHost := addrPortOf(conn.RemoteAddr())
 	batch := remoting.RequestCode(req.Code) == remoting.SendBatchMessage
+	start := time.Now()
 	done := func(res store.PutResult, err error) {
+		if err == nil {
+			b.admin.putTimes.recordPut(time.Since(start))
+		}
 		if err := conn.Reply(req, b.sendResponse(h, qid, res, err)); err != nil {
 			b.log.Debug("send reply", "client", conn.RemoteAddr(), "err", err)
 		}
@@ -191,7 +197,15 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 			return errResponse(remoting.SystemError, "park the half message: %v", err)
 		}
 	}
-	b.putAsync(m, done)
+	b.putAsync(m, func(res store.PutResult, err error) {
+		if err == nil && m.Topic == TopicTimer { // prepare parked it in the timer (put.go)
+			b.stats.timerIn.Get(h.topic).Add(1)
+			if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
+				b.stats.timerSet.Get(h.topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
+			}
+		}
+		done(res, err)
+	})
 	return nil
 }
 
@@ -242,7 +256,11 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 	resp.SetExt("queueOffset", itoa(res.QueueOffset))
 	resp.SetExt("MSG_REGION", "DefaultRegion")
 	resp.SetExt("TRACE_ON", "true")
-	b.stats.recordPut(h.topic, res.Count, res.WroteBytes)
+	typ := messageTypeOf(h.properties)
+	b.stats.recordPut(h.topic, typ, res.Count, res.WroteBytes)
+	if typ == messageTransaction {
+		b.stats.recordHalf(h.topic)
+	}
 	return resp
 }
 
@@ -323,4 +341,10 @@ func addrPortOf(s string) netip.AddrPort {
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	return ap
+}
+
+// timerOut is the TIMER_OUT_MS property prepare put on a message it parked in the timer.
+func timerOut(props string) string {
+	v, _ := propValue(props, propTimerOutMs)
+	return v
 }

@@ -108,6 +108,11 @@ func (b *Broker) retryOrDLQ(group string, sg *SubscriptionGroupConfig, orig *sto
 			p[store.PropertyDelayLevel] = strconv.Itoa(int(delayLevel))
 		}
 	})
+	firstTopic := orig.Topic
+	if t, ok := propValue(orig.Properties, store.PropertyRetryTopic); ok {
+		firstTopic = t
+	}
+	b.stats.recordSendBack(firstTopic, group, dlq)
 	if dlq {
 		b.log.Info("message moved to the dead letter queue", "group", group, "topic", topic, "reconsumeTimes", reconsumeTimes, "max", maxTimes)
 	}

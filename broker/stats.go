@@ -1,44 +1,224 @@
 package broker
 
 import (
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
 )
 
-// brokerStats counts what passes through the processors: the totals behind the admin TPS figures and, per
-// topic, the counters of the metrics endpoint (metrics.go).
+// brokerStats counts what passes through the processors: the totals behind the admin TPS figures, the
+// counters of RocketMQ 5's metrics (metrics_rmq5.go), and RocketMQ's stats items that VIEW_BROKER_STATS_DATA
+// answers (stats_items.go). Every counter is one lock-free map read and a few atomic adds on its path;
+// entries of deleted topics are dropped at the next scrape or sample.
 type brokerStats struct {
 	boot     time.Time
+	cluster  string // the key of the BROKER_PUT_NUMS and BROKER_GET_NUMS items
 	putCount atomic.Int64
 	putBytes atomic.Int64
 	getCount atomic.Int64
 	getBytes atomic.Int64
-	// topics: one lock-free map read and two atomic adds per put or get answer; entries of deleted
-	// topics are dropped at the next scrape.
-	topics metrics.PerKey[string, topicStats]
+
+	in    metrics.PerKey[topicType, inStats]   // stored, by topic and message type
+	out   metrics.PerKey[groupTopic, outStats] // handed to consumers, by group and topic
+	items statsTable
+	// dlq counts the messages moved to a dead letter queue, by group and original topic.
+	dlq metrics.PerKey[groupTopic, atomic.Int64]
+	// pulled is each queue's pull offset: the next offset after what was handed to a group (RocketMQ's
+	// pullOffsetTable), behind the inflight and ready figures.
+	pulled metrics.PerKey[groupQueue, atomic.Int64]
+	rpc    metrics.PerKey[rpcKey, rpcHistogram]
+	// Transactions by real topic: half messages stored, commits and rollbacks, and the time from a half
+	// message's birth to its end, in seconds as RocketMQ records it.
+	half      metrics.PerKey[string, atomic.Int64]
+	commits   metrics.PerKey[string, atomic.Int64]
+	rollbacks metrics.PerKey[string, atomic.Int64]
+	finish    metrics.PerKey[string, valueHistogram]
+	// Timer messages by real topic: parked in the timer, and delivered from it; and how far ahead of their
+	// birth they were set to be delivered, in seconds (rocketmq_delay_message_latency).
+	timerIn, timerOut metrics.PerKey[string, atomic.Int64]
+	timerSet          metrics.PerKey[string, valueHistogram]
+	// Topic and subscription group creation times in milliseconds, by outcome (and is_system for topics).
+	topicCreate, groupCreate metrics.PerKey[createKey, valueHistogram]
 }
 
-// topicStats are one topic's message and byte counters (bytes of the stored records).
-type topicStats struct {
-	inMsgs, inBytes, outMsgs, outBytes atomic.Int64
+// createKey labels a creation time: invocation_status (success, failure) and, for topics, is_system.
+type createKey struct {
+	ok, system bool
 }
 
-func newBrokerStats() *brokerStats { return &brokerStats{boot: time.Now()} }
+// createTimeBounds are the creation time histograms' buckets in milliseconds.
+var createTimeBounds = []float64{10, 100, 1000, 3000, 5000}
 
-func (s *brokerStats) recordPut(topic string, n, bytes int) {
+// delayLatencyBounds are rocketmq_delay_message_latency's buckets in seconds: 1 min, 10 min, 1 h, 12 h, 1 day,
+// 3 days.
+var delayLatencyBounds = []float64{60, 600, 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600}
+
+// topicType keys the counters of stored messages.
+type topicType struct{ topic, messageType string }
+
+// groupTopic keys the per group and topic counters.
+type groupTopic struct{ group, topic string }
+
+// groupQueue names a group's queue.
+type groupQueue struct {
+	group, topic string
+	queueID      int32
+}
+
+// inStats are the stored messages of one topic and type: count, record bytes, and the message size
+// histogram (rocketmq_message_size).
+type inStats struct {
+	msgs, bytes atomic.Int64
+	size        valueHistogram
+}
+
+type outStats struct{ msgs, bytes atomic.Int64 }
+
+// valueHistogram counts values into fixed buckets (the bounds are the caller's; at most 10 of them).
+type valueHistogram struct {
+	counts [11]atomic.Int64
+	sum    atomic.Int64
+}
+
+func (h *valueHistogram) observe(bounds []float64, v int64) {
+	i := 0
+	for i < len(bounds) && float64(v) > bounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(v)
+}
+
+func newBrokerStats(cluster string) *brokerStats {
+	return &brokerStats{boot: time.Now(), cluster: cluster}
+}
+
+// messageSizeBounds are rocketmq_message_size's buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
+var messageSizeBounds = []float64{1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20}
+
+// The message types of RocketMQ 5's message_type label.
+const (
+	messageNormal      = "normal"
+	messageFIFO        = "fifo"
+	messageDelay       = "delay"
+	messageTransaction = "transaction"
+)
+
+// messageTypeOf is RocketMQ's TopicMessageType of a send: transaction when prepared, fifo with a sharding
+// key, delay with any delivery-time property, else normal.
+func messageTypeOf(props string) string {
+	if v, _ := propValue(props, store.PropertyTransactionPrepared); v == "true" {
+		return messageTransaction
+	}
+	if hasProperty(props, store.PropertyShardingKey) {
+		return messageFIFO
+	}
+	for _, k := range []string{store.PropertyDelayLevel, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs, propStartDeliverTime} {
+		if hasProperty(props, k) {
+			return messageDelay
+		}
+	}
+	return messageNormal
+}
+
+// isRetryOrDLQ reports the topics RocketMQ 5 leaves out of its in and out counters.
+func isRetryOrDLQ(topic string) bool {
+	return strings.HasPrefix(topic, RetryGroupPrefix) || strings.HasPrefix(topic, DLQGroupPrefix)
+}
+
+// recordPut counts one stored put of n messages (a batch is one put) of one message type.
+func (s *brokerStats) recordPut(topic, messageType string, n, bytes int) {
 	s.putCount.Add(int64(n))
 	s.putBytes.Add(int64(bytes))
-	t := s.topics.Get(topic)
-	t.inMsgs.Add(int64(n))
-	t.inBytes.Add(int64(bytes))
+	if !isRetryOrDLQ(topic) && n > 0 {
+		t := s.in.Get(topicType{topic, messageType})
+		t.msgs.Add(int64(n))
+		t.bytes.Add(int64(bytes))
+		t.size.observe(messageSizeBounds, int64(bytes/n)) // RocketMQ: the put's bytes per message
+	}
+	s.items.add(statsTopicPutNums, topic, int64(n), 1)
+	s.items.add(statsTopicPutSize, topic, int64(bytes), 1)
+	s.items.add(statsBrokerPutNums, s.cluster, int64(n), 0)
 }
 
-func (s *brokerStats) recordGet(topic string, n, bytes int) {
+// recordGet counts one pull answer of n messages of queue to group, which continues at next.
+func (s *brokerStats) recordGet(topic, group string, queueID int32, n, bytes int, next int64) {
 	s.getCount.Add(int64(n))
 	s.getBytes.Add(int64(bytes))
-	t := s.topics.Get(topic)
-	t.outMsgs.Add(int64(n))
-	t.outBytes.Add(int64(bytes))
+	if !isRetryOrDLQ(topic) {
+		o := s.out.Get(groupTopic{group, topic})
+		o.msgs.Add(int64(n))
+		o.bytes.Add(int64(bytes))
+	}
+	s.pulled.Get(groupQueue{group, topic, queueID}).Store(next)
+	key := statsItemKey(topic, group)
+	s.items.add(statsGroupGetNums, key, int64(n), 1)
+	s.items.add(statsGroupGetSize, key, int64(bytes), 1)
+	s.items.add(statsBrokerGetNums, s.cluster, int64(n), 0)
 }
+
+// pullOffset is the group's pull offset on a queue, -1 when it never pulled messages there.
+func (s *brokerStats) pullOffset(group, topic string, queueID int32) int64 {
+	if p, ok := s.pulled.Lookup(groupQueue{group, topic, queueID}); ok {
+		return p.Load()
+	}
+	return -1
+}
+
+// recordSendBack counts one message group sent back for a retry or, with dlq, to its dead letter queue;
+// topic is the topic it was first sent to.
+func (s *brokerStats) recordSendBack(topic, group string, dlq bool) {
+	s.items.add(statsSendBackNums, statsItemKey(topic, group), 1, 1)
+	if dlq {
+		s.dlq.Get(groupTopic{group, topic}).Add(1)
+	}
+}
+
+// finishLatencyBounds are rocketmq_finish_message_latency's buckets, in seconds: 5 s, 1 min, 10 min, 1 h,
+// 12 h, 24 h.
+var finishLatencyBounds = []float64{5, 60, 600, 3600, 12 * 3600, 24 * 3600}
+
+// recordHalf counts a half message stored for topic.
+func (s *brokerStats) recordHalf(topic string) { s.half.Get(topic).Add(1) }
+
+// recordEnd counts the end of a transaction of topic whose half message was born at born.
+func (s *brokerStats) recordEnd(topic string, commit bool, born time.Time) {
+	if h := s.half.Get(topic); h.Add(-1) < 0 {
+		h.Store(0) // a half message of before a restart: not counted, so not uncounted
+	}
+	if commit {
+		s.commits.Get(topic).Add(1)
+		s.finish.Get(topic).observe(finishLatencyBounds, int64(time.Since(born).Seconds()))
+	} else {
+		s.rollbacks.Get(topic).Add(1)
+	}
+}
+
+// rpcKey labels one rocketmq_rpc_latency series; the codes are named at scrape time.
+type rpcKey struct {
+	request, response int32
+	longPolling       bool
+	result            remoting.ReplyResult
+}
+
+// rpcLatencyBounds are rocketmq_rpc_latency's buckets in milliseconds.
+var rpcLatencyBounds = []float64{1, 3, 5, 7, 10, 100, 1000, 2000, 3000}
+
+type rpcHistogram struct{ valueHistogram }
+
+// observeReply is the remoting server's reply observer: the time from reading a request to queueing its
+// answer, in whole milliseconds as RocketMQ records it.
+func (s *brokerStats) observeReply(req *remoting.Command, respCode int32, result remoting.ReplyResult) {
+	at := req.Received()
+	if at.IsZero() {
+		return
+	}
+	s.rpc.Get(rpcKey{req.Code, respCode, req.Suspended(), result}).observe(rpcLatencyBounds, time.Since(at).Milliseconds())
+}
+
+// atomicInt64 names atomic.Int64 where a generic type argument needs it.
+type atomicInt64 = atomic.Int64

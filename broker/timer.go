@@ -211,6 +211,42 @@ func (s *timerService) deliver(phy int64) error {
 	real := restoreReal(m, propTimerOutMs, propTimerDeliverMs, propTimerDelayMs, propTimerDelaySec, propStartDeliverTime)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = s.b.put(ctx, real)
+	if _, err = s.b.put(ctx, real); err == nil {
+		s.b.stats.timerOut.Get(real.Topic).Add(1)
+	}
 	return err
+}
+
+// timerStatus is the timer's backlog for the metrics: messages due but not delivered and how late the most
+// overdue one is, units stored but not yet loaded, and loaded messages waiting for their time.
+type timerStatus struct {
+	due, unloaded, waiting int64
+	lateMillis             int64
+	scanned                int64 // the next timer queue offset to load
+}
+
+// status reads the backlog at now. Safe from any goroutine.
+func (s *timerService) status(now time.Time) timerStatus {
+	max := s.b.store.MaxOffsetInQueue(TopicTimer, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := timerStatus{unloaded: max - s.scanned, scanned: s.scanned}
+	ms := now.UnixMilli()
+	for _, e := range s.pending {
+		if e.due <= ms {
+			st.due++
+			st.lateMillis = maxInt64(st.lateMillis, ms-e.due)
+		} else {
+			st.waiting++
+		}
+	}
+	st.unloaded = maxInt64(st.unloaded, 0)
+	return st
+}
+
+func maxInt64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }

@@ -93,10 +93,13 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 	if resp := checkHalf(half, h); resp != nil {
 		return resp
 	}
+	realTopic, _ := propValue(half.Properties, store.PropertyRealTopic)
+	born := time.UnixMilli(half.BornTimestamp)
 	if tran == store.SysFlagTransactionRollback {
 		if err := b.writeOp(ctx, half.QueueOffset); err != nil {
 			return errResponse(remoting.SystemError, "record the rollback: %v", err)
 		}
+		b.stats.recordEnd(realTopic, false, born)
 		return remoting.NewResponse(remoting.Success, "")
 	}
 	final := restoreReal(half, store.PropertyRealTopic, store.PropertyRealQueueID, store.PropertyTransactionPrepared)
@@ -106,8 +109,11 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 		resp := remoting.NewResponse(remoting.Success, "")
 		if err != nil {
 			resp = putErrorResponse(err, final.Topic)
-		} else if err := b.writeOp(context.Background(), half.QueueOffset); err != nil {
-			b.log.Error("committed transaction message stored but its op record failed; it may be checked again", "err", err)
+		} else {
+			b.stats.recordEnd(final.Topic, true, born)
+			if err := b.writeOp(context.Background(), half.QueueOffset); err != nil {
+				b.log.Error("committed transaction message stored but its op record failed; it may be checked again", "err", err)
+			}
 		}
 		if err := conn.Reply(req, resp); err != nil {
 			b.log.Debug("end transaction reply", "client", conn.RemoteAddr(), "err", err)

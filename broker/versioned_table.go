@@ -122,3 +122,10 @@ func runEvery(stop <-chan struct{}, wg *sync.WaitGroup, interval time.Duration, 
 		}
 	}()
 }
+
+// size is the number of entries.
+func (t *versionedTable[T]) size() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.table)
+}

@@ -53,7 +53,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		return v
 	}
 	lag := func() float64 {
-		v, _ := scrapeAt(t, brokerPort).Value("rocketmq_consumer_lag_messages", "group", group, "topic", topic)
+		v, _ := scrapeAt(t, brokerPort).Value("rocketmq_consumer_lag_messages", "consumer_group", group, "topic", topic)
 		return v
 	}
 
@@ -64,9 +64,9 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if v := value(f, "rocketmq_messages_in_total", "topic", topic); v != 20 {
 		t.Fatalf("rocketmq_messages_in_total{topic=%s} = %v after 20 sends", topic, v)
 	}
-	bytes20 := value(f, "rocketmq_throughput_in_bytes_total", "topic", topic)
+	bytes20 := value(f, "rocketmq_throughput_in_total", "topic", topic)
 	if bytes20 < 20*float64(len("first-0")) {
-		t.Fatalf("rocketmq_throughput_in_bytes_total = %v for 20 messages", bytes20)
+		t.Fatalf("rocketmq_throughput_in_total = %v for 20 messages", bytes20)
 	}
 	if v := value(f, "rocketmq_storage_put_latency_seconds"); v < 20 {
 		t.Fatalf("the put latency histogram counts %v puts, want at least 20", v)
@@ -88,8 +88,8 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	seen := ""
 	cluster.Eventually(t, 30*time.Second, func() bool {
 		f := scrapeAt(t, brokerPort)
-		v, ok := f.Value("rocketmq_consumer_lag_messages", "group", group, "topic", topic)
-		n := f.Count("rocketmq_consumer_queue_lag_messages", "group", group, "topic", topic)
+		v, ok := f.Value("rocketmq_consumer_lag_messages", "consumer_group", group, "topic", topic)
+		n := f.Count("rocketmq_consumer_queue_lag_messages", "consumer_group", group, "topic", topic)
 		if now := fmt.Sprintf("lag %v (%v) on %d queues", v, ok, n); now != seen {
 			t.Log(now)
 			seen = now
@@ -114,15 +114,15 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if v := value(f, "rocketmq_messages_in_total", "topic", topic); v != 50 {
 		t.Fatalf("rocketmq_messages_in_total = %v after 50 sends", v)
 	}
-	if v := value(f, "rocketmq_throughput_in_bytes_total", "topic", topic); v <= bytes20 {
-		t.Fatalf("rocketmq_throughput_in_bytes_total did not move: %v", v)
+	if v := value(f, "rocketmq_throughput_in_total", "topic", topic); v <= bytes20 {
+		t.Fatalf("rocketmq_throughput_in_total did not move: %v", v)
 	}
 	// Dispatch to the ConsumeQueues follows the acknowledgement by a moment: the lag reaches 30 and stays.
 	cluster.Eventually(t, 10*time.Second, func() bool {
-		v, _ := scrapeAt(t, brokerPort).Value("rocketmq_consumer_lag_messages", "group", group, "topic", topic)
+		v, _ := scrapeAt(t, brokerPort).Value("rocketmq_consumer_lag_messages", "consumer_group", group, "topic", topic)
 		return v == 30
 	}, "lag 30 with 30 messages unconsumed")
-	if v := scrapeAt(t, brokerPort).Sum("rocketmq_consumer_queue_lag_messages", "group", group, "topic", topic); v != 30 {
+	if v := scrapeAt(t, brokerPort).Sum("rocketmq_consumer_queue_lag_messages", "consumer_group", group, "topic", topic); v != 30 {
 		t.Fatalf("per-queue lags add up to %v, want 30", v)
 	}
 
@@ -144,7 +144,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if in, out := value(f, "rocketmq_messages_in_total", "topic", topic), value(f, "rocketmq_messages_out_total", "topic", topic); out != in {
 		t.Fatalf("rocketmq_messages_out_total = %v, rocketmq_messages_in_total = %v: everything was consumed once", out, in)
 	}
-	if value(f, "rocketmq_throughput_out_bytes_total", "topic", topic) < value(f, "rocketmq_throughput_in_bytes_total", "topic", topic) {
+	if value(f, "rocketmq_throughput_out_total", "topic", topic) < value(f, "rocketmq_throughput_in_total", "topic", topic) {
 		t.Fatal("fewer bytes out than in although everything was consumed")
 	}
 	cluster.Eventually(t, 10*time.Second, func() bool {

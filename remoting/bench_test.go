@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // benchServer starts an echo server for SEND_MESSAGE with logs discarded.
@@ -57,4 +61,77 @@ func BenchmarkInvokeParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkInvokeParallelObserved is BenchmarkInvokeParallel with a reply observer that does what the
+// broker's does (a map lookup and atomic adds per reply): compare the two in one run for its cost.
+func BenchmarkInvokeParallelObserved(b *testing.B) {
+	s, cl := benchServer(b)
+	var counts sync.Map // code -> *[2]atomic.Int64
+	s.SetReplyObserver(func(req *Command, code int32, _ ReplyResult) {
+		v, ok := counts.Load(code)
+		if !ok {
+			v, _ = counts.LoadOrStore(code, new([2]atomic.Int64))
+		}
+		c := v.(*[2]atomic.Int64)
+		c[0].Add(1)
+		c[1].Add(time.Since(req.Received()).Milliseconds())
+	})
+	body := bytes.Repeat([]byte("m"), 1024)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	addr, ext := s.Addr().String(), sendLikeRequest().ExtFields
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := cl.Invoke(context.Background(), addr, NewRequest(SendMessage, ext, body)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkPoolSubmit: tasks submitted from many goroutines to a pool of 4 workers (the enqueue-time
+// bookkeeping behind HeadWait included); BenchmarkChanSubmit is the same traffic on a bare channel, the
+// baseline to compare with in one run.
+func BenchmarkPoolSubmit(b *testing.B) {
+	p := NewPool("bench", 4, 1<<16)
+	defer p.Close()
+	var done sync.WaitGroup
+	task := func() { done.Done() }
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			done.Add(1)
+			for !p.Submit(task) {
+				runtime.Gosched()
+			}
+		}
+	})
+	done.Wait()
+}
+
+func BenchmarkChanSubmit(b *testing.B) {
+	tasks := make(chan func(), 1<<16)
+	var workers sync.WaitGroup
+	for range 4 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for t := range tasks {
+				t()
+			}
+		}()
+	}
+	var done sync.WaitGroup
+	task := func() { done.Done() }
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			done.Add(1)
+			tasks <- task
+		}
+	})
+	done.Wait()
+	close(tasks)
+	workers.Wait()
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Flag bits of Command.Flag (RemotingCommand.RPC_TYPE / RPC_ONEWAY). Wire format: never change.
@@ -52,6 +53,26 @@ type Command struct {
 	// SerializeType is the header encoding: SerializeJSON or SerializeRocketMQ. A response is encoded in its
 	// request's type.
 	SerializeType byte
+
+	// received is when a server read this request (unix nanoseconds; 0 for commands built here), and
+	// suspended whether its handler held it for a long poll: both for the reply observer's figures.
+	received  int64
+	suspended bool
+}
+
+// MarkSuspended records that the request was held for a long poll before its answer (RocketMQ's
+// is_long_polling). Call it from the goroutine that owns the request.
+func (c *Command) MarkSuspended() { c.suspended = true }
+
+// Suspended reports whether MarkSuspended was called.
+func (c *Command) Suspended() bool { return c.suspended }
+
+// Received is when a server read this request, the zero time for a command not read by a server.
+func (c *Command) Received() time.Time {
+	if c.received == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, c.received)
 }
 
 // NewRequest returns a request with a fresh opaque, language GO and CurrentVersion. ext may be nil.

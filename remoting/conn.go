@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,8 @@ type connConfig struct {
 	writeTimeout    time.Duration // <= 0: none
 	maxQueuedFrames int
 	readBufferSize  int
+	// replies is the server's reply observer (nil pointer on the client side).
+	replies *atomic.Pointer[ReplyObserver]
 }
 
 // Thresholds of the writer. A Body up to inlineBodyMax bytes is copied into the batch buffer next to its
@@ -202,6 +205,9 @@ func (c *Conn) readLoop() {
 			c.deliver(cmd)
 			continue
 		}
+		if c.cfg.replies != nil {
+			cmd.received = time.Now().UnixNano()
+		}
 		c.dispatch(c, cmd)
 	}
 }
@@ -337,15 +343,48 @@ func (c *Conn) SendOneway(cmd *Command) error {
 // flag. A oneway request gets no response (resp is released and dropped). Reply may be called from any
 // goroutine, also long after the handler returned.
 func (c *Conn) Reply(req, resp *Command) error {
+	var observe ReplyObserver
+	if c.cfg.replies != nil {
+		if o := c.cfg.replies.Load(); o != nil {
+			observe = *o
+		}
+	}
 	if req.IsOneway() {
+		if observe != nil {
+			observe(req, resp.Code, ReplyOneway)
+		}
 		release(resp)
 		return nil
 	}
 	resp.Opaque = req.Opaque
 	resp.MarkResponse()
 	resp.SerializeType = req.SerializeType
-	return c.enqueue(resp)
+	code := resp.Code // resp may be written and released once queued
+	err := c.enqueue(resp)
+	if observe != nil {
+		result := ReplyQueued
+		if err != nil {
+			result = ReplyWriteFailed
+		}
+		observe(req, code, result)
+	}
+	return err
 }
+
+// ReplyObserver sees every answer a server's handlers give: the request (Received and Suspended tell when
+// it came and whether it was held), the response code, and what became of the answer. It runs on the
+// replying goroutine and must not block.
+type ReplyObserver func(req *Command, respCode int32, result ReplyResult)
+
+// ReplyResult is what became of an answer, in RocketMQ's words for its rpc latency metric.
+type ReplyResult string
+
+// The results of an answer.
+const (
+	ReplyQueued      ReplyResult = "success"              // queued for the writer
+	ReplyOneway      ReplyResult = "oneway"               // a oneway request: nothing is sent
+	ReplyWriteFailed ReplyResult = "write_channel_failed" // the connection was gone or stuck
+)
 
 func release(cmd *Command) {
 	if cmd.Release != nil {

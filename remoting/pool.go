@@ -3,6 +3,7 @@ package remoting
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Pool is a named set of worker goroutines with a bounded queue of tasks. The server runs every request's
@@ -16,12 +17,20 @@ type Pool struct {
 	wg       sync.WaitGroup
 	rejected atomic.Int64
 	draining atomic.Bool // Drain: run the queued tasks before the workers exit
+
+	// The enqueue times of the queued tasks, for HeadWait: task number n (counting from 0 in queue order)
+	// was queued at enqueued[n % len]; in counts the tasks queued, out those taken by a worker. submitMu
+	// makes a task's number its place in the queue.
+	submitMu sync.Mutex
+	enqueued []atomic.Int64 // unix nanoseconds
+	in, out  atomic.Uint64
 }
 
 // NewPool starts workers goroutines (at least 1) that take tasks from a queue of queue slots (at least 0; with
 // 0 a task is accepted only when a worker is idle). Close stops them.
 func NewPool(name string, workers, queue int) *Pool {
-	p := &Pool{name: name, tasks: make(chan func(), max(queue, 0)), done: make(chan struct{})}
+	p := &Pool{name: name, tasks: make(chan func(), max(queue, 0)), done: make(chan struct{}),
+		enqueued: make([]atomic.Int64, max(queue, 1))}
 	for range max(workers, 1) {
 		p.wg.Add(1)
 		go p.work()
@@ -37,6 +46,7 @@ func (p *Pool) work() {
 			for p.draining.Load() {
 				select {
 				case task := <-p.tasks:
+					p.out.Add(1)
 					task()
 				default:
 					return
@@ -44,6 +54,7 @@ func (p *Pool) work() {
 			}
 			return
 		case task := <-p.tasks:
+			p.out.Add(1)
 			task()
 		}
 	}
@@ -58,8 +69,13 @@ func (p *Pool) Submit(task func()) bool {
 		return false
 	default:
 	}
+	p.submitMu.Lock()
+	defer p.submitMu.Unlock()
 	select {
 	case p.tasks <- task:
+		n := p.in.Load()
+		p.enqueued[n%uint64(len(p.enqueued))].Store(time.Now().UnixNano())
+		p.in.Store(n + 1)
 		return true
 	default:
 		p.rejected.Add(1)
@@ -85,8 +101,26 @@ func (p *Pool) Close() {
 // Name returns the pool's name.
 func (p *Pool) Name() string { return p.name }
 
+// Capacity returns how many tasks the queue holds.
+func (p *Pool) Capacity() int { return cap(p.tasks) }
+
 // Queued returns how many tasks wait in the queue.
 func (p *Pool) Queued() int { return len(p.tasks) }
+
+// HeadWait is how long the task at the head of the queue has waited for a worker (RocketMQ's
+// ThreadPoolQueueHeadWaitTimeMills), 0 when the queue is empty. A worker may take the head between the two
+// loads; the figure is then that of the next task, never a time the queue did not wait.
+func (p *Pool) HeadWait() time.Duration {
+	out, in := p.out.Load(), p.in.Load()
+	if out >= in {
+		return 0
+	}
+	at := p.enqueued[out%uint64(len(p.enqueued))].Load()
+	if at == 0 {
+		return 0
+	}
+	return max(time.Duration(time.Now().UnixNano()-at), 0)
+}
 
 // Rejected returns how many tasks Submit refused because the queue was full.
 func (p *Pool) Rejected() int64 { return p.rejected.Load() }

@@ -97,6 +97,8 @@ type Server struct {
 	routes atomic.Pointer[map[RequestCode]route]
 	// intercept is nil unless SetInterceptor was called: one atomic load per request when no check is wanted.
 	intercept atomic.Pointer[Interceptor]
+	// replies is nil unless SetReplyObserver was called.
+	replies atomic.Pointer[ReplyObserver]
 
 	// regMu serializes Register and OnConnClose. Lock order: regMu before mu (Register records its pool).
 	regMu      sync.Mutex
@@ -121,6 +123,7 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) *Server {
 	}
 	s := &Server{cfg: cfg, cc: cfg.connConfig(), logger: logger, acceptDone: make(chan struct{}),
 		stopAccept: make(chan struct{})}
+	s.cc.replies = &s.replies
 	s.mu.conns = make(map[uint64]*Conn)
 	s.mu.pools = make(map[*Pool]struct{})
 	empty := map[RequestCode]route{}
@@ -159,6 +162,16 @@ func (s *Server) SetInterceptor(f Interceptor) {
 		return
 	}
 	s.intercept.Store(&f)
+}
+
+// SetReplyObserver has f see every answer the handlers give (see ReplyObserver); nil removes it. It may be
+// called at any time.
+func (s *Server) SetReplyObserver(f ReplyObserver) {
+	if f == nil {
+		s.replies.Store(nil)
+		return
+	}
+	s.replies.Store(&f)
 }
 
 // OnConnClose registers f to be called once for every connection that closes, after its reader and writer

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,6 +54,9 @@ type commitLog struct {
 		// topicQueueTable).
 		queueOffsets map[queueKey]int64
 	}
+	// lockedSince is when the append holding putMu took it (unix nanoseconds), 0 while no append holds
+	// it: RocketMQ's beginTimeInLock, behind pageCacheLockTimeMills.
+	lockedSince atomic.Int64
 }
 
 func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFileQueue) *commitLog {
@@ -113,6 +117,8 @@ func isTransactionSkipped(sysFlag int32) bool {
 func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, err error) {
 	c.putMu.Lock()
 	defer c.putMu.Unlock()
+	c.lockedSince.Store(time.Now().UnixNano())
+	defer c.lockedSince.Store(0)
 	if c.putMu.closed {
 		return res, fmt.Errorf("%w: store is closed", ErrServiceNotAvailable)
 	}

@@ -9,7 +9,9 @@
 // consumer offsets, routing tables), by custom prometheus.Collector values built with NewCollector;
 // nothing is done per message for them. Where a number only exists as it passes (messages and bytes
 // per topic, requests per code), the component counts it in a PerKey table: one lock-free map read and
-// one or two atomic adds per event. Names follow the Prometheus conventions: the rocketmq_ prefix, base
+// a few atomic adds per event. The broker's RocketMQ 5 series keep RocketMQ's names, units and labels as
+// its OpenTelemetry Prometheus exporter renders them (broker/metrics_rmq5.go: milliseconds where RocketMQ
+// measures in milliseconds); our own series follow the Prometheus conventions: the rocketmq_ prefix, base
 // units in the name (_seconds, _bytes, _ratio), _total for counters, no gauges for rates.
 //
 // # Lifecycle

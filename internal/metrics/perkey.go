@@ -27,3 +27,12 @@ func (p *PerKey[K, V]) Range(f func(k K, v *V) bool) {
 
 // Delete forgets k (a deleted topic, so that its series go away).
 func (p *PerKey[K, V]) Delete(k K) { p.m.Delete(k) }
+
+// Lookup returns the counters of k without creating them; ok is false when k has none.
+func (p *PerKey[K, V]) Lookup(k K) (v *V, ok bool) {
+	x, ok := p.m.Load(k)
+	if !ok {
+		return nil, false
+	}
+	return x.(*V), true
+}
