@@ -396,6 +396,9 @@ func (b *Broker) closeSilentClients() {
 // Addr is the broker's client address (brokerIP1:listenPort).
 func (b *Broker) Addr() string { return b.addr }
 
+// MetricsAddr is the bound address of the Prometheus endpoint, or "" while it is off or not started.
+func (b *Broker) MetricsAddr() string { return b.metrics.server.Addr() }
+
 // Config returns the broker's configuration.
 func (b *Broker) Config() Config { return b.cfg }
 
