@@ -21,6 +21,12 @@ import (
 // Options are the things a broker needs that are not config keys.
 type Options struct {
 	Logger *slog.Logger // nil = slog.Default()
+	// SetLogLevel, when set, applies a logLevel that UPDATE_BROKER_CONFIG accepted to the process's logging
+	// (mqbroker passes logging.Logs.SetLevel). Without it the key is still accepted and shown, and changes
+	// nothing else.
+	SetLogLevel func(level string) error
+	// StatsLogInterval is how often stats.log lines are written (0 = every minute, as RocketMQ).
+	StatsLogInterval time.Duration
 }
 
 // Broker is one RocketMQ broker: a message store, the request processors, and the services around them.
@@ -50,6 +56,7 @@ type Broker struct {
 	stats    *brokerStats
 	metrics  *brokerMetrics
 	admin    adminState // admin_*.go: live config, TPS samples
+	opts     Options
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool
 
@@ -107,6 +114,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		stop:         make(chan struct{}),
 		uniqIDs:      newUniqIDGenerator(ip),
 		stats:        newBrokerStats(),
+		opts:         opts,
 	}
 	b.addr = b.storeHost.String()
 	b.delayLevels, _ = parseDelayLevels(cfg.MessageDelayLevel) // validated above

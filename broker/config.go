@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -39,6 +40,12 @@ type Config struct {
 	// metricsPromExporterHost, metricsPromExporterPort (5557), and metricsPort, the older synonym that turns
 	// the endpoint on at its port.
 	metrics.ExporterConfig `mapstructure:",squash"`
+	// Log holds logDir, logLevel, logFileMaxSize and logFileMaxIndex (internal/logging). mqbroker opens the
+	// files; logLevel is reloadable (UPDATE_BROKER_CONFIG, SIGHUP).
+	Log logging.Config `mapstructure:",squash"`
+	// IsolateLogEnable puts this broker's log files in logDir/<brokerName>_<brokerId> (RocketMQ 5's key), so
+	// several brokers on one host can share logDir.
+	IsolateLogEnable bool `mapstructure:"isolateLogEnable"`
 
 	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
 	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
@@ -100,6 +107,7 @@ func DefaultConfig() Config {
 		ACL:                          ACLConfig{RocketmqHome: defaultRocketmqHome(), AclFile: DefaultAclFile},
 		Raft:                         DefaultRaftConfig(),
 		ExporterConfig:               metrics.DefaultExporterConfig(metrics.DefaultBrokerPort),
+		Log:                          logging.DefaultConfig(),
 		BrokerClusterName:            "DefaultCluster",
 		BrokerName:                   host,
 		BrokerID:                     0,
@@ -227,6 +235,9 @@ func (c Config) Validate() error {
 	if err := c.ExporterConfig.Validate(map[string]int{"listenPort": c.ListenPort, "haListenPort": c.haListenPort()}); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MetricsQueueLagSeriesLimit < 0 {
 		bad("metricsQueueLagSeriesLimit", "%d is negative (0 = no per-queue lag series)", c.MetricsQueueLagSeriesLimit)
 	}
@@ -273,6 +284,15 @@ func defaultRocketmqHome() string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
+}
+
+// LogDir is the folder of this broker's log files: logDir, or logDir/<brokerName>_<brokerId> with
+// isolateLogEnable ("" when logDir is empty: stderr only).
+func (c Config) LogDir() string {
+	if c.Log.LogDir == "" || !c.IsolateLogEnable {
+		return c.Log.LogDir
+	}
+	return filepath.Join(c.Log.LogDir, c.BrokerName+"_"+strconv.FormatInt(c.BrokerID, 10))
 }
 
 // NamesrvAddrs splits namesrvAddr ("a:9876;b:9876") into addresses.

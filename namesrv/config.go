@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -26,6 +27,9 @@ type Config struct {
 	// metricsPromExporterHost (default bindAddress), metricsPromExporterPort (5556, one below the broker's
 	// 5557 so both run on one host) and the older synonym metricsPort.
 	metrics.ExporterConfig `mapstructure:",squash"`
+	// Log holds logDir, logLevel, logFileMaxSize and logFileMaxIndex (internal/logging); mqnamesrv opens the
+	// files (namesrv.log) and re-reads logLevel on SIGHUP.
+	Log logging.Config `mapstructure:",squash"`
 
 	OrderMessageEnable bool `mapstructure:"orderMessageEnable"` // routes carry orderTopicConf from the KV table
 	EnableAllTopicList bool `mapstructure:"enableAllTopicList"` // answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER
@@ -64,6 +68,7 @@ func DefaultConfig() Config {
 		ListenAddr:                           "0.0.0.0",
 		ListenPort:                           9876,
 		ExporterConfig:                       metrics.DefaultExporterConfig(metrics.DefaultNamesrvPort),
+		Log:                                  logging.DefaultConfig(),
 		EnableAllTopicList:                   true,
 		ScanNotActiveBrokerInterval:          10_000,
 		BrokerChannelExpiredTime:             120_000,
@@ -91,6 +96,9 @@ func (c Config) Validate() error {
 		bad("listenPort", "%d is not a TCP port (0..65535, 0 = any free port)", c.ListenPort)
 	}
 	if err := c.ExporterConfig.Validate(map[string]int{"listenPort": c.ListenPort}); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Log.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ListenAddr != "" && net.ParseIP(c.ListenAddr) == nil {

@@ -15,7 +15,7 @@ func TestBadValueStopsStartupNamingTheKey(t *testing.T) {
 		t.Fatalf("stderr %q does not name listenPort", errb.String())
 	}
 	errb.Reset()
-	code := RunBroker([]string{"--flushDiskType=SOMETIMES", "--storePathRootDir=" + t.TempDir()}, &out, &errb)
+	code := RunBroker([]string{"--flushDiskType=SOMETIMES", "--storePathRootDir=" + t.TempDir(), "--logDir=" + t.TempDir()}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "flushDiskType") {
 		t.Fatalf("exit %d, stderr %q: want 1 naming flushDiskType", code, errb.String())
 	}
