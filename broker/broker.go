@@ -271,6 +271,14 @@ func (b *Broker) arrived(a store.Arrival) {
 // rerunPull answers a held pull: it runs the pull again (without suspending) on the pull pool.
 func (b *Broker) rerunPull(p *heldPull) {
 	run := func() {
+		// A pull of a connection the client has closed is not answered: its messages would be counted as
+		// handed out (rocketmq_messages_out_total) and go nowhere. dropConn forgets such pulls too, but only
+		// once the connection's reader has seen the close; a message arriving first wakes them before that.
+		select {
+		case <-p.conn.Closed():
+			return
+		default:
+		}
 		resp := b.pull(p.conn, p.req, false)
 		if resp == nil {
 			return
