@@ -327,6 +327,7 @@ func (b *Broker) Start() error {
 	runEvery(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
 	runEvery(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
 	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
+	b.startStatsLog()
 	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,
 		"namesrv", b.cfg.NamesrvAddr, "store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType)
 	return nil

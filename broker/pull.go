@@ -116,6 +116,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		resp.BodyParts = res.Records
 		resp.Release = res.Release
 		b.stats.recordGet(h.topic, res.MessageCount, res.BufferTotalSize)
+		b.stats.recordGroupGet(h.topic, h.group, res.MessageCount, res.BufferTotalSize)
 	} else {
 		res.Release()
 	}
