@@ -215,6 +215,18 @@ func runQuickStart(t *testing.T) {
 	bb := startServer(t, "mqbroker b", home, childBrokerEnv, []string{"NAMESRV_ADDR=127.0.0.1:9876"},
 		"--listenPort=10921", "--brokerName=broker-b", "--storePathRootDir="+filepath.Join(home, "store-b"), "--isolateLogEnable=true")
 	bb.waitOutput(t, "boot success")
+	// A third with only its own listenPort would share broker a's ~/store: refused at once, as RocketMQ's lock
+	// file refuses it, naming the key.
+	bc := startServer(t, "mqbroker c", home, childBrokerEnv, nil, "-n", "127.0.0.1:9876", "--listenPort=10931", "--brokerName=broker-c")
+	select {
+	case err := <-bc.done:
+		bc.done <- err // for the cleanup
+		if err == nil || !strings.Contains(bc.out.String(), "config key storePathRootDir") {
+			t.Errorf("a broker on broker a's store: exit %v, output:\n%s", err, bc.out.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Errorf("a broker on broker a's store is still running:\n%s", bc.out.String())
+	}
 	for s, want := range map[*server][]string{
 		ns: {"metrics on http://", ":5556/metrics", "logs in " + logs},
 		ba: {"name server is 127.0.0.1:9876", "store " + filepath.Join(home, "store") + ";", ":5557/metrics (metricsExporterType=PROM)", "logs in " + logs},
