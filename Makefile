@@ -54,7 +54,7 @@ bench-compare:
 bench-scale:
 	./scripts/bench-scale.sh
 
-vet: test-deps
+vet:
 	$(GO) vet $(PKGS)
 
 # make test: installs what it needs when missing (test-deps: ansible-core and Chromium with apt-get, as root or
