@@ -8,8 +8,8 @@ PKGS     := ./...
 # by the wire-level tests in broker/, namesrv/ and remoting/.
 RACE_PKGS ?= $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build run run-ha bench-ha bench-compare bench-scale test vet unit fuzz bench clean deploy-check deploy-local \
-	deploy-local-raft
+.PHONY: all build run run-ha bench-ha bench-compare bench-scale test test-deps vet unit fuzz bench clean deploy-check \
+	deploy-local deploy-local-raft
 
 all: build
 
@@ -17,7 +17,8 @@ build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/...
 
-# make run [DATA=./data]: a name server on 9876 and a broker on 10911, in the foreground.
+# make run [DATA=./data]: a name server on 9876 and a broker on 10911, in the foreground (logs in $(DATA)/logs);
+# when either exits, the other is stopped (scripts/run.sh).
 run: build
 	./scripts/run.sh "$(DATA)"
 
@@ -56,16 +57,22 @@ bench-scale:
 vet:
 	$(GO) vet $(PKGS)
 
-# make test: vet, every package's tests under -race, then the end-to-end tests with the official Go client.
-# It builds bin/ first: internal/chaos's short suite runs those binaries (CHAOS_BIN). deploy-check: the
-# Ansible playbooks of deploy/.
-test: vet build deploy-check
+# make test: installs what it needs when missing (test-deps: ansible-core and Chromium with apt-get, as root or
+# through password-less sudo; go mod download), vet, every package's tests under -race, then the end-to-end
+# tests with the official Go client. It builds bin/ first: internal/chaos's short suite runs those binaries
+# (CHAOS_BIN). deploy-check: the Ansible playbooks of deploy/.
+test: test-deps vet build deploy-check
 	CHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 	$(GO) test -count=1 -timeout 10m ./e2e
 
+# make test-deps: ansible-core and Chromium from the Debian packages when missing, then go mod download
+# (scripts/test-deps.sh).
+test-deps:
+	./scripts/test-deps.sh
+
 # make deploy-check: ansible-playbook --syntax-check of every playbook in deploy/ and the rendered broker configs
 # of the local inventories checked against bin/mqbroker (scripts/deploy-check.sh; needs ansible-core).
-deploy-check: build
+deploy-check: test-deps build
 	./scripts/deploy-check.sh
 
 # make deploy-local [REPLICATION=sync]: deploys two masters with two slaves on this machine with deploy/'s

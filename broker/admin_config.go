@@ -19,6 +19,8 @@ import (
 var reloadableKeys = map[string]string{
 	// Read by the send, pull and send-back checks (Broker.permission); 2 write, 4 read, 6 both.
 	"brokerPermission": "sends and pulls are checked against it from the next request",
+	// Applied to the process's logging through Options.SetLogLevel (mqbroker: stderr and every log file).
+	"logLevel": "the level of stderr and the log files changes at once",
 }
 
 // ReloadableConfigKeys lists the keys UPDATE_BROKER_CONFIG accepts, sorted.
@@ -63,6 +65,11 @@ func (b *Broker) processUpdateBrokerConfig(ctx context.Context, conn *remoting.C
 	next := *b.liveConfig()
 	if err := applyConfigText(&next, argv); err != nil {
 		return errResponse(remoting.InvalidParameter, "%v", err)
+	}
+	if _, ok := props.Get("logLevel"); ok && b.opts.SetLogLevel != nil {
+		if err := b.opts.SetLogLevel(next.Log.LogLevel); err != nil {
+			return errResponse(remoting.InvalidParameter, "%v", err)
+		}
 	}
 	b.admin.live.Store(&next)
 	sort.Strings(argv)

@@ -21,6 +21,12 @@ import (
 // Options are the things a broker needs that are not config keys.
 type Options struct {
 	Logger *slog.Logger // nil = slog.Default()
+	// SetLogLevel, when set, applies a logLevel that UPDATE_BROKER_CONFIG accepted to the process's logging
+	// (mqbroker passes logging.Logs.SetLevel). Without it the key is still accepted and shown, and changes
+	// nothing else.
+	SetLogLevel func(level string) error
+	// StatsLogInterval is how often stats.log lines are written (0 = every minute, as RocketMQ).
+	StatsLogInterval time.Duration
 }
 
 // Broker is one RocketMQ broker: a message store, the request processors, and the services around them.
@@ -50,6 +56,7 @@ type Broker struct {
 	stats    *brokerStats
 	metrics  *brokerMetrics
 	admin    adminState // admin_*.go: live config, TPS samples
+	opts     Options
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool
 
@@ -107,6 +114,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		stop:         make(chan struct{}),
 		uniqIDs:      newUniqIDGenerator(ip),
 		stats:        newBrokerStats(cfg.BrokerClusterName),
+		opts:         opts,
 	}
 	b.addr = b.storeHost.String()
 	b.delayLevels, _ = parseDelayLevels(cfg.MessageDelayLevel) // validated above
@@ -265,6 +273,14 @@ func (b *Broker) arrived(a store.Arrival) {
 // rerunPull answers a held pull: it runs the pull again (without suspending) on the pull pool.
 func (b *Broker) rerunPull(p *heldPull) {
 	run := func() {
+		// A pull of a connection the client has closed is not answered: its messages would be counted as
+		// handed out (rocketmq_messages_out_total) and go nowhere. dropConn forgets such pulls too, but only
+		// once the connection's reader has seen the close; a message arriving first wakes them before that.
+		select {
+		case <-p.conn.Closed():
+			return
+		default:
+		}
 		resp := b.pull(p.conn, p.req, false)
 		if resp == nil {
 			return
@@ -313,6 +329,7 @@ func (b *Broker) Start() error {
 	runEvery(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
 	runEvery(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
 	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
+	b.startStatsLog()
 	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,
 		"namesrv", b.cfg.NamesrvAddr, "store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType)
 	return nil
@@ -397,6 +414,9 @@ func (b *Broker) closeSilentClients() {
 
 // Addr is the broker's client address (brokerIP1:listenPort).
 func (b *Broker) Addr() string { return b.addr }
+
+// MetricsAddr is the bound address of the Prometheus endpoint, or "" while it is off or not started.
+func (b *Broker) MetricsAddr() string { return b.metrics.server.Addr() }
 
 // Config returns the broker's configuration.
 func (b *Broker) Config() Config { return b.cfg }

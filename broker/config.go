@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/logging"
+	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -34,6 +36,16 @@ type Config struct {
 	ACL ACLConfig `mapstructure:",squash"`
 	// Raft holds the Raft mode's keys (raft_config.go): enableDLegerCommitLog, dLegerPeers, ...
 	Raft RaftConfig `mapstructure:",squash"`
+	// ExporterConfig holds RocketMQ 5's metrics keys: metricsExporterType (DISABLE by default, or PROM),
+	// metricsPromExporterHost, metricsPromExporterPort (5557), and metricsPort, the older synonym that turns
+	// the endpoint on at its port.
+	metrics.ExporterConfig `mapstructure:",squash"`
+	// Log holds logDir, logLevel, logFileMaxSize and logFileMaxIndex (internal/logging). mqbroker opens the
+	// files; logLevel is reloadable (UPDATE_BROKER_CONFIG, SIGHUP).
+	Log logging.Config `mapstructure:",squash"`
+	// IsolateLogEnable puts this broker's log files in logDir/<brokerName>_<brokerId> (RocketMQ 5's key), so
+	// several brokers on one host can share logDir.
+	IsolateLogEnable bool `mapstructure:"isolateLogEnable"`
 
 	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
 	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
@@ -72,7 +84,6 @@ type Config struct {
 	DiskFallRecorded             bool   `mapstructure:"diskFallRecorded"`             // kept for config compatibility
 	StoreReplyMessageEnable      bool   `mapstructure:"storeReplyMessageEnable"`      // keep replies in the store too
 	EnablePropertyFilter         bool   `mapstructure:"enablePropertyFilter"`         // SQL92 subscriptions
-	MetricsPort                  int    `mapstructure:"metricsPort"`                  // Prometheus /metrics endpoint (5557; 0 = off); one per process on a host
 	MetricsQueueLagSeriesLimit   int    `mapstructure:"metricsQueueLagSeriesLimit"`   // cap on per-queue consumer lag series (10000; 0 = none)
 	MessageDelayLevel            string `mapstructure:"messageDelayLevel"`            // delay of each level, "1s 5s 10s ... 2h"
 	FlushDelayOffsetInterval     int64  `mapstructure:"flushDelayOffsetInterval"`     // delayOffset.json persistence (10 s)
@@ -95,6 +106,8 @@ func DefaultConfig() Config {
 		TLS:                          remoting.DefaultTLSConfig(),
 		ACL:                          ACLConfig{RocketmqHome: defaultRocketmqHome(), AclFile: DefaultAclFile},
 		Raft:                         DefaultRaftConfig(),
+		ExporterConfig:               metrics.DefaultExporterConfig(metrics.DefaultBrokerPort),
+		Log:                          logging.DefaultConfig(),
 		BrokerClusterName:            "DefaultCluster",
 		BrokerName:                   host,
 		BrokerID:                     0,
@@ -125,7 +138,6 @@ func DefaultConfig() Config {
 		SendThreadPoolQueueCapacity:  10_000,
 		PullThreadPoolQueueCapacity:  100_000,
 		StoreReplyMessageEnable:      true,
-		MetricsPort:                  5557,
 		MetricsQueueLagSeriesLimit:   10_000,
 		MessageDelayLevel:            "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
 		FlushDelayOffsetInterval:     10_000,
@@ -220,10 +232,11 @@ func (c Config) Validate() error {
 	if _, err := parseDelayLevels(c.MessageDelayLevel); err != nil {
 		bad("messageDelayLevel", "%v", err)
 	}
-	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
-		bad("metricsPort", "%d is not a TCP port (0 = off)", c.MetricsPort)
-	} else if c.MetricsPort != 0 && (c.MetricsPort == c.ListenPort || c.MetricsPort == c.haListenPort()) {
-		bad("metricsPort", "%d is also listenPort or haListenPort", c.MetricsPort)
+	if err := c.ExporterConfig.Validate(map[string]int{"listenPort": c.ListenPort, "haListenPort": c.haListenPort()}); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MetricsQueueLagSeriesLimit < 0 {
 		bad("metricsQueueLagSeriesLimit", "%d is negative (0 = no per-queue lag series)", c.MetricsQueueLagSeriesLimit)
@@ -271,6 +284,15 @@ func defaultRocketmqHome() string {
 	}
 	h, _ := os.UserHomeDir()
 	return h
+}
+
+// LogDir is the folder of this broker's log files: logDir, or logDir/<brokerName>_<brokerId> with
+// isolateLogEnable ("" when logDir is empty: stderr only).
+func (c Config) LogDir() string {
+	if c.Log.LogDir == "" || !c.IsolateLogEnable {
+		return c.Log.LogDir
+	}
+	return filepath.Join(c.Log.LogDir, c.BrokerName+"_"+strconv.FormatInt(c.BrokerID, 10))
 }
 
 // NamesrvAddrs splits namesrvAddr ("a:9876;b:9876") into addresses.

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"net"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,22 +8,22 @@ import (
 	"github.com/rocketraft/rocketraft/internal/metrics"
 )
 
-// brokerMetrics is the broker's Prometheus endpoint on metricsPort: a registry whose collectors read the
+// brokerMetrics is the broker's Prometheus endpoint (metricsExporterType=PROM, metricsPromExporterPort): a registry whose collectors read the
 // broker's state at scrape time (this file, metrics_lag.go, metrics_ha.go) and the HTTP server. The HA series
 // come with classic replication (b.ha, built in New); the Raft mode adds its own with registerRaft. With
-// metricsPort=0 it is empty and every method does nothing; only brokerStats' per-topic counters still run.
+// the endpoint off (DISABLE, the default) it is empty and every method does nothing; only brokerStats' per-topic counters still run.
 type brokerMetrics struct {
-	reg *prometheus.Registry // nil when metricsPort is 0
+	reg *prometheus.Registry // nil when the endpoint is off
 	// rmq registers into reg with the labels RocketMQ 5 puts on every broker series (cluster, node_type,
-	// node_id); nil when metricsPort is 0.
+	// node_id); nil when the endpoint is off.
 	rmq    prometheus.Registerer
 	server *metrics.Server
 }
 
 // newBrokerMetrics prepares the endpoint on the broker's listen host (all interfaces unless brokerIP1 is a
-// loopback address) and metricsPort. Nothing listens until start.
+// loopback address, or metricsPromExporterHost) and port. Nothing listens until start.
 func newBrokerMetrics(b *Broker) *brokerMetrics {
-	if b.cfg.MetricsPort == 0 {
+	if !b.cfg.ExporterConfig.On() {
 		return &brokerMetrics{}
 	}
 	reg := metrics.NewRegistry()
@@ -34,11 +33,11 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 		labelNodeType: nodeTypeBroker, labelNodeID: b.cfg.BrokerName}, reg)
 	rmq.MustRegister(b.metricsCollector(), b.rmq5Collector())
 	b.server.SetReplyObserver(b.stats.observeReply)
-	addr := net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.MetricsPort))
-	return &brokerMetrics{reg: reg, rmq: rmq, server: metrics.NewServer(addr, reg, b.log.With("component", "metrics"))}
+	return &brokerMetrics{reg: reg, rmq: rmq,
+		server: metrics.NewEndpoint(b.cfg.ExporterConfig, listenHost(b.cfg.BrokerIP1), reg, b.log.With("component", "metrics"))}
 }
 
-// start binds metricsPort; the error of a port already taken names the key.
+// start binds the port; the error of a port already taken names its key.
 func (m *brokerMetrics) start() error { return m.server.Start() }
 
 // close stops the endpoint and waits for the scrapes in flight: after it no collector reads the store.

@@ -183,8 +183,8 @@ func (c Config) validateRaft() error {
 				continue
 			}
 			_, port, _ := net.SplitHostPort(p.Addr)
-			if n, _ := strconv.Atoi(port); n == c.ListenPort || (c.MetricsPort != 0 && n == c.MetricsPort) {
-				bad("dLegerPeers", "this node's Raft port %d is also listenPort or metricsPort", n)
+			if n, _ := strconv.Atoi(port); n == c.ListenPort || (c.ExporterConfig.On() && n == c.ExporterConfig.Port()) {
+				bad("dLegerPeers", "this node's Raft port %d is also listenPort or the metrics port (%s)", n, c.ExporterConfig.PortKey())
 			}
 		}
 	}

@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		runChildBroker()
 		return
 	}
+	if os.Getenv(childNamesrvEnv) != "" {
+		runChildNamesrv()
+		return
+	}
 	rlog.SetLogLevel("error")
 	if os.Getenv("ROCKETRAFT_TEST_LOG") == "debug" {
 		rlog.SetLogLevel("info")

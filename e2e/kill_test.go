@@ -40,7 +40,8 @@ func runChildBroker() {
 
 func startChildBroker(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	// --logDir= first: stderr only (the test's output), no files under the real $HOME; args may override it.
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "--logDir="}, args...)...)
 	cmd.Env = append(os.Environ(), childBrokerEnv+"=1")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

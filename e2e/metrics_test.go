@@ -107,6 +107,15 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	if err := pc.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
+	// Shutdown closes the consumer's connections (it has a client instance of its own, so the producer's
+	// connection is another), but the broker learns it only when its reader sees the close: until then its
+	// held pulls are still parked, and a message arriving first would wake one and be counted as handed out
+	// (rocketmq_messages_out_total 51 against 50 in, seen once). The Go client sends no UNREGISTER_CLIENT: the
+	// closed connection is all the broker gets. Wait for the broker to have dropped them.
+	cluster.Eventually(t, 30*time.Second, func() bool {
+		v, ok := scrapeAt(t, brokerPort).Value("rocketmq_pull_requests_held")
+		return ok && v == 0
+	}, "the stopped consumer's held pulls dropped with its connection")
 
 	// Produce while nobody consumes: the lag is exactly what was sent since.
 	sendN(t, p, topic, "second", 30)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rocketraft/rocketraft/internal/logging"
+	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -21,9 +23,13 @@ type Config struct {
 
 	ListenAddr string `mapstructure:"bindAddress"` // address to listen on; default 0.0.0.0 (all)
 	ListenPort int    `mapstructure:"listenPort"`  // default 9876
-	// MetricsPort is the Prometheus /metrics endpoint's port, on bindAddress (5557; 0 = off). Every name
-	// server and broker on one host needs its own.
-	MetricsPort int `mapstructure:"metricsPort"`
+	// ExporterConfig holds RocketMQ 5's metrics keys: metricsExporterType (DISABLE by default, or PROM),
+	// metricsPromExporterHost (default bindAddress), metricsPromExporterPort (5556, one below the broker's
+	// 5557 so both run on one host) and the older synonym metricsPort.
+	metrics.ExporterConfig `mapstructure:",squash"`
+	// Log holds logDir, logLevel, logFileMaxSize and logFileMaxIndex (internal/logging); mqnamesrv opens the
+	// files (namesrv.log) and re-reads logLevel on SIGHUP.
+	Log logging.Config `mapstructure:",squash"`
 
 	OrderMessageEnable bool `mapstructure:"orderMessageEnable"` // routes carry orderTopicConf from the KV table
 	EnableAllTopicList bool `mapstructure:"enableAllTopicList"` // answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER
@@ -61,7 +67,8 @@ func DefaultConfig() Config {
 		ProductEnvName:                       "center",
 		ListenAddr:                           "0.0.0.0",
 		ListenPort:                           9876,
-		MetricsPort:                          5557,
+		ExporterConfig:                       metrics.DefaultExporterConfig(metrics.DefaultNamesrvPort),
+		Log:                                  logging.DefaultConfig(),
 		EnableAllTopicList:                   true,
 		ScanNotActiveBrokerInterval:          10_000,
 		BrokerChannelExpiredTime:             120_000,
@@ -88,10 +95,11 @@ func (c Config) Validate() error {
 	if c.ListenPort < 0 || c.ListenPort > 65535 {
 		bad("listenPort", "%d is not a TCP port (0..65535, 0 = any free port)", c.ListenPort)
 	}
-	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
-		bad("metricsPort", "%d is not a TCP port (0 = off)", c.MetricsPort)
-	} else if c.MetricsPort != 0 && c.MetricsPort == c.ListenPort {
-		bad("metricsPort", "%d is listenPort too", c.MetricsPort)
+	if err := c.ExporterConfig.Validate(map[string]int{"listenPort": c.ListenPort}); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ListenAddr != "" && net.ParseIP(c.ListenAddr) == nil {
 		bad("bindAddress", "%q is not an IP address", c.ListenAddr)

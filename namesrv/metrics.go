@@ -2,7 +2,6 @@ package namesrv
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"sync/atomic"
 
@@ -12,10 +11,11 @@ import (
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// serverMetrics is the name server's Prometheus endpoint on metricsPort: the routing tables read at scrape
-// time, and a counter per request code. With metricsPort=0 it is empty and costs nothing.
+// serverMetrics is the name server's Prometheus endpoint (metricsExporterType=PROM, metricsPromExporterPort
+// 5556): the routing tables read at scrape time, and a counter per request code. Off (DISABLE, the default)
+// it is empty and costs nothing.
 type serverMetrics struct {
-	server   *metrics.Server // nil when metricsPort is 0
+	server   *metrics.Server // nil when the endpoint is off
 	requests metrics.PerKey[remoting.RequestCode, atomic.Int64]
 }
 
@@ -28,19 +28,18 @@ var (
 		"code", "request")
 )
 
-// newServerMetrics prepares the endpoint on bindAddress:metricsPort and, when it is on, counts every request
+// newServerMetrics prepares the endpoint on bindAddress (or metricsPromExporterHost) and, when it is on, counts every request
 // through the remoting interceptor (the name server has no ACL interceptor of its own).
 func newServerMetrics(s *Server) *serverMetrics {
 	m := &serverMetrics{}
-	if s.cfg.MetricsPort == 0 {
+	if !s.cfg.ExporterConfig.On() {
 		return m
 	}
 	reg := metrics.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(func(ch chan<- prometheus.Metric) {
 		m.collect(s.routes, ch)
 	}, brokersDesc, topicsDesc, requestsDesc))
-	addr := net.JoinHostPort(s.cfg.ListenAddr, strconv.Itoa(s.cfg.MetricsPort))
-	m.server = metrics.NewServer(addr, reg, s.logger.With("component", "metrics"))
+	m.server = metrics.NewEndpoint(s.cfg.ExporterConfig, s.cfg.ListenAddr, reg, s.logger.With("component", "metrics"))
 	s.rs.SetInterceptor(m.countRequest)
 	return m
 }
@@ -73,7 +72,7 @@ func (m *serverMetrics) collect(routes *RouteInfoManager, ch chan<- prometheus.M
 	})
 }
 
-// start binds metricsPort; the error of a port already taken names the key.
+// start binds the port; the error of a port already taken names the key.
 func (m *serverMetrics) start() error {
 	if err := m.server.Start(); err != nil {
 		return fmt.Errorf("namesrv: %w", err)

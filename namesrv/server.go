@@ -21,7 +21,7 @@ type Server struct {
 	routes *RouteInfoManager
 	kv     *KVConfigManager
 	rs     *remoting.Server
-	mx     *serverMetrics // metrics.go: the /metrics endpoint on metricsPort
+	mx     *serverMetrics // metrics.go: the /metrics endpoint (metricsExporterType=PROM)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -104,6 +104,9 @@ func (s *Server) Start() error {
 	s.logger.Info("namesrv: started", "addr", s.Addr(), "kvConfigPath", s.cfg.kvPath())
 	return nil
 }
+
+// MetricsAddr is the bound address of the Prometheus endpoint, or "" while it is off or not started.
+func (s *Server) MetricsAddr() string { return s.mx.server.Addr() }
 
 // Addr returns the address the server listens on (host:port), or "" before Start.
 func (s *Server) Addr() string {

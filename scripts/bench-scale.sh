@@ -177,7 +177,7 @@ kill_restart() {
   local t0
   t0="$(date +%s%N)"
   start_bg "$big.log" ./bin/mqbroker -n "$NS" --brokerName=bench-big --brokerIP1=127.0.0.1 --listenPort="$bport" \
-    --metricsPort=0 --storePathRootDir="$big" --flushDiskType="$FLUSH"
+    --metricsExporterType=DISABLE --logDir="$big.logs" --storePathRootDir="$big" --flushDiskType="$FLUSH"
   bpid=$LAST_PID
   local p
   p="$(./bin/brokerprobe --addr "127.0.0.1:$bport" --broker bench-big --topic Backlog --since "$t0" --timeout 10m --json)"

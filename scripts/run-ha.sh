@@ -5,6 +5,7 @@
 # shutdowns). Extra settings: NAMESRV_PORT, MASTER_PORT, SLAVE_PORT, MASTER_ARGS, SLAVE_ARGS (any
 # --key=value, e.g. MASTER_ARGS="--flushDiskType=SYNC_FLUSH"). Metrics (/metrics): name server 5556, master 5557,
 # slave 5558 (NAMESRV_METRICS_PORT, MASTER_METRICS_PORT, SLAVE_METRICS_PORT; each process needs its own).
+# Log files in $1/logs/{namesrv,master,slave}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data="${1:-./data/ha}"
@@ -34,18 +35,18 @@ wait_port() { # PORT PID
 }
 
 # setsid: Ctrl-C reaches this script only; it stops the servers in order.
-setsid ./bin/mqnamesrv --listenPort="$ns_port" --metricsPort="${NAMESRV_METRICS_PORT:-5556}" --rocketmqHome="$data/namesrv" --kvConfigPath="$data/namesrv/kvConfig.json" &
+setsid ./bin/mqnamesrv --listenPort="$ns_port" --metricsExporterType=PROM --metricsPromExporterPort="${NAMESRV_METRICS_PORT:-5556}" --logDir="$data/logs/namesrv" --rocketmqHome="$data/namesrv" --kvConfigPath="$data/namesrv/kvConfig.json" &
 pids+=($!)
 wait_port "$ns_port" "${pids[-1]}"
 ns="127.0.0.1:$ns_port"
 
 setsid ./bin/mqbroker -n "$ns" --brokerName=broker-a --brokerId=0 --brokerRole=SYNC_MASTER --brokerIP1=127.0.0.1 \
-  --listenPort="$master_port" --metricsPort="${MASTER_METRICS_PORT:-5557}" --storePathRootDir="$data/master" ${MASTER_ARGS:-} &
+  --listenPort="$master_port" --metricsExporterType=PROM --metricsPromExporterPort="${MASTER_METRICS_PORT:-5557}" --logDir="$data/logs/master" --storePathRootDir="$data/master" ${MASTER_ARGS:-} &
 pids+=($!)
 wait_port "$master_port" "${pids[-1]}"
 
 setsid ./bin/mqbroker -n "$ns" --brokerName=broker-a --brokerId=1 --brokerRole=SLAVE --brokerIP1=127.0.0.1 \
-  --listenPort="$slave_port" --metricsPort="${SLAVE_METRICS_PORT:-5558}" --storePathRootDir="$data/slave" ${SLAVE_ARGS:-} &
+  --listenPort="$slave_port" --metricsExporterType=PROM --metricsPromExporterPort="${SLAVE_METRICS_PORT:-5558}" --logDir="$data/logs/slave" --storePathRootDir="$data/slave" ${SLAVE_ARGS:-} &
 pids+=($!)
 wait_port "$slave_port" "${pids[-1]}"
 

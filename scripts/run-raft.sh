@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make run-raft: a name server on 9876 and a three-node Raft broker group broker-a (enableDLegerCommitLog=true)
 # on 127.0.0.1: nodes n0, n1, n2 with client ports 10911, 10921, 10931, Raft ports 40911, 40912, 40913 and
-# metrics 5557, 5558, 5559 (name server 5556); data under $1 (default ./data/raft): namesrv/, n0/, n1/, n2/.
+# metrics 5557, 5558, 5559 (name server 5556); data under $1 (default ./data/raft): namesrv/, n0/, n1/, n2/,
+# log files in logs/.
 # In the foreground; a node that dies (kill -9 one to watch a failover) leaves the others running; Ctrl-C
 # stops the nodes, then the name server (ordered shutdowns; a leader hands leadership over first).
 # Extra settings: NAMESRV_PORT, BASE_PORT (client port of n0; n1 and n2 get +10, +20), RAFT_BASE_PORT,
@@ -29,7 +30,7 @@ for port in "$ns_port" "$((metrics_base - 1))" $(for n in 0 1 2; do echo "$((bas
 done
 
 # setsid: Ctrl-C reaches this script only; it stops the servers in order.
-setsid ./bin/mqnamesrv --listenPort="$ns_port" --metricsPort="$((metrics_base - 1))" --rocketmqHome="$data/namesrv" \
+setsid ./bin/mqnamesrv --listenPort="$ns_port" --metricsExporterType=PROM --metricsPromExporterPort="$((metrics_base - 1))" --logDir="$data/logs/namesrv" --rocketmqHome="$data/namesrv" \
   --kvConfigPath="$data/namesrv/kvConfig.json" &
 BG_PIDS+=($!)
 wait_port "$ns_port" "${BG_PIDS[-1]}" /dev/null
@@ -37,7 +38,7 @@ ns="127.0.0.1:$ns_port"
 
 node_args() { # N: the mqbroker command line of node n$N
   echo -n "-n $ns --brokerName=broker-a --brokerIP1=127.0.0.1 --listenPort=$((base + 10 * $1))" \
-    "--metricsPort=$((metrics_base + $1)) --storePathRootDir=$data/n$1 --enableDLegerCommitLog=true" \
+    "--metricsExporterType=PROM --metricsPromExporterPort=$((metrics_base + $1)) --logDir=$data/logs/n$1 --storePathRootDir=$data/n$1 --enableDLegerCommitLog=true" \
     "--dLegerGroup=broker-a --dLegerPeers=$peers --dLegerSelfId=n$1 ${BROKER_ARGS:-}"
 }
 for n in 0 1 2; do

@@ -424,7 +424,7 @@ func (s *Store) lockRoot() error {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return fmt.Errorf("%w: %s: %v", ErrStoreLocked, path, err)
+		return fmt.Errorf("%w: %s: %v (config key storePathRootDir: each broker needs its own)", ErrStoreLocked, path, err)
 	}
 	s.lockFile = f
 	return nil

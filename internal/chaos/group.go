@@ -53,7 +53,7 @@ func (g *group) startNamesrv(ctx context.Context, dirs ...string) error {
 	g.nsAddr = "127.0.0.1:" + strconv.Itoa(nsPort)
 	nsHome := filepath.Join(g.cfg.Dir, "namesrv")
 	g.namesrv = NewProcess("namesrv", filepath.Join(g.cfg.Bin, "mqnamesrv"), filepath.Join(g.cfg.Dir, "logs", "namesrv.log"),
-		"--listenPort="+strconv.Itoa(nsPort), "--metricsPort=0", "--rocketmqHome="+nsHome,
+		"--listenPort="+strconv.Itoa(nsPort), "--metricsExporterType=DISABLE", "--logDir=", "--rocketmqHome="+nsHome,
 		"--kvConfigPath="+filepath.Join(nsHome, "kvConfig.json"))
 	if err := g.namesrv.Start(); err != nil {
 		return err
@@ -95,7 +95,7 @@ func (g *group) proxy(name, target string) (*faultnet.Proxy, error) {
 func (g *group) brokerProcess(n *Node, extra ...string) *Process {
 	_, port, _ := net.SplitHostPort(n.Addr)
 	args := []string{"-n", n.Namesrv.Addr(), "--brokerName=" + brokerName,
-		"--brokerIP1=127.0.0.1", "--listenPort=" + port, "--metricsPort=0", "--flushDiskType=" + g.cfg.Flush,
+		"--brokerIP1=127.0.0.1", "--listenPort=" + port, "--metricsExporterType=DISABLE", "--logDir=", "--flushDiskType=" + g.cfg.Flush,
 		"--storePathRootDir=" + filepath.Join(g.cfg.Dir, n.Name),
 		"--mappedFileSizeCommitLog=" + strconv.FormatInt(g.cfg.FileSize, 10),
 		// a message must fit a CommitLog file with its end-of-file marker

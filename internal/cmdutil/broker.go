@@ -10,14 +10,19 @@ import (
 	"strings"
 
 	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/internal/logging"
 )
 
 const brokerUsage = `usage: mqbroker [-c FILE] [-n NAMESRV_ADDR] [-p] [--key=value ...]
   -c FILE   broker config (.properties as RocketMQ's broker.conf, or .yaml)
-  -n ADDR   name servers, "host:9876;host2:9876" (namesrvAddr)
+  -n ADDR   name servers, "host:9876;host2:9876" (namesrvAddr; default $NAMESRV_ADDR)
   -p        print the effective config and exit
   --key=v   any config key, e.g. --listenPort=10911 --storePathRootDir=./data --flushDiskType=SYNC_FLUSH
+            --metricsExporterType=PROM (Prometheus /metrics on 5557) --logDir=DIR --logLevel=DEBUG
   --cpuprofile=FILE  write a CPU profile (go tool pprof) from start to shutdown
+Environment: NAMESRV_ADDR (name servers unless -n or namesrvAddr), ROCKETMQ_HOME (rocketmqHome: conf/
+plain_acl.yml lives there; default $HOME). Data: storePathRootDir ($HOME/store). Logs: logDir
+($HOME/logs/rocketmqlogs: broker.log, store.log, remoting.log, stats.log). SIGHUP re-reads logLevel.
 `
 
 // RunBroker is the mqbroker command: it loads the config from argv, runs a broker until SIGINT or SIGTERM,
@@ -28,11 +33,18 @@ func RunBroker(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mqbroker: %v\n%s", err, brokerUsage)
 		return 2
 	}
-	cfg := broker.DefaultConfig()
-	log, done, code := LoadConfig("mqbroker", brokerUsage, argv, stdout, stderr, &cfg)
+	cfg := defaultBrokerConfig()
+	args, unknown, done, code := loadConfig("mqbroker", brokerUsage, argv, stdout, stderr, &cfg)
 	if done {
 		return code
 	}
+	logs, err := openLogs("mqbroker", cfg.Log, cfg.LogDir(), logging.BrokerLayout(), stderr, unknown)
+	if err != nil {
+		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
+		return 2
+	}
+	defer logs.Close()
+	log := logs.Logger
 	if profile != "" {
 		stop, err := startCPUProfile(profile)
 		if err != nil {
@@ -41,24 +53,47 @@ func RunBroker(argv []string, stdout, stderr io.Writer) int {
 		}
 		defer stop(log)
 	}
-	b, err := broker.New(cfg, broker.Options{Logger: log})
+	b, err := broker.New(cfg, broker.Options{Logger: log, SetLogLevel: logs.SetLevel})
 	if err != nil {
+		log.Error("start-up failed", "err", err)
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		return 1
 	}
 	if err := b.Start(); err != nil {
+		log.Error("start-up failed", "err", err)
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		_ = b.Close()
 		return 1
 	}
-	fmt.Fprintf(stdout, "The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n", cfg.BrokerName, b.Addr(), cfg.NamesrvAddr)
-	WaitForSignal()
+	ns := cfg.NamesrvAddr
+	if ns == "" {
+		ns = "none (give -n host:9876 or set NAMESRV_ADDR)"
+	}
+	fmt.Fprintf(stdout, "The broker[%s, %s] boot success. serializeType=JSON and name server is %s\n", cfg.BrokerName, b.Addr(), ns)
+	fmt.Fprintf(stdout, "  store %s; %s; %s\n", cfg.StorePathRootDir, cfg.ExporterConfig.Describe(b.MetricsAddr()), describeLogs(logs))
+	log.Info("broker started", "addr", b.Addr(), "namesrvAddr", cfg.NamesrvAddr, "storePathRootDir", cfg.StorePathRootDir,
+		"metrics", cfg.ExporterConfig.Describe(b.MetricsAddr()), "logDir", logs.Dir())
+	waitForSignal(func() {
+		reloadLogLevel(logs, args, func() (any, func() string) {
+			c := defaultBrokerConfig()
+			return &c, func() string { return c.Log.LogLevel }
+		})
+	})
 	log.Info("shutting down")
 	if err := b.Close(); err != nil {
+		log.Error("shutdown failed", "err", err)
 		fmt.Fprintf(stderr, "mqbroker: shutdown: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// defaultBrokerConfig is RocketMQ's defaults with the environment mqbroker reads as RocketMQ's does:
+// NAMESRV_ADDR for namesrvAddr (ROCKETMQ_HOME is read by broker.DefaultConfig for rocketmqHome).
+func defaultBrokerConfig() broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.NamesrvAddr = strings.TrimSpace(os.Getenv("NAMESRV_ADDR"))
+	return cfg
 }
 
 // takeCPUProfile removes --cpuprofile=FILE (or --cpuprofile FILE) from argv, since it is no config key.

@@ -101,9 +101,14 @@ func Load(args Args, targets ...any) (Result, error) {
 		if err := v.ReadInConfig(); err != nil {
 			return res, fmt.Errorf("config file %s: %w", args.ConfigFile, err)
 		}
+		asWritten := fileKeys(args.ConfigFile)
 		for _, k := range v.AllKeys() {
-			values[strings.ToLower(k)] = rawString(v.Get(k))
-			spelled[strings.ToLower(k)] = k
+			lk := strings.ToLower(k)
+			values[lk] = rawString(v.Get(k))
+			spelled[lk] = k
+			if w, ok := asWritten[lk]; ok {
+				spelled[lk] = w
+			}
 		}
 	}
 	for _, k := range args.order {

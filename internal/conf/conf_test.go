@@ -57,16 +57,20 @@ func TestLoadPropertiesFileAndOverrides(t *testing.T) {
 	if len(c.Peers) != 2 || c.Peers[1] != "b:2" {
 		t.Fatalf("peers = %v", c.Peers)
 	}
-	if len(res.UnknownKeys) != 1 || !strings.EqualFold(res.UnknownKeys[0], "brokerIP2") {
+	if len(res.UnknownKeys) != 1 || res.UnknownKeys[0] != "brokerIP2" { // as written, not lower-cased by viper
 		t.Fatalf("unknown keys = %v", res.UnknownKeys)
 	}
 }
 
 func TestLoadYAML(t *testing.T) {
-	p := write(t, "broker.yaml", "listenPort: 20911\nautoCreateTopicEnable: false\n")
+	p := write(t, "broker.yaml", "listenPort: 20911\nautoCreateTopicEnable: false\nbrokerIP2: 1.2.3.4\n")
 	c := defaults()
-	if _, err := Load(Args{ConfigFile: p}, &c); err != nil {
+	res, err := Load(Args{ConfigFile: p}, &c)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(res.UnknownKeys) != 1 || res.UnknownKeys[0] != "brokerIP2" {
+		t.Fatalf("unknown keys = %v, want [brokerIP2] as written", res.UnknownKeys)
 	}
 	if c.ListenPort != 20911 || c.AutoCreate {
 		t.Fatalf("loaded %+v", c)

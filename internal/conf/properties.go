@@ -1,10 +1,15 @@
 package conf
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/magiconair/properties"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 // propertiesCodec lets viper read Java .properties files (RocketMQ's broker.conf / namesrv.properties
@@ -31,4 +36,34 @@ func newViper() *viper.Viper {
 	reg := viper.NewCodecRegistry()
 	_ = reg.RegisterCodec("properties", propertiesCodec{})
 	return viper.NewWithOptions(viper.WithCodecRegistry(reg), viper.KeyDelimiter("\x00"))
+}
+
+// fileKeys maps the lower-case form of each top-level key of a config file to the key as written there:
+// viper lower-cases keys, and a warning about an unknown key should name it as the user spelled it. It is
+// best effort: a file it cannot read again (or a .toml file) gives an empty map, and the lower-case form
+// is used.
+func fileKeys(path string) map[string]string {
+	out := map[string]string{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return out
+	}
+	raw := map[string]any{}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		err = yaml.Unmarshal(b, &raw)
+	case ".json":
+		err = json.Unmarshal(b, &raw)
+	case ".toml":
+		return out
+	default:
+		err = propertiesCodec{}.Decode(b, raw)
+	}
+	if err != nil {
+		return out
+	}
+	for k := range raw {
+		out[strings.ToLower(k)] = k
+	}
+	return out
 }

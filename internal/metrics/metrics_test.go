@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,13 +65,63 @@ func TestServerPortInUseNamesTheAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	s := NewServer(ln.Addr().String(), NewRegistry(), nil)
-	err = s.Start()
-	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), "config key metricsPort") {
-		t.Fatalf("Start on a used port: %v; want an error naming %s and metricsPort", err, ln.Addr())
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	p, _ := strconv.Atoi(port)
+	for _, tc := range []struct {
+		cfg ExporterConfig
+		key string
+	}{
+		{ExporterConfig{MetricsExporterType: ExporterProm, MetricsPromExporterPort: p}, "metricsPromExporterPort"},
+		{ExporterConfig{MetricsExporterType: ExporterDisable, MetricsPort: p}, "metricsPort"},
+	} {
+		s := NewEndpoint(tc.cfg, "127.0.0.1", NewRegistry(), nil)
+		err = s.Start()
+		if err == nil || !strings.Contains(err.Error(), ln.Addr().String()) || !strings.Contains(err.Error(), "config key "+tc.key) {
+			t.Fatalf("Start on a used port: %v; want an error naming %s and %s", err, ln.Addr(), tc.key)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close after a failed Start: %v", err)
+		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close after a failed Start: %v", err)
+}
+
+// RocketMQ 5's keys: off by default, PROM turns the endpoint on, metricsPort is a synonym that turns it on.
+func TestExporterConfig(t *testing.T) {
+	def := DefaultExporterConfig(DefaultBrokerPort)
+	if def.On() || NewEndpoint(def, "127.0.0.1", NewRegistry(), nil) != nil {
+		t.Fatal("the default config serves metrics; RocketMQ 5's default is DISABLE")
+	}
+	if err := def.Validate(map[string]int{"listenPort": DefaultBrokerPort}); err != nil {
+		t.Fatalf("a disabled endpoint clashes with listenPort: %v", err)
+	}
+	prom := def
+	prom.MetricsExporterType = "prom"
+	if !prom.On() || prom.Addr("0.0.0.0") != "0.0.0.0:5557" {
+		t.Fatalf("PROM: on %v at %s, want on at 0.0.0.0:5557", prom.On(), prom.Addr("0.0.0.0"))
+	}
+	prom.MetricsPromExporterHost = "127.0.0.2"
+	if prom.Addr("0.0.0.0") != "127.0.0.2:5557" {
+		t.Fatalf("metricsPromExporterHost ignored: %s", prom.Addr("0.0.0.0"))
+	}
+	legacy := def
+	legacy.MetricsPort = 6001
+	if !legacy.On() || legacy.Addr("h") != "h:6001" || legacy.PortKey() != "metricsPort" {
+		t.Fatalf("metricsPort=6001: on %v at %s (key %s)", legacy.On(), legacy.Addr("h"), legacy.PortKey())
+	}
+	for _, tc := range []struct {
+		cfg  ExporterConfig
+		want string
+	}{
+		{ExporterConfig{MetricsExporterType: "OTLP_GRPC"}, "metricsExporterType: OTLP_GRPC is RocketMQ's but not supported"},
+		{ExporterConfig{MetricsExporterType: "YES"}, "metricsExporterType"},
+		{ExporterConfig{MetricsExporterType: ExporterProm, MetricsPromExporterPort: 70000}, "metricsPromExporterPort"},
+		{ExporterConfig{MetricsExporterType: ExporterDisable, MetricsPort: -1}, "metricsPort"},
+		{ExporterConfig{MetricsExporterType: ExporterProm, MetricsPromExporterPort: 10911}, "metricsPromExporterPort: 10911 is also listenPort"},
+	} {
+		err := tc.cfg.Validate(map[string]int{"listenPort": 10911})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error with %q", tc.cfg, err, tc.want)
+		}
 	}
 }
 

@@ -18,10 +18,6 @@ import (
 // Path is where the endpoint serves the metrics.
 const Path = "/metrics"
 
-// ConfigKey is the config key of the endpoint's port, in the broker's and the name server's config alike
-// (0 = no endpoint).
-const ConfigKey = "metricsPort"
-
 // closeTimeout bounds how long Close waits for scrapes in flight before cutting their connections.
 const closeTimeout = 5 * time.Second
 
@@ -39,10 +35,11 @@ func NewRegistry() *prometheus.Registry {
 // Server is the HTTP endpoint serving one registry on Path. A nil *Server is an endpoint that is off: its
 // methods do nothing.
 type Server struct {
-	addr string
-	log  *slog.Logger
-	srv  *http.Server
-	wg   sync.WaitGroup
+	addr    string
+	portKey string // the config key the port came from, named when it cannot be bound
+	log     *slog.Logger
+	srv     *http.Server
+	wg      sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -65,14 +62,25 @@ func NewServer(addr string, g prometheus.Gatherer, log *slog.Logger) *Server {
 		// No Timeout: promhttp's timeout answers the request but leaves the gathering running, which
 		// could then outlive Close.
 	}))
-	s := &Server{addr: addr, log: log}
+	s := &Server{addr: addr, portKey: "metricsPromExporterPort", log: log}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return s
 }
 
+// NewEndpoint prepares the endpoint cfg asks for (nil when metricsExporterType is not PROM), on defaultHost
+// unless metricsPromExporterHost is set.
+func NewEndpoint(cfg ExporterConfig, defaultHost string, g prometheus.Gatherer, log *slog.Logger) *Server {
+	if !cfg.On() {
+		return nil
+	}
+	s := NewServer(cfg.Addr(defaultHost), g, log)
+	s.portKey = cfg.PortKey()
+	return s
+}
+
 // Start binds the address and serves on a goroutine that Close waits for. A port that cannot be bound is
-// an error naming ConfigKey.
+// an error naming the config key of the port.
 func (s *Server) Start() error {
 	if s == nil {
 		return nil
@@ -84,8 +92,8 @@ func (s *Server) Start() error {
 	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
-		return fmt.Errorf("config key %s: listen on %s: %w (each broker and name server on a host needs its own %s; 0 turns the endpoint off)",
-			ConfigKey, s.addr, err, ConfigKey)
+		return fmt.Errorf("config key %s: listen on %s: %w (with metricsExporterType=PROM each broker and name server on a host needs its own %s; metricsExporterType=DISABLE turns the endpoint off)",
+			s.portKey, s.addr, err, s.portKey)
 	}
 	s.mu.ln = ln
 	s.wg.Add(1)

@@ -137,7 +137,7 @@ start_listening() {
 # start_namesrv DIR: a name server on a free port, data in DIR; sets NS (host:port) and NS_PID.
 start_namesrv() {
   mkdir -p "$1/namesrv"
-  start_listening "$1/namesrv.log" 10 "$(free_port)" ./bin/mqnamesrv --listenPort=@PORT@ --metricsPort=0 \
+  start_listening "$1/namesrv.log" 10 "$(free_port)" ./bin/mqnamesrv --listenPort=@PORT@ --metricsExporterType=DISABLE --logDir="$1/logs" \
     --rocketmqHome="$1/namesrv" --kvConfigPath="$1/namesrv/kvConfig.json"
   NS_PID=$LAST_PID
   NS="127.0.0.1:$BOUND_PORT"
@@ -150,7 +150,7 @@ start_broker() {
   local name="$1" dir="$2" port="$3"
   shift 3
   start_listening "$dir.log" 60 "$port" ./bin/mqbroker -n "$NS" --brokerName="$name" --brokerIP1=127.0.0.1 \
-    --listenPort=@PORT@ --metricsPort=0 --storePathRootDir="$dir" "$@"
+    --listenPort=@PORT@ --metricsExporterType=DISABLE --logDir="$dir.logs" --storePathRootDir="$dir" "$@"
   BROKER_PORT="$BOUND_PORT"
 }
 
