@@ -325,6 +325,9 @@ func (n *Node) Start() error {
 		return fmt.Errorf("raftlog: start raft: %w", err)
 	}
 	n.raft.RegisterObserver(n.roles.obs)
+	r := n.raft
+	leading := func() bool { return r.State() == raft.Leader }
+	n.log.leading.Store(&leading)
 	n.wg.Add(2)
 	go n.roleLoop()
 	go n.eventLoop()

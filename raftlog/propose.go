@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/store"
@@ -30,11 +31,12 @@ import (
 // proposal is one put waiting for its entry, or a metadata command (meta set), which is an
 // entry of its own.
 type proposal struct {
-	recs  []byte // encoded records, or the metadata command
-	count int
-	ts    int64 // store timestamp written into the records
-	done  func(store.PutResult, error)
-	meta  func(any, error)
+	recs      []byte // encoded records, or the metadata command
+	count     int
+	ts        int64 // store timestamp written into the records
+	submitted time.Time
+	done      func(store.PutResult, error)
+	meta      func(any, error)
 }
 
 // fail answers the proposal with err.
@@ -48,8 +50,9 @@ func (pr *proposal) fail(err error) {
 
 // inflight is an entry handed to Raft with the puts it carries.
 type inflight struct {
-	fut   raft.ApplyFuture
-	props []*proposal
+	fut      raft.ApplyFuture
+	props    []*proposal
+	proposed time.Time
 }
 
 type proposer struct {
@@ -98,6 +101,7 @@ func (p *proposer) submit(pr *proposal) {
 		pr.fail(fmt.Errorf("%w: proposal refused", ErrShutdown))
 		return
 	}
+	pr.submitted = time.Now()
 	p.mu.queue = append(p.mu.queue, pr)
 	p.mu.Unlock()
 	select {
@@ -152,19 +156,26 @@ func (p *proposer) proposeLoop() {
 			if props[0].meta != nil {
 				data[0] = KindMeta
 			}
+			msgs := 0
 			for _, pr := range props {
 				data = append(data, pr.recs...)
+				msgs += pr.count
 			}
 			if err := p.n.leaderCheck(); err != nil {
 				answerAll(props, err)
 				continue
 			}
-			fut := p.n.raft.Apply(data, 0)
+			if data[0] == KindMessages {
+				p.n.log.stats.entryMessages.observe(int64(msgs))
+				p.n.log.stats.entryPuts.observe(int64(len(props)))
+			}
+			proposed := time.Now()
+			e := inflight{fut: p.n.raft.Apply(data, 0), props: props, proposed: proposed}
 			select {
-			case p.inflight <- inflight{fut: fut, props: props}:
+			case p.inflight <- e:
 			case <-p.stop:
 				// The waiter still drains what is in flight; this one goes too.
-				p.inflight <- inflight{fut: fut, props: props}
+				p.inflight <- e
 				p.failQueued()
 				return
 			}
@@ -191,7 +202,8 @@ func (p *proposer) waitLoop() {
 	defer p.wg.Done()
 	host := p.n.cl.StoreHost()
 	for e := range p.inflight {
-		if err := e.fut.Error(); err != nil {
+		err := e.fut.Error()
+		if err != nil {
 			answerAll(e.props, p.n.proposalError(err))
 			continue
 		}
@@ -214,10 +226,29 @@ func (p *proposer) waitLoop() {
 				pr.done(store.PutResult{}, fmt.Errorf("raftlog: entry %d: %d records dispatched, the puts carried more", res.Index, len(res.Offsets)))
 				continue
 			}
+			p.recordStages(pr, e, res)
 			pr.done(putResult(host, offs[:pr.count], pr.ts), nil)
 			offs = offs[pr.count:]
 		}
 	}
+}
+
+// recordStages adds a put answered SEND_OK to the send stage histograms (stats.go).
+func (p *proposer) recordStages(pr *proposal, e inflight, res *MessagesResult) {
+	st := p.n.log.stats
+	now := time.Now()
+	obs := func(i int, from, to time.Time) { st.stages[i].observeDuration(to.Sub(from)) }
+	obs(0, pr.submitted, e.proposed)
+	if res.dispatchedAt.IsZero() {
+		return
+	}
+	obs(1, e.proposed, res.dispatchedAt)
+	if stored, ok := st.storedTime(res.Index); ok {
+		obs(2, res.dispatchedAt, stored)
+		obs(3, stored, res.applyStart)
+	}
+	obs(4, res.applyStart, res.applyEnd)
+	obs(5, res.applyEnd, now)
 }
 
 // putResult is a put's answer as store.PutResult, from what its records got.
