@@ -76,7 +76,8 @@ type Store struct {
 	leading atomic.Pointer[func() bool]
 	// syncedEnd is the CommitLog end as of the last sync StoreLogs or a suffix truncation
 	// made (Options.Sync): what a machine crash keeps. crashBeforeSync is a test hook
-	// (crash_test.go): the next StoreLogs writes its frames, then fails without syncing, and
+	// (crash_test.go): the next StoreLogs of a leader writes its frames, then fails without
+	// syncing, and
 	// every later write fails (crashed), as if the process died between write and sync.
 	syncedEnd       atomic.Int64
 	crashBeforeSync atomic.Bool
@@ -316,7 +317,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err != nil {
 		return err
 	}
-	if s.crashBeforeSync.Load() {
+	if s.crashBeforeSync.Load() && s.isLeading() {
 		s.crashed.Store(true)
 		return errCrashed
 	}
@@ -353,10 +354,16 @@ const slowSync = 500 * time.Millisecond
 // errCrashed: the crashBeforeSync test hook fired.
 var errCrashed = errors.New("raftlog: crashed (test hook)")
 
+// isLeading reports whether the node leads (Node sets leading once Raft runs).
+func (s *Store) isLeading() bool {
+	f := s.leading.Load()
+	return f != nil && (*f)()
+}
+
 // recordStore counts a StoreLogs call that began at start, for the leader or a follower.
 func (s *Store) recordStore(logs []*raft.Log, start time.Time) {
 	end := time.Now()
-	if f := s.leading.Load(); f != nil && (*f)() {
+	if s.isLeading() {
 		s.stats.leaderStoreEntries.observe(int64(len(logs)))
 		s.stats.leaderStoreSeconds.observeDuration(end.Sub(start))
 		s.stats.markStored(logs[0].Index, logs[len(logs)-1].Index, end)
