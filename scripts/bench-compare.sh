@@ -91,7 +91,37 @@ record() {
   FAIL[$1]="$(($(num "$2" failed) + $(num "$2" rejected)))"
 }
 
-# ours KEY TOPIC: the producer workload against the brokers registered with $NS.
+# written_bytes PID...: the bytes the processes have sent to the storage layer so far (/proc/PID/io).
+written_bytes() {
+  local p w t=0
+  for p in "$@"; do
+    w="$(awk '/^write_bytes:/ { print $2 }' "/proc/$p/io" 2>/dev/null || true)"
+    t=$((t + ${w:-0}))
+  done
+  echo "$t"
+}
+
+# disk_quiet PID...: waits (at most 180 s) until the brokers PID... write less than 4 MB in a second. A
+# SYNC_FLUSH broker zero-fills and syncs its current and its next 1 GiB CommitLog file when it starts
+# (store/warm.go), a Raft group three of each: measured while that runs, the row would share the disk with
+# gigabytes of zeros (a one-broker row with a third as many), which no steady state has.
+disk_quiet() {
+  local prev cur i
+  prev="$(written_bytes "$@")"
+  for i in $(seq 1 180); do
+    sleep 1
+    cur="$(written_bytes "$@")"
+    if ((cur - prev < 4000000)); then
+      echo "== disk quiet after ${i} s" >&2
+      return 0
+    fi
+    prev="$cur"
+  done
+  echo "== the brokers still write more than 4 MB/s after 180 s; measuring anyway" >&2
+}
+
+# ours KEY TOPIC: the producer workload against the brokers registered with $NS (their pids in BROKER_PIDS,
+# for disk_quiet).
 ours() {
   # Unmeasured 2 s runs of the same load first, until one has no failure (at most 10): they create the topic
   # and let a slave or followers settle (NATS's stream is likewise created before its measured run). With
@@ -104,6 +134,8 @@ ours() {
       --queues "$QUEUES" --json || true)"
     [[ -n "$s" && "$(num "$s" failed)" == 0 && "$(num "$s" rejected)" == 0 ]] && break
   done
+  # shellcheck disable=SC2086
+  if [[ -n "${BROKER_PIDS:-}" ]]; then disk_quiet $BROKER_PIDS; fi
   local before=""
   if [[ -n "${METRICS_PORTS:-}" ]]; then before="$(raft_scrape $METRICS_PORTS)"; fi
   echo "== $1: mqbench producer" >&2
@@ -131,9 +163,9 @@ raft() {
     rpids+=("$LAST_PID")
   done
   wait_master "bench-$key" 60
-  METRICS_PORTS="${mport[*]}" ours "$key" "bench_${key//-/_}"
+  METRICS_PORTS="${mport[*]}" BROKER_PIDS="${rpids[*]}" ours "$key" "bench_${key//-/_}"
   for i in "${rpids[@]}"; do stop "$i"; done
-  rm -rf "$work/$key"-n*
+  rm -rf "$work/$key-n0" "$work/$key-n1" "$work/$key-n2" # the data; the logs stay for KEEP=1
 }
 
 # nats KEY SERVERS REPLICAS SYNC: the same workload against fresh NATS servers.
@@ -168,7 +200,7 @@ if want async || want sync; then
     # shellcheck disable=SC2046
     start_broker "bench-$key" "$work/$key" "$(free_port)" --flushDiskType="$flush" $(profile_args "$key")
     pid=$LAST_PID
-    ours "$key" "bench_$key"
+    BROKER_PIDS="$pid" ours "$key" "bench_$key"
     stop "$pid"
     rm -rf "$work/$key"
   done
@@ -179,7 +211,7 @@ if want ms; then
   start_broker bench-ms "$work/ms-slave" "$(free_port)" --brokerId=1 --brokerRole=SLAVE --flushDiskType=SYNC_FLUSH
   spid=$LAST_PID
   wait_log "$work/ms-master.log" "slave requests replication"
-  ours ms bench_ms
+  BROKER_PIDS="$mpid $spid" ours ms bench_ms
   stop "$spid"
   stop "$mpid"
   rm -rf "$work/ms-master" "$work/ms-slave"
