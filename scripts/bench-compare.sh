@@ -41,7 +41,7 @@ bench_init bench-compare natsbench diskbench
 want() { [[ " $ROWS " == *" $1 "* ]]; }
 
 # Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
-declare -A TPS P99 FAIL RAFT_LINE
+declare -A TPS P99 FAIL RAFT_LINE WROTE
 # profile_args NAME: the --cpuprofile flag of broker NAME ($work/prof-NAME.pprof) when PROFILE is set.
 profile_args() {
   if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
@@ -136,11 +136,18 @@ ours() {
   done
   # shellcheck disable=SC2086
   if [[ -n "${BROKER_PIDS:-}" ]]; then disk_quiet $BROKER_PIDS; fi
-  local before=""
+  local before="" wrote=0
   if [[ -n "${METRICS_PORTS:-}" ]]; then before="$(raft_scrape $METRICS_PORTS)"; fi
+  # shellcheck disable=SC2086
+  if [[ -n "${BROKER_PIDS:-}" ]]; then wrote="$(written_bytes $BROKER_PIDS)"; fi
   echo "== $1: mqbench producer" >&2
   record "$1" "$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
     --queues "$QUEUES" --json || true)"
+  # shellcheck disable=SC2086
+  if [[ -n "${BROKER_PIDS:-}" && -n "${TPS[$1]:-}" ]]; then
+    WROTE[$1]="$(awk -v w="$(($(written_bytes $BROKER_PIDS) - wrote))" -v t="${TPS[$1]}" -v d="${DURATION%s}" -v s="$SIZE" \
+      'BEGIN { if (t * d * s > 0) printf "%.2f", w / (t * d * s); else printf "-" }')"
+  fi
   if [[ -n "${METRICS_PORTS:-}" ]]; then raft_summary "$1" "$before" "$(raft_scrape $METRICS_PORTS)"; fi
 }
 
@@ -259,6 +266,12 @@ line nats-r3 "NATS R3 file x3 servers, default sync"
 line nats-r3-always "NATS R3 file x3 servers, sync_interval: always"
 if [[ -n "$raft_note" ]]; then echo "$raft_note"; fi
 echo "x msgs/s, x p99: ours divided by the matching NATS row (above 1: more messages/s; above 1: a longer p99)"
+# Bytes our brokers wrote to the storage layer during the measured run (all nodes of a row; /proc/PID/io),
+# per byte of message body acknowledged: the write amplification (record headers, ConsumeQueue and index,
+# replicas, pages written again).
+for k in async sync ms raft raft-async; do
+  if [[ -n "${WROTE[$k]:-}" ]]; then printf '%-16s disk bytes written per body byte acknowledged: %s\n' "$k" "${WROTE[$k]}"; fi
+done
 # Raft rows against our single broker of the same flush mode, and what the nodes' metrics say.
 for k in raft raft-async; do
   [[ -n "${TPS[$k]:-}" ]] || continue
