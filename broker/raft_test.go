@@ -258,6 +258,18 @@ func TestRaftLeadershipTransfer(t *testing.T) {
 		if v, _ := f.Value("rocketmq_raft_failovers_total"); v < 1 {
 			t.Errorf("node %d: rocketmq_raft_failovers_total = %v after a transfer", i, v)
 		}
+		// The performance series (metrics_raft.go): the old master answered the first ten sends, the new one
+		// the last; the new one stored the old one's entries as a follower first.
+		answered := map[string]float64{"leader": 1, "follower": 10}[role]
+		if v, _ := f.Value("rocketmq_raft_send_stage_seconds", "stage", "answer"); v < answered {
+			t.Errorf("node %d (%s): rocketmq_raft_send_stage_seconds{stage=\"answer\"} counts %v sends, want %v or more", i, role, v, answered)
+		}
+		if v, _ := f.Value("rocketmq_raft_entry_messages"); v < 1 {
+			t.Errorf("node %d (%s): rocketmq_raft_entry_messages counts %v entries", i, role, v)
+		}
+		if v, _ := f.Value("rocketmq_raft_store_entries", "role", "follower"); role == "leader" && v < 1 {
+			t.Errorf("node %d (%s): rocketmq_raft_store_entries{role=\"follower\"} counts %v appends", i, role, v)
+		}
 		wantID := map[string]string{"leader": "0", "follower": strconv.Itoa(i + 1)}[role]
 		if _, ok := f.Value("rocketmq_broker_info", "broker_id", wantID); !ok {
 			t.Errorf("node %d (%s): rocketmq_broker_info has no brokerId %s", i, role, wantID)

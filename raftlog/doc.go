@@ -140,5 +140,75 @@
 // after a crash) and keeps the frames with a valid header CRC, their own position, an index
 // one past the previous, a term not below it and valid data (data CRC, or record framing,
 // physical offsets and, optionally, body CRCs); the log is cut at the first other unit, the
-// index rewritten from the frames scanned.
+// index rewritten from the frames scanned. TestLeaderLosesUnsyncedTail kills a leader between
+// the write and the sync of a StoreLogs and restarts it on files cut back to what it synced.
+//
+// # Group commit, and why it is safe (propose.go)
+//
+// The proposer takes an in-flight slot (Config.MaxInFlight) before it takes the queue, so
+// the puts that arrive while every slot is replicated and synced wait in the queue and go
+// into the next entry together; with a slot it lingers (at most MaxLinger, and a quarter of
+// the recent round) until as many puts are queued as the last entry carried. Only the
+// grouping changes, never what an answer means: an entry is committed or not as a whole,
+// a put is answered from its own entry's state machine result once that entry is committed
+// and applied here, a put's records are never split over two entries (a batch send keeps
+// consecutive queue offsets), and entries keep the order of the queue (one proposer
+// goroutine, one waiter taking the futures in order). What the proposer has not handed to
+// Raft when leadership goes is refused with ErrNotLeader (nothing proposed: safe to send
+// again); what is in flight fails with ErrLeadershipLost (outcome unknown, as before). The
+// linger holds no lock and answers nothing; it only delays the next raft.Apply.
+//
+// Metrics (stats.go, rocketmq_raft_* in the broker): fsyncs, entries per StoreLogs as leader
+// and as follower (one AppendEntries request each), messages and puts per entry, and the
+// stages of a send on the leader.
+//
+// The depth and the transport's pipelining were chosen from scripts/bench-compare.sh (ROWS
+// "sync raft", 1 KiB messages, 16 producers each waiting for its answer, 20 s; the ratio is
+// to one broker with SYNC_FLUSH in the same run) on a 2-core machine shared with other
+// builds (load average 9 to 17 throughout, so single figures move by a third between runs):
+//
+//	proposer                      in flight  RPCs in flight  msgs/s  x one broker  msgs/entry  fsyncs/msg
+//	before (Apply, then the slot)   ~6           4             453      0.09          2.1        0.84
+//	slot first                       4           4            1026      0.19          4.3        0.54
+//	slot first                       1           4             745      0.13         10.3        0.29
+//	slot first                       2           4             908      0.22          6.6        0.44
+//	slot first                       2           1 (none)      825      0.16          6.1        0.47
+//	slot first (the default)         2           2            1075      0.22          6.9        0.42
+//
+// One entry in flight makes the biggest entries but serialises everything: the leader's sync
+// of the next entry cannot run while the followers sync this one. Two in flight let those
+// overlap; pipelining two AppendEntries per follower hides the round trip (without it a
+// follower still gets about one entry per request, as the leader stores one at a time).
+// MaxAppendEntries never binds at these depths (1.04 entries per follower append).
+//
+// # The leader's own write is not overlapped with replication
+//
+// Raft thesis section 10.2.1 lets a leader write its entry to its disk while it replicates
+// it, provided the leader counts itself in a majority only once its own write is durable.
+// hashicorp/raft (v1.8.0, raft.go dispatchLogs) cannot be told so: the leader loop calls
+// LogStore.StoreLogs, then at once counts the leader as holding the entries
+// (commitment.match(localID, lastIndex), unexported) and only then wakes the replicators,
+// which never send past the last index StoreLogs published. So there are two ways to
+// overlap, and neither is safe without a fork:
+//
+//   - StoreLogs returns before its sync and syncs in the background: the leader is then
+//     counted for entries it does not hold durably. In a group of three, an entry commits
+//     on the leader's unsynced copy plus one follower's; the leader sends that commit index
+//     and the followers apply up to it (consumers read it there) and the put is answered.
+//     If the leader loses power now, its copy is gone and it restarts with a log that ends
+//     before the entry; the third node (which never got the entry either) can win an
+//     election with its own vote and the restarted leader's (its log is as up to date as
+//     that cut one), and its next entries overwrite the acknowledged, already consumed one
+//     on the follower. Holding
+//     only the answer until the leader's sync does not help: the followers apply (make
+//     visible) at the commit index the leader sends them, not at the answer.
+//   - Publishing entries to the replicators before StoreLogs: the replicators read through
+//     the LogStore (GetLog) up to Raft's last index, which StoreLogs' return sets; nothing
+//     in the LogStore contract lets it hand out entries it has not stored.
+//
+// CommitTrackingLogStore (v1.8.0) only stages the commit index to be stored with the next
+// StoreLogs; it does not delay the leader's own match. So each entry costs the leader's sync
+// and then a follower's sync in series. What overlaps instead is one entry with the next:
+// while the followers store and sync entry N, the leader loop is free to store entry N+1
+// (MaxInFlight > 1), and Raft hands a follower whatever accumulated as one AppendEntries.
 package raftlog

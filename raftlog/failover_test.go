@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,7 +47,8 @@ func startLoad(c *cluster, producers int) *load {
 					l.mu.Lock()
 					l.acks = append(l.acks, acked{res, msgs})
 					l.mu.Unlock()
-				case errors.Is(err, ErrLeadershipLost), errors.Is(err, ErrShutdown), errors.Is(err, ErrProposalTimeout):
+				case errors.Is(err, ErrLeadershipLost), errors.Is(err, ErrShutdown), errors.Is(err, ErrProposalTimeout),
+					strings.Contains(err.Error(), errCrashed.Error()): // the crash test's leader (Raft quotes the error)
 					l.unknown.Add(1)
 				case ctx.Err() != nil:
 					return

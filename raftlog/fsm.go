@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/store"
@@ -38,6 +39,9 @@ type MessagesResult struct {
 	// Replayed is true for an entry dispatched before a restart (no offsets).
 	Replayed bool
 	Err      error
+	// When the leader dispatched the entry (Log.AppendedAt), and when this node's state
+	// machine began and ended it: the send stages (stats.go).
+	dispatchedAt, applyStart, applyEnd time.Time
 }
 
 // FSM is the Raft state machine of a broker group: it dispatches committed message entries
@@ -99,13 +103,14 @@ func (f *FSM) apply(l *raft.Log) any {
 		if dispatched {
 			return &MessagesResult{Index: l.Index, Replayed: true}
 		}
+		start := time.Now()
 		offs, err := f.cl.DispatchMessages(p.Data, p.End, p.End, true, nil)
 		if err != nil {
 			f.lg.Error("dispatching a committed message entry failed; its messages are not readable on this node",
 				"index", l.Index, "offset", p.Pos, "err", err)
 			f.cl.AdvanceDispatch(p.End)
 		}
-		return &MessagesResult{Index: l.Index, Offsets: offs, Err: err}
+		return &MessagesResult{Index: l.Index, Offsets: offs, Err: err, dispatchedAt: l.AppendedAt, applyStart: start, applyEnd: time.Now()}
 	case KindMeta:
 		// An empty command is a marker (the new leader's, roles.go): it only moves dispatch.
 		var resp any

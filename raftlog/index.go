@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	mmap "github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
@@ -54,6 +55,10 @@ type denseIndex struct {
 
 	mu    sync.RWMutex
 	files map[uint64]*indexFile // by first index
+	// maxPut is the highest slot written (guarded by mu); syncedThrough is maxPut as of the
+	// last sync: the slots a machine crash is sure to keep (the crash test reads it).
+	maxPut        uint64
+	syncedThrough atomic.Uint64
 }
 
 func openDenseIndex(dir string, perFile uint64) (*denseIndex, error) {
@@ -155,6 +160,7 @@ func (d *denseIndex) put(i uint64, s slot) error {
 	b[slotType], b[slotKind] = s.typ, s.kind
 	d.mu.Lock()
 	d.files[i-i%d.perFile].dirty = true
+	d.maxPut = max(d.maxPut, i)
 	d.mu.Unlock()
 	return nil
 }
@@ -164,6 +170,7 @@ func (d *denseIndex) put(i uint64, s slot) error {
 func (d *denseIndex) clearFrom(i uint64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.maxPut = min(d.maxPut, max(i, 1)-1)
 	var errs []error
 	for first, f := range d.files {
 		switch {
@@ -229,6 +236,9 @@ func (d *denseIndex) sync() error {
 			continue
 		}
 		f.dirty = false
+	}
+	if len(errs) == 0 {
+		d.syncedThrough.Store(d.maxPut)
 	}
 	return errors.Join(errs...)
 }

@@ -70,6 +70,19 @@ type Store struct {
 	applied   atomic.Uint64
 	compacted atomic.Uint64
 
+	// stats are the node's performance counters (stats.go); leading tells StoreLogs whether
+	// it runs for a leader's dispatch or a follower's append (nil: a follower).
+	stats   *nodeStats
+	leading atomic.Pointer[func() bool]
+	// syncedEnd is the CommitLog end as of the last sync StoreLogs or a suffix truncation
+	// made (Options.Sync): what a machine crash keeps. crashBeforeSync is a test hook
+	// (crash_test.go): the next StoreLogs of a leader writes its frames, then fails without
+	// syncing, and
+	// every later write fails (crashed), as if the process died between write and sync.
+	syncedEnd       atomic.Int64
+	crashBeforeSync atomic.Bool
+	crashed         atomic.Bool
+
 	wmu     sync.Mutex
 	scratch []byte // guarded by wmu
 	// repairMu serialises rebuilding index slots from GetLog (readFrame).
@@ -118,7 +131,8 @@ func Open(cl *store.Store, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cl: cl, log: log.With("component", "raftlog"), fileSize: cl.CommitLogFileSize(), sync: opts.Sync, idx: idx}
+	s := &Store{cl: cl, log: log.With("component", "raftlog"), fileSize: cl.CommitLogFileSize(), sync: opts.Sync, idx: idx,
+		stats: newNodeStats()}
 	s.pins.from = make(map[int64]int)
 	st, dirty, err := s.recover(opts.CheckCRCOnRecover)
 	if err == nil {
@@ -130,6 +144,7 @@ func Open(cl *store.Store, dir string, opts Options) (*Store, error) {
 	}
 	s.mu.state = st
 	s.mu.minPhy = cl.MinPhyOffset()
+	s.syncedEnd.Store(st.end)
 	cl.SetRetentionGuard(s.retentionAllows)
 	return s, nil
 }
@@ -277,6 +292,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
+	start := time.Now()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.RLock()
@@ -284,6 +300,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.mu.RUnlock()
 	if closed {
 		return ErrClosed
+	}
+	if s.crashed.Load() {
+		return errCrashed
 	}
 	if err := checkContiguous(st, logs); err != nil {
 		return err
@@ -298,15 +317,24 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err != nil {
 		return err
 	}
+	if s.crashBeforeSync.Load() && s.isLeading() {
+		s.crashed.Store(true)
+		return errCrashed
+	}
 	if s.sync {
-		start := time.Now()
+		syncStart := time.Now()
 		if err := s.cl.SyncCommitLog(); err != nil {
 			return fmt.Errorf("raftlog: sync entries %d..%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
 		}
-		if d := time.Since(start); d > slowSync {
+		d := time.Since(syncStart)
+		s.stats.syncs.Add(1)
+		s.stats.syncSeconds.observeDuration(d)
+		s.syncedEnd.Store(next)
+		if d > slowSync {
 			s.log.Warn("slow raft log sync", "elapsed", d, "entries", len(logs))
 		}
 	}
+	s.recordStore(logs, start)
 	s.mu.Lock()
 	if s.mu.state.last == 0 {
 		s.mu.state.first = logs[0].Index
@@ -322,6 +350,28 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 
 // slowSync: syncs slower than this are logged.
 const slowSync = 500 * time.Millisecond
+
+// errCrashed: the crashBeforeSync test hook fired.
+var errCrashed = errors.New("raftlog: crashed (test hook)")
+
+// isLeading reports whether the node leads (Node sets leading once Raft runs).
+func (s *Store) isLeading() bool {
+	f := s.leading.Load()
+	return f != nil && (*f)()
+}
+
+// recordStore counts a StoreLogs call that began at start, for the leader or a follower.
+func (s *Store) recordStore(logs []*raft.Log, start time.Time) {
+	end := time.Now()
+	if s.isLeading() {
+		s.stats.leaderStoreEntries.observe(int64(len(logs)))
+		s.stats.leaderStoreSeconds.observeDuration(end.Sub(start))
+		s.stats.markStored(logs[0].Index, logs[len(logs)-1].Index, end)
+		return
+	}
+	s.stats.followerStoreEntries.observe(int64(len(logs)))
+	s.stats.followerStoreSeconds.observeDuration(end.Sub(start))
+}
 
 func checkContiguous(st logState, logs []*raft.Log) error {
 	prev, prevTerm := st.last, st.lastTerm
@@ -432,6 +482,9 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	if closed {
 		return ErrClosed
 	}
+	if s.crashed.Load() {
+		return errCrashed
+	}
 	if min <= s.applied.Load() {
 		top := max
 		if st.last != 0 && top > st.last {
@@ -469,6 +522,9 @@ func (s *Store) truncateSuffix(st logState, min uint64) error {
 	}
 	if err := s.idx.clearFrom(from); err != nil {
 		return err
+	}
+	if sl.pos < s.syncedEnd.Load() {
+		s.syncedEnd.Store(sl.pos) // the cut is durable
 	}
 	s.log.Info("truncated conflicting raft entries", "from", from, "to", st.last, "offset", sl.pos)
 	if from <= st.first {

@@ -88,10 +88,14 @@ type Config struct {
 	PreferredLeaderID string
 	// Group commit of puts (propose.go): an entry carries at most MaxEntryBytes of records
 	// (and never more than fits a CommitLog file) and MaxEntryMessages messages (a single
-	// put larger than the bounds goes alone); at most MaxInFlight entries are in flight.
+	// put larger than the bounds goes alone); at most MaxInFlight entries are in flight, and
+	// the proposer waits for a free one before it takes the queue, so puts queue up while
+	// they are in flight. With a slot in hand it lingers at most MaxLinger (and a quarter of
+	// the recent round) for as many puts as the last entry carried; 0 turns that off.
 	MaxEntryBytes    int
 	MaxEntryMessages int
 	MaxInFlight      int
+	MaxLinger        time.Duration
 	// LogCacheEntries keeps the last entries stored in memory (raft.LogCache), so replication,
 	// the previous-entry checks and the followers' apply do not copy them out of the
 	// CommitLog again; 0 turns it off. Each entry holds at most MaxEntryBytes.
@@ -111,7 +115,8 @@ func DefaultConfig() Config {
 		SnapshotInterval:   60 * time.Second,
 		MaxEntryBytes:      1 << 20,
 		MaxEntryMessages:   1024,
-		MaxInFlight:        4,
+		MaxInFlight:        2,
+		MaxLinger:          time.Millisecond,
 		LogCacheEntries:    128,
 	}
 }
@@ -148,6 +153,8 @@ func (c *Config) Validate() error {
 		return bad("MaxEntryMessages", "%d must be positive", c.MaxEntryMessages)
 	case c.MaxInFlight < 1:
 		return bad("MaxInFlight", "%d must be positive", c.MaxInFlight)
+	case c.MaxLinger < 0:
+		return bad("MaxLinger", "%v is negative", c.MaxLinger)
 	case c.LogCacheEntries < 0:
 		return bad("LogCacheEntries", "%d is negative", c.LogCacheEntries)
 	}
@@ -284,7 +291,9 @@ func (n *Node) Start() error {
 		if err != nil {
 			return fmt.Errorf("raftlog: peer address %s: %w", addr, err)
 		}
-		tc := &raft.NetworkTransportConfig{Logger: NewHCLogger(n.lg), MaxPool: 3, MaxRPCsInFlight: 4, Timeout: 10 * time.Second}
+		// Two AppendEntries in flight per follower (pipelining) match the proposer's two entries in
+		// flight (doc.go has the measurements).
+		tc := &raft.NetworkTransportConfig{Logger: NewHCLogger(n.lg), MaxPool: 3, MaxRPCsInFlight: 2, Timeout: 10 * time.Second}
 		if n.opts.AddressOf != nil {
 			tc.ServerAddressProvider = addressProvider{of: n.opts.AddressOf, peers: n.cfg.Peers}
 		}
@@ -325,6 +334,9 @@ func (n *Node) Start() error {
 		return fmt.Errorf("raftlog: start raft: %w", err)
 	}
 	n.raft.RegisterObserver(n.roles.obs)
+	r := n.raft
+	leading := func() bool { return r.State() == raft.Leader }
+	n.log.leading.Store(&leading)
 	n.wg.Add(2)
 	go n.roleLoop()
 	go n.eventLoop()

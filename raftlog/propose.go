@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/store"
@@ -14,13 +16,18 @@ import (
 
 // The proposer groups sends into Raft entries (group commit). A put encodes its records on
 // the caller's goroutine (store.EncodeMessages: the leader's store host and clock) and queues
-// them; the proposer goroutine takes everything queued, up to Config.MaxEntryBytes and
-// Config.MaxEntryMessages, as one message entry and hands it to raft.Apply; up to
-// Config.MaxInFlight entries are in flight at once, so what queues while they are replicated
-// and synced goes into the next entry. The waiter goroutine takes the entries in order as
-// they are applied and answers each put from what the state machine assigned to its records
-// (physical and queue offsets): one put's records lie together in one entry, so a batch gets
-// consecutive queue offsets, as a classic put gives it.
+// them. The proposer goroutine takes an in-flight slot first (Config.MaxInFlight of them) and
+// only then the queue: while every slot is in flight, replicated and synced, the puts that
+// arrive queue up and go into the next entry together, so the entries grow with the load
+// and the group pays one sync per node for each of them. With a slot in hand it lingers a
+// little (linger) until as many puts are queued as the last entry carried, so that
+// producers answered together by one entry land in the next one together rather than
+// split over two; then it takes everything queued, up to Config.MaxEntryBytes and
+// Config.MaxEntryMessages, as one message entry and hands it to raft.Apply. The waiter
+// goroutine takes the entries in order as they are applied, gives their slots back and
+// answers each put from what the state machine assigned to its records (physical and queue
+// offsets): one put's records lie together in one entry, so a batch gets consecutive queue
+// offsets, as a classic put gives it.
 //
 // Close: the proposer stops taking puts (queued ones fail with ErrShutdown), the waiter
 // drains the entries in flight while Raft still runs (every Raft future resolves then: it is
@@ -30,11 +37,12 @@ import (
 // proposal is one put waiting for its entry, or a metadata command (meta set), which is an
 // entry of its own.
 type proposal struct {
-	recs  []byte // encoded records, or the metadata command
-	count int
-	ts    int64 // store timestamp written into the records
-	done  func(store.PutResult, error)
-	meta  func(any, error)
+	recs      []byte // encoded records, or the metadata command
+	count     int
+	ts        int64 // store timestamp written into the records
+	submitted time.Time
+	done      func(store.PutResult, error)
+	meta      func(any, error)
 }
 
 // fail answers the proposal with err.
@@ -48,8 +56,9 @@ func (pr *proposal) fail(err error) {
 
 // inflight is an entry handed to Raft with the puts it carries.
 type inflight struct {
-	fut   raft.ApplyFuture
-	props []*proposal
+	fut      raft.ApplyFuture
+	props    []*proposal
+	proposed time.Time
 }
 
 type proposer struct {
@@ -60,15 +69,27 @@ type proposer struct {
 		queue   []*proposal
 		stopped bool
 	}
-	wake     chan struct{} // capacity 1
-	stop     chan struct{}
-	inflight chan inflight // capacity MaxInFlight; closed by the proposer loop when it ends
+	wake chan struct{} // capacity 1
+	stop chan struct{}
+	// slots holds a token for every entry in flight (capacity MaxInFlight): the proposer puts
+	// one in before it takes the queue, the waiter takes it out once the entry is resolved.
+	slots chan struct{}
+	// inflight carries the entries to the waiter in order (capacity MaxInFlight, so a send
+	// never blocks: slots bound what is in flight); closed by the proposer loop when it ends.
+	inflight chan inflight
 	wg       sync.WaitGroup
+
+	// lastPuts is the number of puts the last message entry carried (proposer goroutine).
+	lastPuts int
+	// round is a moving average of the time from raft.Apply to the entry's answer, in ns
+	// (written by the waiter, read by the proposer).
+	round atomic.Int64
 }
 
 func newProposer(n *Node) *proposer {
+	depth := max(n.cfg.MaxInFlight, 1)
 	return &proposer{n: n, wake: make(chan struct{}, 1), stop: make(chan struct{}),
-		inflight: make(chan inflight, max(n.cfg.MaxInFlight, 1))}
+		slots: make(chan struct{}, depth), inflight: make(chan inflight, depth)}
 }
 
 func (p *proposer) start() {
@@ -98,6 +119,7 @@ func (p *proposer) submit(pr *proposal) {
 		pr.fail(fmt.Errorf("%w: proposal refused", ErrShutdown))
 		return
 	}
+	pr.submitted = time.Now()
 	p.mu.queue = append(p.mu.queue, pr)
 	p.mu.Unlock()
 	select {
@@ -132,9 +154,59 @@ func (p *proposer) take() ([]*proposal, int) {
 	return out, bytes
 }
 
+// enough reports whether the queue holds want puts, or a full entry, or a metadata command
+// first (which goes alone).
+func (p *proposer) enough(want int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.mu.queue
+	if len(q) >= want || len(q) > 0 && q[0].meta != nil {
+		return true
+	}
+	bytes, msgs := 0, 0
+	for _, pr := range q {
+		bytes += len(pr.recs)
+		msgs += pr.count
+	}
+	return bytes >= p.n.maxEntryBytes() || msgs >= p.n.cfg.MaxEntryMessages
+}
+
+// lingerFor is how long the proposer may wait for more puts once it holds a slot: a quarter
+// of the recent round (Apply to answer), at most Config.MaxLinger. A quarter keeps what a
+// put can lose to lingering small next to what it gains (not waiting a whole round for the
+// next entry).
+func (p *proposer) lingerFor() time.Duration {
+	return min(time.Duration(p.round.Load())/4, p.n.cfg.MaxLinger)
+}
+
+// linger waits until the queue holds as many puts as the last entry carried (the producers
+// that entry answered, coming back), a full entry, or lingerFor has passed. It returns false
+// when the proposer is stopping.
+func (p *proposer) linger(t *time.Timer) bool {
+	want := p.lastPuts
+	wait := p.lingerFor()
+	if want <= 1 || wait <= 0 || p.enough(want) {
+		return true
+	}
+	t.Reset(wait)
+	defer t.Stop()
+	for !p.enough(want) {
+		select {
+		case <-p.wake:
+		case <-t.C:
+			return true
+		case <-p.stop:
+			return false
+		}
+	}
+	return true
+}
+
 func (p *proposer) proposeLoop() {
 	defer p.wg.Done()
 	defer close(p.inflight)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case <-p.stop:
@@ -143,8 +215,21 @@ func (p *proposer) proposeLoop() {
 		case <-p.wake:
 		}
 		for {
+			// The slot before the queue: while every slot is in flight, puts queue up.
+			select {
+			case p.slots <- struct{}{}:
+			case <-p.stop:
+				p.failQueued()
+				return
+			}
+			if !p.linger(timer) {
+				<-p.slots
+				p.failQueued()
+				return
+			}
 			props, size := p.take()
 			if props == nil {
+				<-p.slots
 				break
 			}
 			data := make([]byte, 1, 1+size)
@@ -152,22 +237,25 @@ func (p *proposer) proposeLoop() {
 			if props[0].meta != nil {
 				data[0] = KindMeta
 			}
+			msgs := 0
 			for _, pr := range props {
 				data = append(data, pr.recs...)
+				msgs += pr.count
 			}
 			if err := p.n.leaderCheck(); err != nil {
+				<-p.slots
 				answerAll(props, err)
 				continue
 			}
-			fut := p.n.raft.Apply(data, 0)
-			select {
-			case p.inflight <- inflight{fut: fut, props: props}:
-			case <-p.stop:
-				// The waiter still drains what is in flight; this one goes too.
-				p.inflight <- inflight{fut: fut, props: props}
-				p.failQueued()
-				return
+			if data[0] == KindMessages {
+				p.lastPuts = len(props)
+				p.n.log.stats.entryMessages.observe(int64(msgs))
+				p.n.log.stats.entryPuts.observe(int64(len(props)))
 			}
+			// Never blocks: the slot taken above bounds what is in flight. The waiter drains
+			// what is in flight even when the proposer stops.
+			proposed := time.Now()
+			p.inflight <- inflight{fut: p.n.raft.Apply(data, 0), props: props, proposed: proposed}
 		}
 	}
 }
@@ -191,7 +279,10 @@ func (p *proposer) waitLoop() {
 	defer p.wg.Done()
 	host := p.n.cl.StoreHost()
 	for e := range p.inflight {
-		if err := e.fut.Error(); err != nil {
+		err := e.fut.Error()
+		p.roundDone(time.Since(e.proposed))
+		<-p.slots
+		if err != nil {
 			answerAll(e.props, p.n.proposalError(err))
 			continue
 		}
@@ -214,10 +305,39 @@ func (p *proposer) waitLoop() {
 				pr.done(store.PutResult{}, fmt.Errorf("raftlog: entry %d: %d records dispatched, the puts carried more", res.Index, len(res.Offsets)))
 				continue
 			}
+			p.recordStages(pr, e, res)
 			pr.done(putResult(host, offs[:pr.count], pr.ts), nil)
 			offs = offs[pr.count:]
 		}
 	}
+}
+
+// roundDone folds the time of one entry's round into the moving average (1/8 weight).
+func (p *proposer) roundDone(d time.Duration) {
+	old := p.round.Load()
+	if old == 0 {
+		p.round.Store(int64(d))
+		return
+	}
+	p.round.Store(old + (int64(d)-old)/8)
+}
+
+// recordStages adds a put answered SEND_OK to the send stage histograms (stats.go).
+func (p *proposer) recordStages(pr *proposal, e inflight, res *MessagesResult) {
+	st := p.n.log.stats
+	now := time.Now()
+	obs := func(i int, from, to time.Time) { st.stages[i].observeDuration(to.Sub(from)) }
+	obs(0, pr.submitted, e.proposed)
+	if res.dispatchedAt.IsZero() {
+		return
+	}
+	obs(1, e.proposed, res.dispatchedAt)
+	if stored, ok := st.storedTime(res.Index); ok {
+		obs(2, res.dispatchedAt, stored)
+		obs(3, stored, res.applyStart)
+	}
+	obs(4, res.applyStart, res.applyEnd)
+	obs(5, res.applyEnd, now)
 }
 
 // putResult is a put's answer as store.PutResult, from what its records got.

@@ -148,3 +148,70 @@ func TestMetaCommands(t *testing.T) {
 		t.Fatalf("ProposeMeta on a follower = %v", err)
 	}
 }
+
+// TestProposerBatchesWhileSlotsAreBusy: while every in-flight slot is taken, puts queue up;
+// once a slot frees, everything queued goes into one entry: 16 concurrent puts (one of them
+// a batch of 5) make one entry of 16 puts and 20 messages, the batch's records get
+// consecutive queue offsets, and each put's offsets are its own.
+func TestProposerBatchesWhileSlotsAreBusy(t *testing.T) {
+	c := newCluster(t, clusterOptions{tune: func(cfg *Config) {
+		cfg.MaxInFlight = 1
+		cfg.MaxEntryMessages = 64
+		cfg.MaxEntryBytes = 64 << 10
+	}})
+	ld := c.nodes[c.leader()].n
+	if _, err := ld.PutMessage(context.Background(), testMsg("Q", 0, "first")); err != nil {
+		t.Fatal(err)
+	}
+	before := ld.Stats()
+	ld.prop.slots <- struct{}{} // the one slot is busy, as with an entry in flight
+	type answer struct {
+		res store.PutResult
+		err error
+		n   int
+	}
+	answers := make(chan answer, 16)
+	for i := range 16 {
+		n := 1
+		if i == 7 {
+			n = 5
+		}
+		var msgs []*store.Message
+		for j := range n {
+			msgs = append(msgs, testMsg("Q", 0, fmt.Sprintf("p%d-%d", i, j)))
+		}
+		ld.PutMessagesAsync(msgs, func(res store.PutResult, err error) { answers <- answer{res, err, n} })
+	}
+	waitFor(t, "16 puts queued", func() bool {
+		ld.prop.mu.Lock()
+		defer ld.prop.mu.Unlock()
+		return len(ld.prop.mu.queue) == 16
+	})
+	<-ld.prop.slots
+	seen := map[int64]bool{}
+	for range 16 {
+		a := <-answers
+		if a.err != nil {
+			t.Fatalf("put: %v", a.err)
+		}
+		if a.res.Count != a.n {
+			t.Fatalf("a put of %d answered for %d", a.n, a.res.Count)
+		}
+		for k := range int64(a.n) {
+			if seen[a.res.QueueOffset+k] {
+				t.Fatalf("queue offset %d given twice", a.res.QueueOffset+k)
+			}
+			seen[a.res.QueueOffset+k] = true
+		}
+	}
+	st := ld.Stats()
+	if n, puts, msgs := st.EntryPuts.Count()-before.EntryPuts.Count(), st.EntryPuts.Sum-before.EntryPuts.Sum,
+		st.EntryMessages.Sum-before.EntryMessages.Sum; n != 1 || puts != 16 || msgs != 20 {
+		t.Fatalf("%d entries carried %v puts and %v messages; want 1 entry of 16 puts, 20 messages", n, puts, msgs)
+	}
+	for off := int64(1); off <= 20; off++ {
+		if !seen[off] {
+			t.Fatalf("queue offsets %v: %d missing after the first put's 0", seen, off)
+		}
+	}
+}

@@ -177,6 +177,7 @@ func (s *Store) restoreFiles(r io.Reader, fsm *FSM) (uint64, error) {
 		return 0, err
 	}
 	s.mu.state = logState{end: from}
+	s.syncedEnd.Store(min(s.syncedEnd.Load(), from))
 	s.mu.minPhy = from
 	buf := make([]byte, copyChunk)
 	for off := from; off < to; {
@@ -200,6 +201,7 @@ func (s *Store) restoreFiles(r io.Reader, fsm *FSM) (uint64, error) {
 		return 0, fmt.Errorf("raftlog: snapshot files [%d, %d) hold entries up to %d only (%s)", from, to, sc.end, sc.reason)
 	}
 	s.mu.state = logState{first: sc.first, last: sc.last, lastTerm: sc.lastTerm, end: to}
+	s.syncedEnd.Store(to)
 	if err := s.idx.sync(); err != nil {
 		return 0, err
 	}

@@ -7,14 +7,22 @@
 #   ours  single ASYNC_FLUSH                 acked in the page cache       <-> NATS R1, fsync every 2 min (default)
 #   ours  single SYNC_FLUSH                  acked after fsync             <-> NATS R1, sync_interval: always
 #   ours  SYNC_MASTER+SYNC_FLUSH and a slave acked after fsync + slave copy <-> NATS R3, sync_interval: always
-#   ours  Raft group of three, SYNC_FLUSH    acked on a quorum             <-> NATS R3, sync_interval: always
+#   ours  Raft group of three, SYNC_FLUSH    acked on a quorum (synced)    <-> NATS R3, sync_interval: always
+#   ours  Raft group of three, ASYNC_FLUSH   acked on a quorum (in memory) <-> NATS R3, default (fsync every 2 min)
 #                                            (only when this build has the Raft mode, issue 6)
+#
+# The Raft rows are also set against our single broker of the same flush mode (the issue 12 goals), and the
+# nodes' rocketmq_raft_* series are scraped before and after the measured run: messages per Raft entry,
+# fsyncs per message (all three nodes), entries per follower append, and the mean of each stage of a send
+# on the leader (queue, dispatch, leader store, replicate, apply, answer).
 #
 # NATS (github.com/nats-io/nats-server/v2, embedded by bench/cmd/natsbench, a module of its own under bench/)
 # runs one server, or three clustered on 127.0.0.1, with file storage; its publisher goes through the same
 # driver and statistics as mqbench (internal/bench). Settings: DURATION (60s), THREADS (16), SIZE (1024),
 # QUEUES (8), DISK_SIZE (bytes of the disk's write test, 1 GiB), ROWS (which rows, default
-# "async sync ms raft nats-r1 nats-r1-always nats-r3-always"), KEEP=1 (keep the temp folder and logs).
+# "async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always"; they run in that order),
+# KEEP=1 (keep the temp folder and logs), PROFILE=1 (a CPU profile of every broker of our rows, its top
+# printed at the end; kept in the temp folder with KEEP=1), RAFT_ARGS (more --key=value for the Raft nodes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/common.sh
@@ -24,14 +32,53 @@ THREADS="${THREADS:-16}"
 SIZE="${SIZE:-1024}"
 QUEUES="${QUEUES:-8}"
 DISK_SIZE="${DISK_SIZE:-1073741824}"
-ROWS="${ROWS:-async sync ms raft nats-r1 nats-r1-always nats-r3-always}"
+ROWS="${ROWS:-async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always}"
+PROFILE="${PROFILE:-}"
+read -r -a RAFT_EXTRA <<<"${RAFT_ARGS:-}"
 
 bench_init bench-compare natsbench diskbench
 
 want() { [[ " $ROWS " == *" $1 "* ]]; }
 
-# Results by row key: messages/s, p99 ms, failures.
-declare -A TPS P99 FAIL
+# Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
+declare -A TPS P99 FAIL RAFT_LINE WROTE
+# profile_args NAME: the --cpuprofile flag of broker NAME ($work/prof-NAME.pprof) when PROFILE is set.
+profile_args() {
+  if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
+}
+
+# raft_scrape PORT...: the rocketmq_raft_* samples (no buckets) of the nodes' metrics endpoints, summed over
+# the nodes, one "series value" a line.
+raft_scrape() {
+  local p
+  for p in "$@"; do curl -fsS "http://127.0.0.1:$p/metrics" || true; done |
+    awk '/^rocketmq_raft_/ && $1 !~ /_bucket/ { sum[$1] += $2 } END { for (k in sum) printf "%s %.9g\n", k, sum[k] }'
+}
+
+# raft_delta BEFORE AFTER SERIES: AFTER's value of SERIES minus BEFORE's (0 when absent).
+raft_delta() {
+  awk -v k="$3" 'NR == FNR { if ($1 == k) b = $2; next } $1 == k { a = $2 } END { printf "%.9g", a - b }' \
+    <(echo "$1") <(echo "$2")
+}
+
+# raft_summary KEY BEFORE AFTER: the Raft row's figures from the scrapes around its measured run.
+raft_summary() {
+  local b="$2" a="$3" msgs entries fsyncs fcalls fentries
+  msgs="$(raft_delta "$b" "$a" rocketmq_raft_entry_messages_sum)"
+  entries="$(raft_delta "$b" "$a" rocketmq_raft_entry_messages_count)"
+  fsyncs="$(raft_delta "$b" "$a" rocketmq_raft_fsyncs_total)"
+  fcalls="$(raft_delta "$b" "$a" 'rocketmq_raft_store_entries_count{role="follower"}')"
+  fentries="$(raft_delta "$b" "$a" 'rocketmq_raft_store_entries_sum{role="follower"}')"
+  local stages="" st n sum
+  for st in queue dispatch store replicate apply answer; do
+    n="$(raft_delta "$b" "$a" "rocketmq_raft_send_stage_seconds_count{stage=\"$st\"}")"
+    sum="$(raft_delta "$b" "$a" "rocketmq_raft_send_stage_seconds_sum{stage=\"$st\"}")"
+    stages+="$(awk -v s="$st" -v n="$n" -v t="$sum" 'BEGIN{ if (n > 0) printf " %s %.2f", s, 1000*t/n; else printf " %s -", s }')"
+  done
+  RAFT_LINE[$1]="$(awk -v m="$msgs" -v e="$entries" -v f="$fsyncs" -v c="$fcalls" -v fe="$fentries" 'BEGIN {
+    printf "msgs/entry %s  fsyncs/msg %s  fsyncs %d  entries/follower append %s", (e > 0 ? sprintf("%.1f", m/e) : "-"),
+      (m > 0 ? sprintf("%.3f", f/m) : "-"), f, (c > 0 ? sprintf("%.2f", fe/c) : "-") }')  stage means ms:$stages"
+}
 
 # record KEY JSON: keeps a summary's figures.
 record() {
@@ -44,7 +91,37 @@ record() {
   FAIL[$1]="$(($(num "$2" failed) + $(num "$2" rejected)))"
 }
 
-# ours KEY TOPIC: the producer workload against the brokers registered with $NS.
+# written_bytes PID...: the bytes the processes have sent to the storage layer so far (/proc/PID/io).
+written_bytes() {
+  local p w t=0
+  for p in "$@"; do
+    w="$(awk '/^write_bytes:/ { print $2 }' "/proc/$p/io" 2>/dev/null || true)"
+    t=$((t + ${w:-0}))
+  done
+  echo "$t"
+}
+
+# disk_quiet PID...: waits (at most 180 s) until the brokers PID... write less than 4 MB in a second. A
+# SYNC_FLUSH broker zero-fills and syncs its current and its next 1 GiB CommitLog file when it starts
+# (store/warm.go), a Raft group three of each: measured while that runs, the row would share the disk with
+# gigabytes of zeros (a one-broker row with a third as many), which no steady state has.
+disk_quiet() {
+  local prev cur i
+  prev="$(written_bytes "$@")"
+  for i in $(seq 1 180); do
+    sleep 1
+    cur="$(written_bytes "$@")"
+    if ((cur - prev < 4000000)); then
+      echo "== disk quiet after ${i} s" >&2
+      return 0
+    fi
+    prev="$cur"
+  done
+  echo "== the brokers still write more than 4 MB/s after 180 s; measuring anyway" >&2
+}
+
+# ours KEY TOPIC: the producer workload against the brokers registered with $NS (their pids in BROKER_PIDS,
+# for disk_quiet).
 ours() {
   # Unmeasured 2 s runs of the same load first, until one has no failure (at most 10): they create the topic
   # and let a slave or followers settle (NATS's stream is likewise created before its measured run). With
@@ -57,9 +134,45 @@ ours() {
       --queues "$QUEUES" --json || true)"
     [[ -n "$s" && "$(num "$s" failed)" == 0 && "$(num "$s" rejected)" == 0 ]] && break
   done
+  # shellcheck disable=SC2086
+  if [[ -n "${BROKER_PIDS:-}" ]]; then disk_quiet $BROKER_PIDS; fi
+  local before="" wrote=0
+  if [[ -n "${METRICS_PORTS:-}" ]]; then before="$(raft_scrape $METRICS_PORTS)"; fi
+  # shellcheck disable=SC2086
+  if [[ -n "${BROKER_PIDS:-}" ]]; then wrote="$(written_bytes $BROKER_PIDS)"; fi
   echo "== $1: mqbench producer" >&2
   record "$1" "$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
     --queues "$QUEUES" --json || true)"
+  # shellcheck disable=SC2086
+  if [[ -n "${BROKER_PIDS:-}" && -n "${TPS[$1]:-}" ]]; then
+    WROTE[$1]="$(awk -v w="$(($(written_bytes $BROKER_PIDS) - wrote))" -v t="${TPS[$1]}" -v d="${DURATION%s}" -v s="$SIZE" \
+      'BEGIN { if (t * d * s > 0) printf "%.2f", w / (t * d * s); else printf "-" }')"
+  fi
+  if [[ -n "${METRICS_PORTS:-}" ]]; then raft_summary "$1" "$before" "$(raft_scrape $METRICS_PORTS)"; fi
+}
+
+# raft KEY FLUSH: the workload against a fresh Raft group of three brokers (RocketMQ's DLedger keys,
+# DESIGN.md; the leader registers as master), each with a metrics endpoint scraped around the run.
+raft() {
+  local key="$1" flush="$2" i peers="" rpids=()
+  local -a rport bport mport
+  for i in 0 1 2; do
+    rport[i]="$(free_port)"
+    bport[i]="$(free_port)"
+    mport[i]="$(free_port)"
+    peers+="${peers:+;}n$i-127.0.0.1:${rport[i]}"
+  done
+  for i in 0 1 2; do
+    # shellcheck disable=SC2046
+    start_broker "bench-$key" "$work/$key-n$i" "${bport[i]}" --flushDiskType="$flush" --enableDLegerCommitLog=true \
+      --dLegerGroup="bench-$key" --dLegerPeers="$peers" --dLegerSelfId="n$i" --metricsPort="${mport[i]}" \
+      $(profile_args "$key-n$i") "${RAFT_EXTRA[@]}"
+    rpids+=("$LAST_PID")
+  done
+  wait_master "bench-$key" 60
+  METRICS_PORTS="${mport[*]}" BROKER_PIDS="${rpids[*]}" ours "$key" "bench_${key//-/_}"
+  for i in "${rpids[@]}"; do stop "$i"; done
+  rm -rf "$work/$key-n0" "$work/$key-n1" "$work/$key-n2" # the data; the logs stay for KEEP=1
 }
 
 # nats KEY SERVERS REPLICAS SYNC: the same workload against fresh NATS servers.
@@ -91,9 +204,10 @@ if want async || want sync; then
     key=async
     [[ "$flush" == SYNC_FLUSH ]] && key=sync
     want "$key" || continue
-    start_broker "bench-$key" "$work/$key" "$(free_port)" --flushDiskType="$flush"
+    # shellcheck disable=SC2046
+    start_broker "bench-$key" "$work/$key" "$(free_port)" --flushDiskType="$flush" $(profile_args "$key")
     pid=$LAST_PID
-    ours "$key" "bench_$key"
+    BROKER_PIDS="$pid" ours "$key" "bench_$key"
     stop "$pid"
     rm -rf "$work/$key"
   done
@@ -104,37 +218,23 @@ if want ms; then
   start_broker bench-ms "$work/ms-slave" "$(free_port)" --brokerId=1 --brokerRole=SLAVE --flushDiskType=SYNC_FLUSH
   spid=$LAST_PID
   wait_log "$work/ms-master.log" "slave requests replication"
-  ours ms bench_ms
+  BROKER_PIDS="$mpid $spid" ours ms bench_ms
   stop "$spid"
   stop "$mpid"
   rm -rf "$work/ms-master" "$work/ms-slave"
 fi
 raft_note=""
-if want raft; then
+if want raft || want raft-async; then
   if raft_available; then
-    # Three brokers of one Raft group (RocketMQ's DLedger keys, DESIGN.md): the leader registers as master.
-    peers=""
-    for i in 0 1 2; do
-      rport[i]="$(free_port)"
-      bport[i]="$(free_port)"
-      peers+="${peers:+;}n$i-127.0.0.1:${rport[i]}"
-    done
-    rpids=()
-    for i in 0 1 2; do
-      start_broker bench-raft "$work/raft-n$i" "${bport[i]}" --flushDiskType=SYNC_FLUSH --enableDLegerCommitLog=true \
-        --dLegerGroup=bench-raft --dLegerPeers="$peers" --dLegerSelfId="n$i"
-      rpids+=("$LAST_PID")
-    done
-    wait_master bench-raft 60
-    ours raft bench_raft
-    for p in "${rpids[@]}"; do stop "$p"; done
-    rm -rf "$work"/raft-n*
+    want raft && raft raft SYNC_FLUSH
+    want raft-async && raft raft-async ASYNC_FLUSH
   else
     raft_note="raft: not run — this mqbroker has no Raft mode yet (no enableDLegerCommitLog key; issue 6)"
   fi
 fi
 want nats-r1 && nats nats-r1 1 1 default
 want nats-r1-always && nats nats-r1-always 1 1 always
+want nats-r3 && nats nats-r3 3 3 default
 want nats-r3-always && nats nats-r3-always 3 3 always
 
 echo
@@ -158,9 +258,36 @@ line() { # KEY DESCRIPTION PEER
 line async "ours single, ASYNC_FLUSH (page cache)" nats-r1
 line sync "ours single, SYNC_FLUSH (fsync)" nats-r1-always
 line ms "ours SYNC_MASTER+slave, SYNC_FLUSH (2 copies)" nats-r3-always
-line raft "ours Raft x3, SYNC_FLUSH (quorum)" nats-r3-always
+line raft "ours Raft x3, SYNC_FLUSH (quorum, synced)" nats-r3-always
+line raft-async "ours Raft x3, ASYNC_FLUSH (quorum, memory)" nats-r3
 line nats-r1 "NATS R1 file, fsync every 2 min (default)"
 line nats-r1-always "NATS R1 file, sync_interval: always"
+line nats-r3 "NATS R3 file x3 servers, default sync"
 line nats-r3-always "NATS R3 file x3 servers, sync_interval: always"
 if [[ -n "$raft_note" ]]; then echo "$raft_note"; fi
 echo "x msgs/s, x p99: ours divided by the matching NATS row (above 1: more messages/s; above 1: a longer p99)"
+# Bytes our brokers wrote to the storage layer during the measured run (all nodes of a row; /proc/PID/io),
+# per byte of message body acknowledged: the write amplification (record headers, ConsumeQueue and index,
+# replicas, pages written again).
+for k in async sync ms raft raft-async; do
+  if [[ -n "${WROTE[$k]:-}" ]]; then printf '%-16s disk bytes written per body byte acknowledged: %s\n' "$k" "${WROTE[$k]}"; fi
+done
+# Raft rows against our single broker of the same flush mode, and what the nodes' metrics say.
+for k in raft raft-async; do
+  [[ -n "${TPS[$k]:-}" ]] || continue
+  single=sync
+  [[ "$k" == raft-async ]] && single=async
+  if [[ -n "${TPS[$single]:-}" ]]; then
+    printf '%-16s x single %s: msgs/s %s, p99 %s\n' "$k" "$single" "$(ratio "${TPS[$k]}" "${TPS[$single]}")" \
+      "$(ratio "${P99[$k]}" "${P99[$single]}")"
+  fi
+  if [[ -n "${RAFT_LINE[$k]:-}" ]]; then printf '%-16s %s\n' "$k" "${RAFT_LINE[$k]}"; fi
+done
+if [[ -n "$PROFILE" ]]; then
+  for f in "$work"/prof-*.pprof; do
+    [[ -s "$f" ]] || continue
+    echo
+    echo "CPU profile $(basename "$f" .pprof) ($f), top 12 by flat time:"
+    go tool pprof -top -nodecount=12 ./bin/mqbroker "$f" 2>/dev/null | sed -n '/flat%/,$p'
+  done
+fi

@@ -155,7 +155,9 @@ start_broker() {
 }
 
 # raft_available: whether this build of mqbroker knows the Raft mode's keys (issue 6).
-raft_available() { ./bin/mqbroker -p 2>/dev/null | grep -q '^enableDLegerCommitLog='; }
+# grep reads the whole listing (no -q): a grep that quits at the match would kill mqbroker with SIGPIPE,
+# which pipefail turns into "no Raft mode".
+raft_available() { ./bin/mqbroker -p 2>/dev/null | grep '^enableDLegerCommitLog=' >/dev/null; }
 
 # wait_master NAME [SECONDS]: wait until the name server $NS lists a master (brokerId 0) for brokerName NAME,
 # at most SECONDS (default 60): a Raft group registers its leader as master once it has elected one.

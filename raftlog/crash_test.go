@@ -1,0 +1,105 @@
+package raftlog
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestLeaderLosesUnsyncedTail: SYNC_FLUSH, producers sending. The leader dies between writing
+// entries and syncing them (the crashBeforeSync hook: its StoreLogs has written the frames and
+// index slots, and fails before the fdatasync; every later write fails). Its folders are
+// copied as a killed process leaves them, and the copy then loses what the node never synced,
+// as a machine crash may: the CommitLog bytes after the last synced end are zeroed (files
+// keep their preallocated length) and the Raft index slots after the last msync of the index
+// are zeroed, index files made since removed. The node restarts on that copy, rejoins and
+// catches up. Afterwards every acknowledged put is where its answer said with its bytes, no
+// queue offset maps to two messages, and the three nodes hold identical CommitLogs and
+// ConsumeQueues (checkAcked, checkIdentical). The minority that crashed includes the leader:
+// what it acknowledged was synced on a quorum, so the other two nodes elect a leader that
+// has it.
+func TestLeaderLosesUnsyncedTail(t *testing.T) {
+	c := newCluster(t, clusterOptions{sync: true})
+	l := startLoad(c, 6)
+	defer l.stop()
+	l.progress("before the crash", 300) // a few CommitLog files (32 KiB) and index syncs
+
+	li := c.leader()
+	tn := c.nodes[li]
+	lg := tn.n.log
+	lg.crashBeforeSync.Store(true)
+	waitFor(t, "the leader's StoreLogs to crash before its sync", lg.crashed.Load)
+	synced, wrote := lg.syncedEnd.Load(), tn.cl.CommitLogEnd()
+	slots := lg.idx.syncedThrough.Load()
+
+	crashed := t.TempDir()
+	copyTree(t, tn.root, crashed)
+	c.stop(li)
+	loseUnsynced(t, crashed, synced, tn.cl.CommitLogFileSize(), slots)
+	t.Logf("the leader %s crashed with its commitlog written to %d, synced to %d; index slots synced through %d",
+		tn.id, wrote, synced, slots)
+	if wrote <= synced {
+		t.Fatalf("the crash left nothing unsynced (written to %d, synced to %d): the hook did not fire between write and sync", wrote, synced)
+	}
+
+	l.progress("with the old leader down", 40)
+	tn.root = crashed
+	c.start(li)
+	l.progress("after the old leader restarted from what it had synced", 60)
+	l.stopAndCheck()
+}
+
+// loseUnsynced makes the node folder root what a machine crash leaves of it: CommitLog bytes
+// from synced on zeroed (every file keeps its length: the store makes and syncs them whole),
+// and the dense index slots after slots zeroed, with index files wholly after it removed.
+func loseUnsynced(t *testing.T, root string, synced, fileSize int64, slots uint64) {
+	t.Helper()
+	dir := filepath.Join(root, "commitlog")
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range files {
+		from, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil || from+fileSize <= synced {
+			continue
+		}
+		zeroFrom(t, filepath.Join(dir, e.Name()), max(synced-from, 0))
+	}
+	dir = filepath.Join(root, "raft", "index")
+	files, err = os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range files {
+		first, err := strconv.ParseUint(e.Name(), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch last := first + DefaultSlotsPerIndexFile - 1; {
+		case last <= slots:
+		case first > slots && first > 0:
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			zeroFrom(t, filepath.Join(dir, e.Name()), int64(slots+1-first)*slotSize)
+		}
+	}
+}
+
+// zeroFrom makes file path zeros from off to its end, at the same length (a hole).
+func zeroFrom(t *testing.T, path string, off int64) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,83 @@
+package raftlog
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// TestStatsCountWhatHappened: after concurrent puts (single messages and batches) on a
+// SYNC_FLUSH group, the leader's counters hold every message it proposed (entry messages sum
+// = messages put, entry puts sum = puts), one sample of every send stage per put, and its
+// StoreLogs calls as leader; every node synced once per StoreLogs call, and the followers'
+// calls are counted as follower appends.
+func TestStatsCountWhatHappened(t *testing.T) {
+	c := newCluster(t, clusterOptions{sync: true})
+	li := c.leader()
+	ld := c.nodes[li].n
+	before := ld.Stats()
+	const goroutines, each = 6, 20
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	puts, msgs := 0, 0
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				batch := []*store.Message{testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d", g, i))}
+				if i%4 == 0 {
+					batch = append(batch, testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d-b", g, i)))
+				}
+				if _, err := ld.PutMessages(context.Background(), batch); err != nil {
+					t.Errorf("put: %v", err)
+					return
+				}
+				mu.Lock()
+				puts++
+				msgs += len(batch)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	c.converge()
+	st := ld.Stats()
+	if got := st.EntryMessages.Sum - before.EntryMessages.Sum; got != float64(msgs) {
+		t.Errorf("entry messages sum grew by %v, %d messages were put", got, msgs)
+	}
+	if got := st.EntryPuts.Sum - before.EntryPuts.Sum; got != float64(puts) {
+		t.Errorf("entry puts sum grew by %v, %d puts were made", got, puts)
+	}
+	entries := st.EntryMessages.Count() - before.EntryMessages.Count()
+	if entries == 0 || entries > uint64(puts) {
+		t.Errorf("%d message entries for %d puts", entries, puts)
+	}
+	for _, name := range SendStages {
+		if got := st.Stages[name].Count() - before.Stages[name].Count(); got != uint64(puts) {
+			t.Errorf("stage %s has %d samples, %d puts were answered", name, got, puts)
+		}
+	}
+	if st.LeaderStoreEntries.Count() == 0 || st.LeaderStoreEntries.Sum < float64(entries) {
+		t.Errorf("leader StoreLogs: %d calls, %v entries; %d message entries proposed", st.LeaderStoreEntries.Count(),
+			st.LeaderStoreEntries.Sum, entries)
+	}
+	for i, tn := range c.nodes {
+		ns := tn.n.Stats()
+		calls := ns.LeaderStoreEntries.Count() + ns.FollowerStoreEntries.Count()
+		if ns.Syncs != calls || ns.SyncSeconds.Count() != ns.Syncs {
+			t.Errorf("%s: %d syncs (%d timed) for %d StoreLogs calls", tn.id, ns.Syncs, ns.SyncSeconds.Count(), calls)
+		}
+		if i != li && ns.FollowerStoreEntries.Sum < float64(entries) {
+			t.Errorf("%s: follower appends stored %v entries, the leader proposed %d", tn.id, ns.FollowerStoreEntries.Sum, entries)
+		}
+	}
+	t.Logf("%d puts, %d messages in %d entries (%.1f messages/entry); leader: %d syncs", puts, msgs, entries,
+		float64(msgs)/float64(entries), st.Syncs)
+}
