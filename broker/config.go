@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -34,6 +35,8 @@ type Config struct {
 	ACL ACLConfig `mapstructure:",squash"`
 	// Raft holds the Raft mode's keys (raft_config.go): enableDLegerCommitLog, dLegerPeers, ...
 	Raft RaftConfig `mapstructure:",squash"`
+	// PeerTLS holds the peerTls* keys: mutual TLS on the Raft and HA links (peer_tls.go).
+	PeerTLS peertls.Config `mapstructure:",squash"`
 
 	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
 	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
@@ -95,6 +98,7 @@ func DefaultConfig() Config {
 		TLS:                          remoting.DefaultTLSConfig(),
 		ACL:                          ACLConfig{RocketmqHome: defaultRocketmqHome(), AclFile: DefaultAclFile},
 		Raft:                         DefaultRaftConfig(),
+		PeerTLS:                      peertls.DefaultConfig(),
 		BrokerClusterName:            "DefaultCluster",
 		BrokerName:                   host,
 		BrokerID:                     0,
@@ -150,6 +154,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.validateRaft(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.PeerTLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.BrokerClusterName == "" {
