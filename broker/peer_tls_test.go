@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,37 @@ func TestRaftGroupUnderPeerTLS(t *testing.T) {
 	}
 	if resp := newWire(t, c.Broker(m2).Addr()).send("TLSTopic", 0, []byte("after"), ""); resp.Code != int32(remoting.Success) {
 		t.Fatalf("send to the new master: %s %s", remoting.ResponseCode(resp.Code), resp.Remark)
+	}
+}
+
+// TestHAUnderPeerTLS: a SYNC_MASTER and its slave with peerTlsMode=enforcing: the slave streams over
+// mutual TLS, so every send is SEND_OK and the replica is byte-identical.
+func TestHAUnderPeerTLS(t *testing.T) {
+	ca := peertlstest.NewCA(t, "cluster")
+	c := haCluster(t, func(cfg *broker.Config) {
+		cfg.PeerTLS = ca.Node(cfg.BrokerName, fmt.Sprint(cfg.BrokerID))
+	})
+	master, slave := c.Broker(0), c.Broker(1)
+	waitSlaveStreaming(t, master)
+	w := newWire(t, master.Addr())
+	for i := 0; i < 50; i++ {
+		expectCode(t, "send", w.send("TLSHA", i%2, []byte(fmt.Sprintf("body-%d", i)), ""), remoting.Success)
+	}
+	waitCaughtUp(t, master, slave)
+	to := master.Store().MaxPhyOffset()
+	if string(commitLogBytes(t, master.Config(), 0, to)) != string(commitLogBytes(t, slave.Config(), 0, to)) {
+		t.Fatal("the slave's CommitLog differs from the master's")
+	}
+	// The HA port speaks TLS only: a plain slave's report gets no frame (at most a TLS alert).
+	conn, err := net.Dial("tcp", master.HAService().Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = conn.Write(make([]byte, 8))
+	got, _ := io.ReadAll(conn)
+	if len(got) > 0 && got[0] != 0x15 { // 0x15: TLS alert record
+		t.Fatalf("a plain TCP slave got %d bytes: %x", len(got), got[:min(16, len(got))])
 	}
 }
