@@ -47,6 +47,12 @@
 // # What is not here
 //
 // RocketMQ 4.9 also reads every *.yml under conf/acl/ besides plain_acl.yml, and has request codes to edit
-// the file remotely (UPDATE_AND_CREATE_ACL_CONFIG and friends); neither is implemented. The name server has no
-// ACL, as in RocketMQ 4.x.
+// the file remotely (UPDATE_AND_CREATE_ACL_CONFIG and friends); neither is implemented.
+//
+// # The name server
+//
+// RocketMQ 4.x's name server has no ACL. Here, with aclEnable on the name server, its write requests are
+// authenticated against the same file format: Authenticate (authenticate.go) runs the first steps of the
+// check above (white addresses, account, signature) and the name server decides what the account may do
+// (namesrv/acl.go).
 package acl

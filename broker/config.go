@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -46,6 +47,8 @@ type Config struct {
 	// IsolateLogEnable puts this broker's log files in logDir/<brokerName>_<brokerId> (RocketMQ 5's key), so
 	// several brokers on one host can share logDir.
 	IsolateLogEnable bool `mapstructure:"isolateLogEnable"`
+	// PeerTLS holds the peerTls* keys: mutual TLS on the Raft and HA links (peer_tls.go).
+	PeerTLS peertls.Config `mapstructure:",squash"`
 
 	BrokerClusterName string `mapstructure:"brokerClusterName"` // cluster this broker belongs to
 	BrokerName        string `mapstructure:"brokerName"`        // group name shared by a master and its slaves
@@ -108,6 +111,7 @@ func DefaultConfig() Config {
 		Raft:                         DefaultRaftConfig(),
 		ExporterConfig:               metrics.DefaultExporterConfig(metrics.DefaultBrokerPort),
 		Log:                          logging.DefaultConfig(),
+		PeerTLS:                      peertls.DefaultConfig(),
 		BrokerClusterName:            "DefaultCluster",
 		BrokerName:                   host,
 		BrokerID:                     0,
@@ -162,6 +166,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.validateRaft(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.PeerTLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.BrokerClusterName == "" {

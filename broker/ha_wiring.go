@@ -33,12 +33,17 @@ func (b *Broker) newHA() error {
 		return b.newRaft() // raft_role.go: no classic replication
 	}
 	b.ha.cl = b.store
+	peerTLS, err := cfg.peerTLSMaterial(cfg.BrokerName, b.log)
+	if err != nil {
+		return err
+	}
 	pool := remoting.NewPool("ha", 2, 1_000)
 	b.pools = append(b.pools, pool)
 	b.server.Register(remoting.RequestCode(ha.CheckRequestCode), pool, b.processTailCheck)
 	if cfg.BrokerRole != RoleSlave {
 		addr := net.JoinHostPort(listenHost(cfg.BrokerIP1), strconv.Itoa(cfg.haListenPort()))
-		svc, err := ha.NewService(cfg.Replication.Config, b.ha.cl, ha.ServiceOptions{Logger: b.log, ListenAddr: addr, FileSize: cfg.MappedFileSizeCommitLog})
+		svc, err := ha.NewService(cfg.Replication.Config, b.ha.cl, ha.ServiceOptions{Logger: b.log, ListenAddr: addr, FileSize: cfg.MappedFileSizeCommitLog,
+			PeerTLS: peerTLS})
 		if err != nil {
 			return err
 		}
@@ -47,7 +52,7 @@ func (b *Broker) newHA() error {
 	}
 	b.ha.remote = b.nsClient // RocketMQ's BrokerOuterAPI also talks to name servers and the master on one client
 	client, err := ha.NewClient(cfg.Replication.Config, b.ha.cl, ha.ClientOptions{Logger: b.log, FileSize: cfg.MappedFileSizeCommitLog,
-		Checker: masterTailChecker{b}})
+		Checker: masterTailChecker{b}, PeerTLS: peerTLS})
 	if err != nil {
 		return err
 	}

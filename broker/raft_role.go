@@ -39,11 +39,16 @@ type raftState struct {
 func (b *Broker) newRaft() error {
 	cfg := b.cfg
 	b.raft.slaveID = cfg.raftSlaveID()
+	peerTLS, err := cfg.peerTLSMaterial(cfg.raftGroup(), b.log)
+	if err != nil {
+		return err
+	}
 	node, err := raftlog.OpenNode(b.store, cfg.raftNodeConfig(), raftlog.NodeOptions{
 		Logger:       b.log,
 		Dir:          filepath.Join(cfg.StorePathRootDir, "raft"),
 		Meta:         &raftMeta{b: b},
 		AddressOf:    cfg.raftDialOf(),
+		PeerTLS:      peerTLS,
 		OnRoleChange: b.raftRoleChanged,
 	})
 	if err != nil {

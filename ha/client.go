@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/peertls"
 )
 
 // ClientOptions are the slave's collaborators, things that are not config keys.
@@ -22,6 +24,9 @@ type ClientOptions struct {
 	// Checker runs the tail check against the master before each connection; nil skips it
 	// (then a divergent slave is refused as by RocketMQ 4.x, and only logs the mismatch).
 	Checker TailChecker
+	// PeerTLS, when set (peerTlsMode=enforcing), dials the master with mutual TLS and checks
+	// its certificate (tls.go); nil: plain TCP.
+	PeerTLS *peertls.Material
 }
 
 // Backoff between failed connection attempts: it doubles from minRetry up to
@@ -41,6 +46,7 @@ type Client struct {
 	cl       CommitLog
 	fileSize int64
 	checker  TailChecker
+	peerTLS  *peertls.Material
 
 	addrWake chan struct{}
 	cancel   context.CancelFunc
@@ -64,7 +70,7 @@ func NewClient(cfg Config, cl CommitLog, opts ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, log: log.With("component", "ha-slave"), cl: cl, fileSize: opts.FileSize, checker: opts.Checker,
+	c := &Client{cfg: cfg, log: log.With("component", "ha-slave"), cl: cl, fileSize: opts.FileSize, checker: opts.Checker, peerTLS: opts.PeerTLS,
 		addrWake: make(chan struct{}, 1)}
 	c.mu.masterAddr = cfg.HAMasterAddress
 	c.reported.Store(-1)
@@ -185,6 +191,11 @@ func (c *Client) session(ctx context.Context, addr string) (progressed bool, err
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if c.peerTLS != nil {
+		if nc, err = dialTLS(ctx, c.peerTLS, nc); err != nil {
+			return false, fmt.Errorf("peer TLS with the master %s: %w", addr, err)
+		}
 	}
 	s := &slaveSession{c: c, nc: nc, done: make(chan struct{})}
 	c.connected.Store(true)

@@ -13,7 +13,18 @@
 //	reconcile (reconcile.go)          the tail check: finds where a divergent slave parts from
 //	                                  its master and truncates it there
 //
-// # Frames on the HA port (plain TCP, no handshake, big-endian). Wire format: never change.
+// # Who may connect (peer TLS)
+//
+// Without PeerTLS (peerTlsMode=disabled) the HA port streams the CommitLog to anyone who connects
+// and reports an offset: keep it on a network only the group's brokers reach. With it
+// (ServiceOptions.PeerTLS, ClientOptions.PeerTLS; tls.go, internal/peertls/doc.go) both ends run a
+// mutual TLS handshake before the first frame: the peer's certificate must be signed by the
+// cluster CA and name a node of this broker group (rocketraft://<brokerName>/<id>). A connection
+// that fails gets no byte of the CommitLog, its reports count for nothing, and it is logged once
+// with its address. The frames below then travel inside TLS, unchanged.
+//
+// # Frames on the HA port (plain TCP or peer TLS, no handshake of their own, big-endian). Wire
+// format: never change.
 //
 // Slave to master, the report (the only frame a slave sends):
 //

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -22,6 +23,9 @@ type ServiceOptions struct {
 	// FileSize is mappedFileSizeCommitLog: a slave that reports 0 is sent the log from the start
 	// of the master's last file, as RocketMQ does.
 	FileSize int64
+	// PeerTLS, when set (peerTlsMode=enforcing), requires every slave to pass a mutual TLS
+	// handshake first (tls.go); nil: plain TCP.
+	PeerTLS *peertls.Material
 }
 
 // Service is the master side of classic replication (RocketMQ 4.x HAService): it accepts slaves
@@ -36,6 +40,7 @@ type Service struct {
 	fileSize int64
 	cl       CommitLog
 	transfer *groupTransfer
+	peerTLS  *peertls.Material
 
 	// acked is RocketMQ's push2SlaveMaxOffset: the best offset any slave reported on a
 	// connection of this service (only ever grows).
@@ -61,7 +66,8 @@ func NewService(cfg Config, cl CommitLog, opts ServiceOptions) (*Service, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, log: log.With("component", "ha-master"), addr: opts.ListenAddr, fileSize: opts.FileSize, cl: cl}
+	s := &Service{cfg: cfg, log: log.With("component", "ha-master"), addr: opts.ListenAddr, fileSize: opts.FileSize, cl: cl,
+		peerTLS: opts.PeerTLS}
 	s.transfer = newGroupTransfer(cfg.slaveTimeout(), s.acked.Load)
 	s.mu.conns = map[*connection]struct{}{}
 	return s, nil
@@ -113,6 +119,24 @@ func (s *Service) acceptLoop(ctx context.Context) {
 			return
 		}
 		s.log.Info("HA service accepted a connection", "slave", nc.RemoteAddr().String())
+		if s.peerTLS != nil {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if tcp, ok := nc.(*net.TCPConn); ok {
+					_ = tcp.SetNoDelay(true)
+				}
+				tc, err := acceptTLS(ctx, s.peerTLS, nc)
+				if err != nil {
+					if ctx.Err() == nil {
+						s.log.Warn("HA: refused a peer connection", "remote", nc.RemoteAddr().String(), "stage", "tls handshake", "err", err)
+					}
+					return
+				}
+				s.serve(ctx, tc)
+			}()
+			continue
+		}
 		s.serve(ctx, nc)
 	}
 }

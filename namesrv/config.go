@@ -49,8 +49,10 @@ type Config struct {
 	ServerChannelWriteTimeoutMillis      int64 `mapstructure:"serverChannelWriteTimeoutMillis"`      // a write stuck this long closes the connection (60 s)
 
 	// TLS holds the tls* keys of the listening port (tlsServerMode, tlsServerCertPath, ...; remoting.TLSConfig).
-	// The name server has no ACL, as in RocketMQ 4.x: it ignores the signature fields clients send.
 	TLS remoting.TLSConfig `mapstructure:",squash"`
+	// ACL holds aclEnable, aclFile and aclBrokerAccessKeys: with aclEnable the write requests need a signed
+	// request of an allowed account (acl.go); reads stay open.
+	ACL ACLConfig `mapstructure:",squash"`
 }
 
 // DefaultConfig returns RocketMQ's defaults.
@@ -80,6 +82,7 @@ func DefaultConfig() Config {
 		ServerSocketMaxFrameSize:             16 << 20,
 		ServerChannelWriteTimeoutMillis:      60_000,
 		TLS:                                  remoting.DefaultTLSConfig(),
+		ACL:                                  ACLConfig{AclFile: defaultAclFile},
 	}
 }
 
@@ -132,6 +135,9 @@ func (c Config) Validate() error {
 		if p.v < 0 {
 			bad(p.key, "%d must not be negative", p.v)
 		}
+	}
+	if err := c.ACL.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)

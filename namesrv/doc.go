@@ -57,4 +57,13 @@
 // and ext bodyCrc32, when not 0, is the CRC32 of the body masked with 0x7FFFFFFF.
 //
 // kvConfig.json: {"configTable":{"<namespace>":{"<key>":"<value>"}}}, rewritten atomically after each change.
+//
+// # Who may write (aclEnable)
+//
+// Without aclEnable (the default, as RocketMQ 4.x) anyone who reaches the port may register a broker (and so
+// route a topic's clients to an address of their choosing), unregister one, delete a topic's route, wipe write
+// permissions or change the KV settings. With aclEnable those seven writes need a request signed by an account
+// of aclFile (the broker's plain_acl.yml): registration an admin account or one named in aclBrokerAccessKeys
+// (the brokers sign with their accessKey/secretKey), the others an admin account. Reads stay open. acl.go has
+// the table; a refusal is NO_PERMISSION, changes nothing and is logged with the remote address.
 package namesrv

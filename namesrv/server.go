@@ -22,6 +22,7 @@ type Server struct {
 	kv     *KVConfigManager
 	rs     *remoting.Server
 	mx     *serverMetrics // metrics.go: the /metrics endpoint (metricsExporterType=PROM)
+	acl    *writeGuard    // acl.go: nil unless aclEnable
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -74,6 +75,12 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		}, logger.With("component", "namesrv-remoting")),
 	}
 	s.registerProcessors()
+	if s.acl, err = newWriteGuard(s); err != nil {
+		return nil, err
+	}
+	if s.acl != nil {
+		s.rs.SetInterceptor(s.acl.intercept)
+	}
 	s.mx = newServerMetrics(s)
 	s.rs.OnConnClose(func(c *remoting.Conn) {
 		s.mu.Lock()
@@ -93,6 +100,12 @@ func (s *Server) Start() error {
 	}
 	if err := s.mx.start(); err != nil {
 		return err
+	}
+	if s.acl != nil {
+		if err := s.acl.v.Start(); err != nil {
+			_ = s.mx.close()
+			return fmt.Errorf("namesrv: %w", err)
+		}
 	}
 	if err := s.rs.Start(); err != nil {
 		_ = s.mx.close()
@@ -173,6 +186,9 @@ func (s *Server) Close() error {
 		close(s.stop)
 		s.wg.Wait()
 		err = errors.Join(s.rs.Close(), mxErr)
+		if s.acl != nil {
+			err = errors.Join(err, s.acl.v.Close())
+		}
 		s.logger.Info("namesrv: closed")
 	})
 	return err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
+	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -40,6 +41,9 @@ type clusterOptions struct {
 	storeTune func(*store.Config)
 	// onRole receives every node's role events.
 	onRole func(id string, ev RoleEvent)
+	// peerTLS (TCP only) gives each node its NodeOptions.PeerTLS; logger, when set, its logger.
+	peerTLS func(id string) *peertls.Material
+	logger  func(id string) *slog.Logger
 }
 
 type tnode struct {
@@ -193,6 +197,12 @@ func (c *cluster) start(i int) {
 	opts := NodeOptions{Logger: testLogger(t, raftTestLogLevel).With("node", tn.id), Dir: filepath.Join(tn.root, "raft")}
 	if c.o.meta != nil {
 		opts.Meta = c.o.meta(tn.id)
+	}
+	if c.o.peerTLS != nil {
+		opts.PeerTLS = c.o.peerTLS(tn.id)
+	}
+	if c.o.logger != nil {
+		opts.Logger = c.o.logger(tn.id)
 	}
 	if c.o.onRole != nil {
 		id := tn.id

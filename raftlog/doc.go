@@ -211,4 +211,24 @@
 // and then a follower's sync in series. What overlaps instead is one entry with the next:
 // while the followers store and sync entry N, the leader loop is free to store entry N+1
 // (MaxInFlight > 1), and Raft hands a follower whatever accumulated as one AppendEntries.
+//
+// # Who may talk to the group (peer TLS)
+//
+// Without NodeOptions.PeerTLS the transport is hashicorp/raft's plain TCP one: anyone who can
+// reach a Raft port can send RequestVote or AppendEntries claiming any member's id, and a
+// member grants it (a vote with the leadership-transfer flag is granted despite a live
+// leader). So a plain-TCP group must sit on a network only its members reach.
+//
+// With PeerTLS (peerTlsMode=enforcing; internal/peertls/doc.go has the certificates and the
+// CA) every link is mutual TLS and the transport (tls.go) binds what an RPC claims to who sent
+// it: a connection is accepted only with a certificate of the cluster CA naming a node of this
+// group (rocketraft://<dLegerGroup or brokerName>/<dLegerSelfId>), and every RPC read from it
+// must carry that id in its header (RPCHeader.ID) and, for a member of dLegerPeers, that
+// member's address in every address field (RPCHeader.Addr and the deprecated
+// Leader/Candidate). A refused connection is closed after the handshake without a byte of
+// Raft read; an RPC with a false claim is answered with an error and its connection closed;
+// each is logged once with the remote address. The dialing side checks that the server's
+// certificate names the node it meant to reach (by dLegerPeers or the dial override), so a
+// member cannot answer for another and fake a quorum. Within the group the members trust
+// each other as Raft does: a member can still vote and lead as itself.
 package raftlog

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -176,6 +177,9 @@ type NodeOptions struct {
 	// AddressOf, when set, overrides the address this node dials for a peer (tests route
 	// through fault-injecting proxies).
 	AddressOf func(id string) string
+	// PeerTLS, when set (peerTlsMode=enforcing), makes the transport made at Start mutual TLS
+	// with every incoming RPC bound to its connection's certified id (tls.go); nil: plain TCP.
+	PeerTLS *peertls.Material
 	// OnRoleChange, when set, is called with every change of this node's role, in order, one
 	// call at a time on a goroutine of the node (it may take its time: later events wait).
 	// The first event comes soon after Start: RoleFollower (with or without a leader) or
@@ -297,7 +301,12 @@ func (n *Node) Start() error {
 		if n.opts.AddressOf != nil {
 			tc.ServerAddressProvider = addressProvider{of: n.opts.AddressOf, peers: n.cfg.Peers}
 		}
-		t, err := raft.NewTCPTransportWithConfig(addr, tcpAddr, tc)
+		var t raft.Transport
+		if n.opts.PeerTLS != nil {
+			t, err = newTLSTransport(addr, n.cfg.Peers, n.opts.PeerTLS, *tc, n.dialedID, n.lg)
+		} else {
+			t, err = raft.NewTCPTransportWithConfig(addr, tcpAddr, tc)
+		}
 		if err != nil {
 			return fmt.Errorf("raftlog: listen on the raft address %s (dLegerPeers): %w", addr, err)
 		}

@@ -24,6 +24,9 @@ type GroupConfig struct {
 	Flush    string // flushDiskType of every broker: SYNC_FLUSH or ASYNC_FLUSH
 	FileSize int64  // mappedFileSizeCommitLog (small files keep SYNC_FLUSH's file warm-up cheap)
 	Log      *slog.Logger
+	// BrokerArgs, when set, gives more arguments of broker node (e.g. the peerTls* keys with its own
+	// certificate).
+	BrokerArgs func(node string) []string
 }
 
 // group is the part of a topology every implementation shares: one name server, the brokers' nodes
@@ -100,8 +103,11 @@ func (g *group) brokerProcess(n *Node, extra ...string) *Process {
 		"--mappedFileSizeCommitLog=" + strconv.FormatInt(g.cfg.FileSize, 10),
 		// a message must fit a CommitLog file with its end-of-file marker
 		"--maxMessageSize=" + strconv.FormatInt(min(4<<20, g.cfg.FileSize/2), 10)}
-	return NewProcess(n.Name, filepath.Join(g.cfg.Bin, "mqbroker"), filepath.Join(g.cfg.Dir, "logs", n.Name+".log"),
-		append(args, extra...)...)
+	args = append(args, extra...)
+	if g.cfg.BrokerArgs != nil {
+		args = append(args, g.cfg.BrokerArgs(n.Name)...)
+	}
+	return NewProcess(n.Name, filepath.Join(g.cfg.Bin, "mqbroker"), filepath.Join(g.cfg.Dir, "logs", n.Name+".log"), args...)
 }
 
 func (g *group) NamesrvAddr() string { return g.nsAddr }

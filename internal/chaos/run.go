@@ -44,6 +44,8 @@ type RunConfig struct {
 
 	Out io.Writer    // progress lines; nil: none
 	Log *slog.Logger // the suite's own log (proxies, retries)
+	// BrokerArgs, when set, gives more arguments of each broker node by name (GroupConfig.BrokerArgs).
+	BrokerArgs func(node string) []string
 }
 
 // DefaultRunConfig is a SYNC_MASTER + SYNC_FLUSH group under a light load with an empty schedule.
@@ -121,7 +123,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 
 // startCluster starts the topology cfg.Mode names.
 func startCluster(ctx context.Context, cfg RunConfig) (Cluster, error) {
-	gc := GroupConfig{Bin: cfg.Bin, Dir: cfg.Dir, Flush: cfg.Flush, FileSize: cfg.FileSize, Log: cfg.Log}
+	gc := GroupConfig{Bin: cfg.Bin, Dir: cfg.Dir, Flush: cfg.Flush, FileSize: cfg.FileSize, Log: cfg.Log, BrokerArgs: cfg.BrokerArgs}
 	if cfg.Mode == ModeRaft {
 		return StartRaftGroup(ctx, RaftGroupConfig{GroupConfig: gc, Nodes: 3})
 	}

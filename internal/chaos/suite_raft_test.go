@@ -1,8 +1,13 @@
 package chaos
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/internal/peertls"
+	"github.com/rocketraft/rocketraft/internal/peertls/peertlstest"
 )
 
 // TestShortSuiteRaft is the Raft group's short suite: three nodes as processes, through a kill -9 of the
@@ -26,5 +31,40 @@ func TestShortSuiteRaft(t *testing.T) {
 	}
 	if d, ok := rep.maxFailover(); !ok || d < 0 {
 		t.Fatalf("no write after the kill of the leader")
+	}
+}
+
+// TestShortSuiteRaftPeerTLS is TestShortSuiteRaft with peerTlsMode=enforcing: every peer link (through its
+// fault proxy) is mutual TLS with certificates of a CA made for the test, naming rocketraft://chaos/<node>.
+func TestShortSuiteRaftPeerTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	bin := binaries(t)
+	ca := peertlstest.NewCA(t, "chaos-cluster")
+	var dir string
+	rep := runShortSuiteWith(t, bin, ModeRaft, func(cfg *RunConfig) {
+		dir = cfg.Dir
+		certs := map[string]peertls.Config{}
+		for _, n := range []string{"n0", "n1", "n2"} {
+			certs[n] = ca.Node(brokerName, n)
+		}
+		cfg.BrokerArgs = func(node string) []string {
+			c := certs[node]
+			return []string{"--peerTlsMode=enforcing", "--peerTlsCertPath=" + c.CertPath, "--peerTlsKeyPath=" + c.KeyPath,
+				"--peerTlsTrustCertPath=" + c.TrustCertPath}
+		}
+	}, "n0", "n1", "n2")
+	if len(rep.Faults) != 2 || rep.Acked == 0 {
+		t.Fatalf("faults %d, acked %d", len(rep.Faults), rep.Acked)
+	}
+	if d, ok := rep.maxFailover(); !ok || d < 0 {
+		t.Fatalf("no write after the kill of the leader")
+	}
+	for _, n := range []string{"n0", "n1", "n2"} {
+		b, err := os.ReadFile(filepath.Join(dir, "logs", n+".log"))
+		if err != nil || !strings.Contains(string(b), "peer TLS enforcing") {
+			t.Fatalf("%s.log does not say peer TLS is on (%v)", n, err)
+		}
 	}
 }

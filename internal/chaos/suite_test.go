@@ -64,6 +64,12 @@ func TestShortSuite(t *testing.T) {
 // checker finds anything.
 func runShortSuite(t *testing.T, bin, mode string, logs ...string) *Report {
 	t.Helper()
+	return runShortSuiteWith(t, bin, mode, nil, logs...)
+}
+
+// runShortSuiteWith is runShortSuite with tune applied to the run's config.
+func runShortSuiteWith(t *testing.T, bin, mode string, tune func(*RunConfig), logs ...string) *Report {
+	t.Helper()
 	s, err := NewSchedule(ScheduleConfig{Seed: 8, Rounds: 2, Kinds: []string{KillWriter, PartitionRepl},
 		MinFor: 2 * time.Second, MaxFor: 3 * time.Second, MinGap: 2 * time.Second, MaxGap: 3 * time.Second})
 	if err != nil {
@@ -76,6 +82,9 @@ func runShortSuite(t *testing.T, bin, mode string, logs ...string) *Report {
 	cfg.Warmup, cfg.Settle = 2*time.Second, 2*time.Second
 	cfg.Out = logWriter{t}
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if tune != nil {
+		tune(&cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, cfg)

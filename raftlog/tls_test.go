@@ -1,0 +1,280 @@
+package raftlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/internal/peertls"
+	"github.com/rocketraft/rocketraft/internal/peertls/peertlstest"
+	"github.com/rocketraft/rocketraft/store"
+)
+
+// lineLog keeps every log line of the nodes (and passes them to t.Log).
+type lineLog struct {
+	mu    sync.Mutex
+	lines []string
+	t     testing.TB
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
+}
+
+// count is the number of lines holding every one of subs.
+func (l *lineLog) count(subs ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+next:
+	for _, line := range l.lines {
+		for _, s := range subs {
+			if !strings.Contains(line, s) {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
+}
+
+func (l *lineLog) logger(id string) *slog.Logger {
+	tw := &testWriter{t: l.t}
+	l.t.Cleanup(func() {
+		tw.mu.Lock()
+		tw.done = true
+		tw.mu.Unlock()
+	})
+	h := slog.NewTextHandler(io.MultiWriter(l, tw), &slog.HandlerOptions{Level: slog.LevelWarn})
+	return slog.New(h).With("node", id)
+}
+
+// tlsGroup is a three-node TCP group under peer TLS, certificates of one CA naming
+// rocketraft://g/<id>.
+func tlsGroup(t *testing.T, on, proxied bool) (*cluster, *peertlstest.CA, *lineLog) {
+	ca := peertlstest.NewCA(t, "cluster")
+	logs := &lineLog{t: t}
+	o := clusterOptions{tcp: true, proxied: proxied, logger: logs.logger}
+	if on {
+		o.peerTLS = func(id string) *peertls.Material {
+			m, err := peertls.Load(ca.Node("g", id), "g", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+	return newCluster(t, o), ca, logs
+}
+
+// TestPeerTLSGroupReplicates runs a group under peer TLS with every link through a proxy (the
+// dialer finds whom it dials through NodeOptions.AddressOf), through a partition and a transfer.
+func TestPeerTLSGroupReplicates(t *testing.T) {
+	c, _, logs := tlsGroup(t, true, true)
+	c.leader()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 20 {
+		if _, err := c.put(ctx, []*store.Message{testMsg("A", int32(i%2), fmt.Sprintf("m%d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Partition the leader: the others elect one of them over TLS, then it rejoins.
+	old := c.leader()
+	c.isolate(old)
+	waitFor(t, "a new leader", func() bool {
+		for i, tn := range c.running() {
+			if i != old && tn.n.Status().Role == "Leader" {
+				return true
+			}
+		}
+		return false
+	})
+	c.heal()
+	if _, err := c.put(ctx, []*store.Message{testMsg("A", 0, "after the partition")}); err != nil {
+		t.Fatal(err)
+	}
+	c.converge()
+	c.checkIdentical(map[string]int32{"A": 2})
+	// A leadership transfer (TimeoutNow, RequestVote with the transfer flag) passes the checks.
+	c.transfer("")
+	c.leader()
+	if n := logs.count("refused"); n != 0 {
+		t.Errorf("%d refusals among the members", n)
+	}
+}
+
+// rogueStream is a rogue's stream layer for hashicorp/raft's own NetworkTransport: plain TCP
+// (cfg nil) or TLS with cfg; it records the local address of every connection it dials.
+type rogueStream struct {
+	net.Listener
+	cfg *tls.Config
+
+	mu     sync.Mutex
+	dialed []string
+}
+
+func (s *rogueStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", string(addr), timeout)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.dialed = append(s.dialed, c.LocalAddr().String())
+	s.mu.Unlock()
+	if s.cfg == nil {
+		return c, nil
+	}
+	tc := tls.Client(c, s.cfg)
+	if err := tc.Handshake(); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+func (s *rogueStream) addrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.dialed...)
+}
+
+const rogueTerm = 100_000
+
+// attack sends, from a rogue transport over stream, a RequestVote claiming member claim (with
+// the leadership-transfer flag, which makes a member grant it despite a live leader) and an
+// AppendEntries claiming claim as the leader with an entry at the next index, both at a far
+// higher term, to node target. It returns the RPCs' errors.
+func attack(t *testing.T, c *cluster, stream *rogueStream, target int, claim string) (voteErr, appendErr error, granted bool) {
+	t.Helper()
+	rogue := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: stream, MaxPool: 2, Timeout: 5 * time.Second,
+		Logger: NewHCLogger(slog.New(slog.DiscardHandler))})
+	defer rogue.Close()
+	var claimAddr string
+	for _, p := range c.peers {
+		if p.ID == claim {
+			claimAddr = p.Addr
+		}
+	}
+	tn := c.nodes[target]
+	st := tn.n.Status()
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(claim), Addr: []byte(claimAddr)}
+	var vresp raft.RequestVoteResponse
+	voteErr = rogue.RequestVote(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), &raft.RequestVoteRequest{
+		RPCHeader: hdr, Term: rogueTerm, LastLogIndex: st.LastIndex + 1000, LastLogTerm: rogueTerm - 1, LeadershipTransfer: true}, &vresp)
+	last, err := tn.n.Log().LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev raft.Log
+	if err := tn.n.Log().GetLog(last, &prev); err != nil {
+		t.Fatal(err)
+	}
+	var aresp raft.AppendEntriesResponse
+	appendErr = rogue.AppendEntries(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), &raft.AppendEntriesRequest{
+		RPCHeader: hdr, Term: rogueTerm + 1, PrevLogEntry: last, PrevLogTerm: prev.Term, LeaderCommitIndex: last + 1,
+		Entries: []*raft.Log{{Index: last + 1, Term: rogueTerm + 1, Type: raft.LogCommand, Data: []byte("rogue entry")}}}, &aresp)
+	return voteErr, appendErr, voteErr == nil && vresp.Granted
+}
+
+// unmoved checks that no node's term or log reached the rogue's term.
+func unmoved(t *testing.T, c *cluster) {
+	t.Helper()
+	for _, tn := range c.running() {
+		st := tn.n.Status()
+		if st.Term >= rogueTerm {
+			t.Errorf("%s: term moved to %d", tn.id, st.Term)
+		}
+		var l raft.Log
+		if err := tn.n.Log().GetLog(st.LastIndex, &l); err == nil && (l.Term >= rogueTerm || bytes.Contains(l.Data, []byte("rogue"))) {
+			t.Errorf("%s: the rogue's entry is in the log at %d (term %d)", tn.id, st.LastIndex, l.Term)
+		}
+	}
+}
+
+func rogueListener(t *testing.T) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func rawTLS(t *testing.T, c peertls.Config) *tls.Config {
+	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}
+}
+
+// TestRogueWithoutPeerTLSMovesTheGroup is the control: with plain TCP the attack works (so the
+// test below can fail).
+func TestRogueWithoutPeerTLSMovesTheGroup(t *testing.T) {
+	c, _, _ := tlsGroup(t, false, false)
+	l := c.leader()
+	target := (l + 1) % 3
+	claim := c.nodes[(l+2)%3].id
+	_, _, granted := attack(t, c, &rogueStream{Listener: rogueListener(t)}, target, claim)
+	if !granted {
+		t.Fatalf("control: the rogue's vote was not granted over plain TCP")
+	}
+	waitFor(t, "the target's term to jump", func() bool { return c.nodes[target].n.Status().Term >= rogueTerm })
+}
+
+func TestRogueCannotMoveAPeerTLSGroup(t *testing.T) {
+	c, ca, logs := tlsGroup(t, true, false)
+	l := c.leader()
+	target := (l + 1) % 3
+	claim := c.nodes[(l+2)%3].id
+	cases := []struct {
+		name string
+		cfg  *tls.Config
+		// refusal is the log line the target writes for each of the rogue's connections.
+		refusal string
+	}{
+		{"plain TCP", nil, "refused a peer connection"},
+		{"TLS without a certificate", &tls.Config{InsecureSkipVerify: true}, "refused a peer connection"},
+		{"certificate of another CA", rawTLS(t, peertlstest.NewCA(t, "rogue").Node("g", claim)), "refused a peer connection"},
+		{"certificate of another group", rawTLS(t, ca.Node("other", claim)), "refused a peer connection"},
+		{"valid certificate of a non-member claiming a member", rawTLS(t, ca.Node("g", "n9")), "claimed sender is not its certificate's"},
+		{"valid certificate of one member claiming another", rawTLS(t, ca.Node("g", c.nodes[l].id)), "claimed sender is not its certificate's"},
+	}
+	for _, tc := range cases {
+		stream := &rogueStream{Listener: rogueListener(t), cfg: tc.cfg}
+		voteErr, appendErr, granted := attack(t, c, stream, target, claim)
+		if granted || voteErr == nil || appendErr == nil {
+			t.Errorf("%s: vote granted %v (err %v), append err %v", tc.name, granted, voteErr, appendErr)
+		}
+		unmoved(t, c)
+		// Each connection the rogue made is logged once, with its address.
+		for _, a := range stream.addrs() {
+			waitFor(t, tc.name+": the refusal of "+a+" logged", func() bool { return logs.count(tc.refusal, "remote="+a) >= 1 })
+		}
+		t.Logf("%s: vote: %v; append: %v; connections %v", tc.name, voteErr, appendErr, stream.addrs())
+		for _, a := range stream.addrs() {
+			if n := logs.count("remote="+a, "refused"); n != 1 {
+				t.Errorf("%s: the refusal of %s is logged %d times", tc.name, a, n)
+			}
+		}
+	}
+	// The group still works.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.put(ctx, []*store.Message{testMsg("A", 0, "after")}); err != nil {
+		t.Fatal(err)
+	}
+	unmoved(t, c)
+}
