@@ -26,6 +26,14 @@ func TestMain(m *testing.M) {
 		runChildBroker()
 		return
 	}
+	if os.Getenv(childNamesrvEnv) != "" { // raft_vip_netns_test.go
+		runChildNamesrv()
+		return
+	}
+	if os.Getenv(childProducerEnv) != "" {
+		runChildProducer()
+		return
+	}
 	rlog.SetLogLevel("error")
 	if os.Getenv("ROCKETRAFT_TEST_LOG") == "debug" {
 		rlog.SetLogLevel("info")

@@ -165,6 +165,9 @@ func runRaftKill9(t *testing.T, vip string) {
 	}
 	t.Logf("%s, %d kills: %d sends acknowledged, %d failed; kill to new master (routed, or holding the address): median %v, worst %v; kill to the client's first SEND_OK from the new master: median %v, worst %v",
 		mode, kills, len(acks), load.failed.Load(), median(routed), slices.Max(routed).Round(time.Millisecond), median(served), slices.Max(served).Round(time.Millisecond))
+	if f := load.failures(); len(f) > 0 {
+		t.Logf("failed sends by error: %v", f)
+	}
 	checkRaftHistory(t, acks, got, 120*time.Second)
 	assertSameTail(t, w, nodes, topic)
 	assertSameCommitLog(t, w, nodes)
