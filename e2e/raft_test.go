@@ -36,7 +36,7 @@ type ack struct {
 type raftLoad struct {
 	mu      sync.Mutex
 	acks    []ack
-	failed  atomic.Int64 // sends answered with an error or a status other than SEND_OK
+	failed  atomic.Int64   // sends answered with an error or a status other than SEND_OK
 	errs    map[string]int // guarded by mu: failed sends by the start of their error
 	seq     atomic.Int64
 	stopped atomic.Bool
