@@ -44,6 +44,9 @@ import (
 // holds it.
 const vipRetryInterval = 25 * time.Millisecond
 
+// vipRetryLogEvery is how often a master still waiting for the address logs it again.
+const vipRetryLogEvery = 30 * time.Second
+
 // vipAnnounceAfter are the delays after taking the address at which a gratuitous ARP goes out (three, as
 // a lost one leaves a peer's ARP cache on the old holder).
 var vipAnnounceAfter = []time.Duration{0, 250 * time.Millisecond, time.Second}
@@ -209,7 +212,7 @@ func (v *raftVIP) retry(gen uint64) {
 	defer v.wg.Done()
 	t := time.NewTicker(vipRetryInterval)
 	defer t.Stop()
-	start := time.Now()
+	start, logged := time.Now(), time.Now()
 	for {
 		select {
 		case <-v.stop:
@@ -221,7 +224,11 @@ func (v *raftVIP) retry(gen uint64) {
 			v.mu.Unlock()
 			return
 		}
-		done := v.tryLocked(false)
+		again := time.Since(logged) >= vipRetryLogEvery // say so again now and then
+		if again {
+			logged = time.Now()
+		}
+		done := v.tryLocked(again)
 		held := v.mu.ln != nil
 		v.mu.Unlock()
 		if done {
@@ -234,7 +241,7 @@ func (v *raftVIP) retry(gen uint64) {
 }
 
 // tryLocked tries once to add the address and listen on it. It reports whether trying is over: held, or
-// failed for good (mu.failed set). first logs a transient failure (later ones are not).
+// failed for good (mu.failed set). A transient failure is logged when first is set.
 // Lock should be held.
 func (v *raftVIP) tryLocked(first bool) bool {
 	if v.link != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +165,36 @@ func TestRaftMasterVipFollowsLeadership(t *testing.T) {
 // isReset reports a connection reset by the peer (a close with unread data in its buffer).
 func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
+}
+
+// TestRaftMasterVipWaitsForThePort: while another socket holds masterVipAddress:listenPort, the master keeps
+// registering the address (it is the group's) and tries again until the socket lets go, then serves there.
+func TestRaftMasterVipWaitsForThePort(t *testing.T) {
+	var squatter net.Listener
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3, MasterVIP: "127.0.0.100", Configure: func(i int, cfg *broker.Config) {
+		if i != 0 {
+			return
+		}
+		var err error
+		if squatter, err = net.Listen("tcp", net.JoinHostPort(cfg.Raft.MasterVipAddress, strconv.Itoa(cfg.ListenPort))); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	defer func() {
+		if squatter != nil {
+			squatter.Close()
+		}
+	}()
+	m := c.RaftMaster("broker-a")
+	vip := squatter.Addr().String()
+	if got := c.Broker(m).RouteAddr(); got != vip {
+		t.Fatalf("the master waiting for %s registers %s", vip, got)
+	}
+	if c.Broker(m).MasterVipHeld() {
+		t.Fatalf("the master holds %s while another socket listens there", vip)
+	}
+	squatter.Close()
+	squatter = nil
+	cluster.Eventually(t, 20*time.Second, func() bool { return c.Broker(m).MasterVipHeld() }, "the master takes %s once it is free", vip)
+	expectCode(t, "send through the virtual address", newWire(t, vip).send("RaftVipWait", 0, []byte("a"), ""), remoting.Success)
 }
