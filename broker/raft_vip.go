@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -121,6 +122,13 @@ func (c Config) validateVIP() error {
 	}
 	if n := r.MasterVipInterface; n != "" && (len(n) > 15 || strings.ContainsAny(n, "/ \t\n:")) {
 		bad("masterVipInterface", "%q is not a network interface name (at most 15 characters, no '/', ':' or spaces)", n)
+	}
+	if peers, err := raftlog.ParsePeers(r.DLegerPeers); err == nil && ip.IsValid() {
+		for _, p := range peers {
+			if host, _, err := net.SplitHostPort(p.Addr); err == nil && host == ip.Unmap().String() {
+				bad("masterVipAddress", "%s is node %s's address in dLegerPeers: the virtual address must not be a node's own", ip, p.ID)
+			}
+		}
 	}
 	if c.BrokerIP1 == "" {
 		bad("brokerIP1", "must be set with masterVipAddress: it is this node's own address, which it binds and registers as a slave (a detected address could be the virtual one)")

@@ -52,6 +52,7 @@ func TestMasterVipConfigErrorsNameTheKey(t *testing.T) {
 		}, "masterVipInterface", "not a network interface name"},
 		{"no brokerIP1", func(c *broker.Config) { c.BrokerIP1 = "" }, "brokerIP1", "masterVipAddress"},
 		{"own address", func(c *broker.Config) { c.Raft.MasterVipAddress = "127.0.0.11" }, "masterVipAddress", "brokerIP1"},
+		{"a peer's address", func(c *broker.Config) { c.Raft.MasterVipAddress = "127.0.0.13" }, "masterVipAddress", "node n2's address in dLegerPeers"},
 	} {
 		c := base()
 		tc.edit(&c)
