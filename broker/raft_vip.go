@@ -34,8 +34,13 @@ import (
 //     master's listener) and registers it with its slave id. The master's own address is not registered:
 //     after a registration as brokerId 0 it unregisters its slave entry, which would otherwise expire at
 //     the name server and take the master's registration (same connection) with it.
-//   - The name servers keep brokerId 0 at the virtual address across the change of master: the old
-//     master never unregisters it, the new one registers it again.
+//   - The name servers keep brokerId 0 at the virtual address across a change of master: the old master
+//     never unregisters it, the new one registers it again. A name server does drop it when the
+//     connection it was registered on closes (a killed master's) until the new master registers it; a
+//     client that refreshes its routes in that window (election + barrier, 1.5-5 s) finds no master
+//     for its next 30 s (the e2e kill suite sees it about once in ten kills).
+//   - Closing the connections drops the answers still on their way on them: the official Go client
+//     waits out its sendMsgTimeout for those sends, then retries at the address (the next holder).
 //
 // Lock order: raftVIP.mu is taken by the role handler, the register loop and Close, and is held across
 // the listener's Close and the netlink calls (each a few system calls), never across a Raft or name
