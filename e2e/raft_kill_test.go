@@ -74,6 +74,9 @@ func runRaftKill9(t *testing.T, vip string) {
 		topic = "RaftKill9VIP"
 		hosts = []string{"127.0.0.11", "127.0.0.12", "127.0.0.13"}
 		port, raftPort := cluster.FreePortOn(t, append([]string{vip}, hosts...)...), cluster.FreePortOn(t, hosts...)
+		for raftPort == port { // neither is bound yet
+			raftPort = cluster.FreePortOn(t, hosts...)
+		}
 		ports = []int{port, port, port}
 		for i := 0; i < 3; i++ {
 			peers = append(peers, fmt.Sprintf("n%d-%s:%d", i, hosts[i], raftPort))

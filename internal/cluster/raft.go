@@ -66,6 +66,9 @@ func RaftVIPGroupConfigs(t testing.TB, namesrvAddr, brokerName string, n int, vi
 		hosts = append(hosts, fmt.Sprintf("127.0.0.%d", 11+i))
 	}
 	port, raftPort := FreePortOn(t, hosts...), FreePortOn(t, hosts[1:]...)
+	for raftPort == port { // neither is bound yet
+		raftPort = FreePortOn(t, hosts[1:]...)
+	}
 	var peers []string
 	for i := 0; i < n; i++ {
 		peers = append(peers, fmt.Sprintf("n%d-%s:%d", i, hosts[1+i], raftPort))
