@@ -159,8 +159,8 @@ func (c *Cluster) WaitRaftMaster(brokerName string, want int) {
 	}, "node %d the one Raft master of %s, registered as brokerId 0", want, brokerName)
 }
 
-// raftMasterNow is the one node of brokerName that is Raft master, if there is exactly one and every name
-// server routes brokerId 0 to it.
+// raftMasterNow is the one node of brokerName that is Raft master, if there is exactly one, it listens on
+// the master's virtual address when the group has one, and every name server routes brokerId 0 to it.
 func (c *Cluster) raftMasterNow(brokerName string) (int, bool) {
 	master := -1
 	for i := 0; i < c.BrokerCount(); i++ {
@@ -175,6 +175,9 @@ func (c *Cluster) raftMasterNow(brokerName string) (int, bool) {
 	}
 	if master < 0 {
 		return -1, false
+	}
+	if b := c.Broker(master); b.Config().Raft.MasterVipAddress != "" && !b.MasterVipHeld() {
+		return -1, false // master, but not listening on the virtual address yet
 	}
 	addr := c.Broker(master).RouteAddr() // the virtual address with MasterVIP
 	for _, ns := range c.NamesrvAddrs() {
