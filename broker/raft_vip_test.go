@@ -186,7 +186,16 @@ func TestRaftMasterVipWaitsForThePort(t *testing.T) {
 			squatter.Close()
 		}
 	}()
-	m := c.RaftMaster("broker-a")
+	m := -1 // RaftMaster would wait for the address too
+	cluster.Eventually(t, 30*time.Second, func() bool {
+		for i := 0; i < 3; i++ {
+			if c.Broker(i).IsRaftMaster() {
+				m = i
+				return true
+			}
+		}
+		return false
+	}, "a Raft master")
 	vip := squatter.Addr().String()
 	if got := c.Broker(m).RouteAddr(); got != vip {
 		t.Fatalf("the master waiting for %s registers %s", vip, got)
