@@ -18,9 +18,10 @@ import (
 // elected, so a restarting node cannot clobber the master's route). The node reports RoleLeader once it
 // leads and every entry of earlier terms is applied here (so the topic table, the offsets and the queue
 // offsets are current); the broker then becomes master: brokerId 0, leader-only services started (delay
-// delivery, timer, transaction check-back), registration with every name server at once. On RoleFollower
-// it turns slave first (sends refused at once), then stops those services and registers with its slave
-// id. Between Raft losing leadership and the event, the proposer refuses puts with ErrNotLeader.
+// delivery, timer, transaction check-back), registration with every name server at once; with
+// masterVipAddress it takes that address first (raft_vip.go). On RoleFollower it lets the address go
+// (closing its connections), turns slave (sends refused at once), then stops those services and registers
+// with its slave id. Between Raft losing leadership and the event, the proposer refuses puts with ErrNotLeader.
 type raftState struct {
 	node    *raftlog.Node
 	slaveID int64
