@@ -152,7 +152,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second, TLS: clientTLS,
 		Credentials: cfg.ACL.Credentials()}, b.log.With("component", "namesrv-client"))
 	b.server = remoting.NewServer(remoting.ServerConfig{
-		ListenAddr:  net.JoinHostPort(listenHost(cfg.BrokerIP1), strconv.Itoa(cfg.ListenPort)),
+		ListenAddr:  net.JoinHostPort(clientListenHost(cfg), strconv.Itoa(cfg.ListenPort)), // raft_vip.go
 		IdleTimeout: ms(cfg.ChannelExpiredTimeout),
 		TLSMode:     tlsMode,
 		TLS:         serverTLS,

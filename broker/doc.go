@@ -15,7 +15,9 @@
 // (raft_config.go), the raftlog node and the role that follows leadership (raft_role.go), puts through the
 // node's proposer (raft_put.go), topics, groups and offsets as Raft entries (raft_meta.go, raft_offsets.go),
 // status and leadership transfer requests (raft_admin.go, raft_status.go), membership requests
-// (raft_membership.go). Pulls need nothing of their own: the store stops a read at a unit whose
+// (raft_membership.go), the master's virtual address that follows leadership (raft_vip.go: masterVipAddress,
+// a second listener of the client server and, on a real interface, the address added with netlink in
+// raft_vip_linux.go). Pulls need nothing of their own: the store stops a read at a unit whose
 // record the state machine has not made readable yet.
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and

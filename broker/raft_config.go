@@ -56,6 +56,16 @@ type RaftConfig struct {
 	// DLegerMaxWaitAckTimeMs bounds how long a send waits for its entry to commit and apply before it
 	// is answered with a retriable error (2500, DLedger's maxWaitAckTimeMs).
 	DLegerMaxWaitAckTimeMs int64 `mapstructure:"dLegerMaxWaitAckTimeMs"`
+	// MasterVipAddress, when set, is an IPv4 address that follows leadership (raft_vip.go): the master
+	// listens on it at listenPort too and registers it with the name servers as brokerId 0's address, so
+	// clients that cached the route reach each new master without a route refresh. A loopback address
+	// (127.x, tests and one-host groups) is only bound; any other needs masterVipInterface. brokerIP1 must
+	// be set (each node's own address, which it binds and registers as a slave).
+	MasterVipAddress string `mapstructure:"masterVipAddress"`
+	// MasterVipInterface is the network interface the master adds masterVipAddress to (as a /32, with a
+	// gratuitous ARP) and the node removes it from when it steps down, shuts down or starts. Needs
+	// CAP_NET_ADMIN and CAP_NET_RAW. Empty for a loopback masterVipAddress.
+	MasterVipInterface string `mapstructure:"masterVipInterface"`
 	// DLegerOffsetSyncIntervalMs is how often the leader proposes the consumer and delay offsets that
 	// changed (1000): a failover rewinds a group by at most about this much.
 	DLegerOffsetSyncIntervalMs int64 `mapstructure:"dLegerOffsetSyncIntervalMs"`
@@ -127,10 +137,11 @@ func (c Config) raftSlaveID() int64 {
 // validateRaft checks the Raft keys when the mode is on, naming the bad key.
 func (c Config) validateRaft() error {
 	r := c.Raft
+	vipErr := c.validateVIP() // raft_vip.go; also when the mode is off: the keys need it
 	if !r.EnableDLegerCommitLog {
-		return nil
+		return vipErr
 	}
-	var errs []error
+	errs := []error{vipErr}
 	bad := func(key string, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config key %s: %s", key, fmt.Sprintf(format, args...)))
 	}

@@ -18,9 +18,10 @@ import (
 // elected, so a restarting node cannot clobber the master's route). The node reports RoleLeader once it
 // leads and every entry of earlier terms is applied here (so the topic table, the offsets and the queue
 // offsets are current); the broker then becomes master: brokerId 0, leader-only services started (delay
-// delivery, timer, transaction check-back), registration with every name server at once. On RoleFollower
-// it turns slave first (sends refused at once), then stops those services and registers with its slave
-// id. Between Raft losing leadership and the event, the proposer refuses puts with ErrNotLeader.
+// delivery, timer, transaction check-back), registration with every name server at once; with
+// masterVipAddress it takes that address first (raft_vip.go). On RoleFollower it lets the address go
+// (closing its connections), turns slave (sends refused at once), then stops those services and registers
+// with its slave id. Between Raft losing leadership and the event, the proposer refuses puts with ErrNotLeader.
 type raftState struct {
 	node    *raftlog.Node
 	slaveID int64
@@ -33,6 +34,8 @@ type raftState struct {
 	servicesClosed bool
 
 	offsets *raftOffsetSync
+	// vip holds masterVipAddress while this node is master (raft_vip.go); nil when the key is unset.
+	vip *raftVIP
 }
 
 // newRaft opens the Raft node over the framed store (recovering the log). Nothing runs until startRaft.
@@ -55,6 +58,10 @@ func (b *Broker) newRaft() error {
 		return fmt.Errorf("broker: open the raft log (enableDLegerCommitLog): %w", err)
 	}
 	b.raft.node = node
+	if b.raft.vip, err = newRaftVIP(cfg, b.server, b.log); err != nil {
+		_ = node.Close()
+		return err
+	}
 	b.raft.offsets = newRaftOffsetSync(b)
 	b.putter = node
 	b.topics.raft = b
@@ -67,6 +74,9 @@ func (b *Broker) newRaft() error {
 // startRaft starts the Raft node (bootstrapping a new group from dLegerPeers on first start) and the
 // offset sync. The store must be started.
 func (b *Broker) startRaft() error {
+	if err := b.raft.vip.clearStale(); err != nil {
+		return err
+	}
 	if err := b.raft.node.Start(); err != nil {
 		return err
 	}
@@ -74,12 +84,14 @@ func (b *Broker) startRaft() error {
 	return nil
 }
 
-// closeRaft stops the node: a leader hands leadership over first (raftlog.Node.Close). Runs after the
-// last sends were answered.
+// closeRaft stops the node: a master lets its virtual address go (its clients reconnect to the next
+// holder), then the leader hands leadership over (raftlog.Node.Close). Runs after the last sends were
+// answered.
 func (b *Broker) closeRaft() error {
 	if b.raft.node == nil {
 		return nil
 	}
+	b.raft.vip.close()
 	b.raft.master.Store(false)
 	return b.raft.node.Close()
 }
@@ -112,9 +124,13 @@ func (b *Broker) raftRoleChanged(ev raftlog.RoleEvent) {
 		b.raft.offsets.reset()
 		b.raft.master.Store(true)
 		b.log.Info("raft: this node leads its group: master (brokerId 0)", "group", b.cfg.raftGroup(), "term", ev.Term)
+		b.raft.vip.take() // after the barrier (the event), before the registration that names it
 		b.startMasterServices()
 		b.triggerRegister()
 	case ev.Role == raftlog.RoleFollower && b.raft.master.Load():
+		// The virtual address goes first: its clients' connections end now and they reconnect to the next
+		// holder instead of being refused here.
+		b.raft.vip.release("no longer the leader")
 		b.raft.master.Store(false)
 		b.log.Info("raft: this node no longer leads its group: slave", "group", b.cfg.raftGroup(), "brokerId", b.raft.slaveID,
 			"term", ev.Term, "leader", ev.LeaderID)

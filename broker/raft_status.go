@@ -6,20 +6,22 @@ import (
 
 // RaftStatus is a Raft node's status as the broker reports it (GET_RAFT_STATUS, metrics).
 type RaftStatus struct {
-	Group        string `json:"group"`  // dLegerGroup (brokerName when unset)
-	SelfID       string `json:"selfId"` // dLegerSelfId
-	Peers        string `json:"peers"`  // dLegerPeers
-	BrokerAddr   string `json:"brokerAddr"`
-	BrokerID     int64  `json:"brokerId"` // as registered: 0 on the master
-	Role         string `json:"role"`     // Leader, Follower, Candidate, Shutdown (hashicorp/raft)
-	Master       bool   `json:"master"`   // leader and barrier of its term passed: accepts sends
-	Term         uint64 `json:"term"`
-	CommitIndex  uint64 `json:"commitIndex"`
-	AppliedIndex uint64 `json:"appliedIndex"`
-	LastIndex    uint64 `json:"lastIndex"`
-	LeaderID     string `json:"leaderId"`
-	LeaderAddr   string `json:"leaderAddr"` // the leader's Raft address
-	Failovers    uint64 `json:"failovers"`
+	Group      string `json:"group"`  // dLegerGroup (brokerName when unset)
+	SelfID     string `json:"selfId"` // dLegerSelfId
+	Peers      string `json:"peers"`  // dLegerPeers
+	BrokerAddr string `json:"brokerAddr"`
+	BrokerID   int64  `json:"brokerId"` // as registered: 0 on the master
+	// MasterVipAddress is masterVipAddress:listenPort while this node listens on it (the master), else "".
+	MasterVipAddress string `json:"masterVipAddress,omitempty"`
+	Role             string `json:"role"`   // Leader, Follower, Candidate, Shutdown (hashicorp/raft)
+	Master           bool   `json:"master"` // leader and barrier of its term passed: accepts sends
+	Term             uint64 `json:"term"`
+	CommitIndex      uint64 `json:"commitIndex"`
+	AppliedIndex     uint64 `json:"appliedIndex"`
+	LastIndex        uint64 `json:"lastIndex"`
+	LeaderID         string `json:"leaderId"`
+	LeaderAddr       string `json:"leaderAddr"` // the leader's Raft address
+	Failovers        uint64 `json:"failovers"`
 	// Members is the group's latest Raft configuration as this node knows it (raft_membership.go):
 	// dLegerPeers is only the group a new node bootstraps with.
 	Members []RaftMember `json:"members"`
@@ -35,7 +37,7 @@ func (b *Broker) RaftStatus() (RaftStatus, bool) {
 	return RaftStatus{Group: b.cfg.raftGroup(), SelfID: b.cfg.Raft.DLegerSelfId, Peers: b.cfg.Raft.DLegerPeers,
 		BrokerAddr: b.addr, BrokerID: b.brokerID(), Role: st.Role, Master: b.raft.master.Load(), Term: st.Term,
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LeaderID: st.LeaderID,
-		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers, Members: b.raftMembers()}, true
+		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers, Members: b.raftMembers(), MasterVipAddress: b.raft.vip.heldAddr()}, true
 }
 
 // raftMetrics is the broker's metrics.RaftSource.

@@ -37,12 +37,14 @@ func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
 	if err != nil {
 		return registerResult{}, err
 	}
+	id := b.registrationID()       // raft_role.go
+	addr := b.registrationAddr(id) // raft_vip.go: the master's virtual address, if any
 	ext := map[string]string{
 		"brokerName":   b.cfg.BrokerName,
-		"brokerAddr":   b.addr,
+		"brokerAddr":   addr,
 		"clusterName":  b.cfg.BrokerClusterName,
 		"haServerAddr": b.haAddr,
-		"brokerId":     itoa(b.registrationID()), // raft_role.go
+		"brokerId":     itoa(id),
 		"compressed":   "false",
 		"bodyCrc32":    itoa(int64(crc32.ChecksumIEEE(body) & 0x7fffffff)),
 	}
@@ -80,6 +82,7 @@ func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
 	if first == nil {
 		return registerResult{}, last
 	}
+	b.afterRegistration(ctx, id, addr) // raft_vip.go
 	return *first, nil
 }
 

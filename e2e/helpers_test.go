@@ -26,8 +26,12 @@ func TestMain(m *testing.M) {
 		runChildBroker()
 		return
 	}
-	if os.Getenv(childNamesrvEnv) != "" {
+	if os.Getenv(childNamesrvEnv) != "" { // raft_vip_netns_test.go, quickstart_test.go
 		runChildNamesrv()
+		return
+	}
+	if os.Getenv(childProducerEnv) != "" {
+		runChildProducer()
 		return
 	}
 	rlog.SetLogLevel("error")

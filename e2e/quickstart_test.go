@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/cmdutil"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 )
 
@@ -35,8 +34,9 @@ import (
 // otherwise.
 const (
 	quickStartNetnsEnv = "ROCKETRAFT_E2E_QUICKSTART_NETNS" // "1": this process is the one inside the namespace
-	childNamesrvEnv    = "ROCKETRAFT_E2E_CHILD_NAMESRV"    // the test binary runs mqnamesrv (args after "--")
 )
+
+// The quick start's name server is the test binary in the childNamesrvEnv mode (raft_vip_netns_test.go).
 
 // quickStartPorts are the default ports the quick start takes.
 var quickStartPorts = []int{9876, 10911, 10912, 5556, 5557, 10921, 10922}
@@ -105,18 +105,6 @@ func loopbackUp() error {
 		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
 	}
 	return nil
-}
-
-// runChildNamesrv runs the mqnamesrv command itself (args after "--").
-func runChildNamesrv() {
-	args := os.Args[1:]
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Exit(cmdutil.RunNamesrv(args, os.Stdout, os.Stderr))
 }
 
 // server is a quick-start process: the test binary as mqnamesrv or mqbroker, in HOME, its output kept.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +42,17 @@ type raftChild struct {
 // holds. The test logs, per kill, the time until the name server routes brokerId 0 to the new master and
 // until the client's first SEND_OK from it (the official client finds a new master at its route
 // refresh, every 30 s), with median and worst.
-func TestRaftKill9Leader(t *testing.T) {
+func TestRaftKill9Leader(t *testing.T) { runRaftKill9(t, "") }
+
+// TestRaftKill9LeaderVIP is TestRaftKill9Leader with the master's virtual address (masterVipAddress
+// 127.0.0.100; nodes at 127.0.0.11-13 on one listenPort): the client's cached route names the address,
+// which the new master takes after its barrier, so the client's sends reach it without a route refresh.
+// It logs, per kill, the time until the new master listens on the address and until the client's first
+// SEND_OK from it, with median and worst (compare TestRaftKill9Leader's).
+func TestRaftKill9LeaderVIP(t *testing.T) { runRaftKill9(t, "127.0.0.100") }
+
+// runRaftKill9 runs the SIGKILL test, with the master's virtual address vip unless it is "".
+func runRaftKill9(t *testing.T, vip string) {
 	if testing.Short() {
 		t.Skip("starts broker processes")
 	}
@@ -54,33 +65,58 @@ func TestRaftKill9Leader(t *testing.T) {
 		kills = n
 	}
 	c := cluster.Start(t, cluster.Options{NoBrokers: true})
-	const group, topic = "broker-r", "RaftKill9"
+	const group = "broker-r"
+	topic := "RaftKill9"
+	hosts := []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}
+	ports := []int{cluster.FreePort(t), cluster.FreePort(t), cluster.FreePort(t)}
 	var peers []string
-	for i := 0; i < 3; i++ {
-		peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, cluster.FreePort(t)))
+	if vip != "" {
+		topic = "RaftKill9VIP"
+		hosts = []string{"127.0.0.11", "127.0.0.12", "127.0.0.13"}
+		port, raftPort := cluster.FreePortOn(t, append([]string{vip}, hosts...)...), cluster.FreePortOn(t, hosts...)
+		for raftPort == port { // neither is bound yet
+			raftPort = cluster.FreePortOn(t, hosts...)
+		}
+		ports = []int{port, port, port}
+		for i := 0; i < 3; i++ {
+			peers = append(peers, fmt.Sprintf("n%d-%s:%d", i, hosts[i], raftPort))
+		}
+	} else {
+		for i := 0; i < 3; i++ {
+			peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, cluster.FreePort(t)))
+		}
 	}
 	var nodes []*raftChild
 	for i := 0; i < 3; i++ {
-		port := cluster.FreePort(t)
 		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
-		n := &raftChild{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + group,
-			"--brokerIP1=127.0.0.1", "--listenPort=" + strconv.Itoa(port), "--metricsPort=0",
+		n := &raftChild{addr: net.JoinHostPort(hosts[i], strconv.Itoa(ports[i])), dir: dir, args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + group,
+			"--brokerIP1=" + hosts[i], "--listenPort=" + strconv.Itoa(ports[i]), "--metricsPort=0",
 			"--storePathRootDir=" + dir, "--flushDiskType=SYNC_FLUSH",
 			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
 			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
 			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
+		if vip != "" {
+			n.args = append(n.args, "--masterVipAddress="+vip)
+		}
 		n.cmd = startChildBroker(t, n.args...)
 		nodes = append(nodes, n)
 	}
+	w := newWireClient(t)
+	// master waits for the master that is not the node at not: the one routed as brokerId 0, or with vip
+	// the one that listens on the address (the route names the address all along).
 	master := func(not string) *raftChild {
 		var m *raftChild
 		cluster.Eventually(t, 60*time.Second, func() bool {
 			addrs, err := c.BrokerAddrs(group)
-			if err != nil || addrs[0] == "" || addrs[0] == not {
+			if err != nil || addrs[0] == "" {
 				return false
 			}
+			m = nil
 			for _, n := range nodes {
-				if n.addr == addrs[0] {
+				if n.addr == not {
+					continue
+				}
+				if vip == "" && n.addr == addrs[0] || vip != "" && raftHoldsVIP(w, n.addr) {
 					m = n
 				}
 			}
@@ -88,7 +124,6 @@ func TestRaftKill9Leader(t *testing.T) {
 		}, "a master of %s registered as brokerId 0 (not %q)", group, not)
 		return m
 	}
-	w := newWireClient(t)
 	m := master("")
 	raftCreateTopic(t, w, m.addr, topic)
 	c.WaitTopicRoute(topic)
@@ -111,7 +146,11 @@ func TestRaftKill9Leader(t *testing.T) {
 		routed = append(routed, time.Since(killed))
 		cluster.Eventually(t, 90*time.Second, func() bool { return !load.firstBy(next.addr, killed).IsZero() }, "a SEND_OK from the new master %s", next.addr)
 		served = append(served, load.firstBy(next.addr, killed).Sub(killed))
-		t.Logf("kill %d of %s: new master %s routed as brokerId 0 after %v, first SEND_OK from it after %v", k+1, m.addr, next.addr,
+		what := "routed as brokerId 0"
+		if vip != "" {
+			what = "listening on " + vip
+		}
+		t.Logf("kill %d of %s: new master %s %s after %v, first SEND_OK from it after %v", k+1, m.addr, next.addr, what,
 			routed[k].Round(time.Millisecond), served[k].Round(time.Millisecond))
 		m.cmd = startChildBroker(t, m.args...) // back as a follower: the next kill leaves a quorum
 		old := m.addr
@@ -123,11 +162,34 @@ func TestRaftKill9Leader(t *testing.T) {
 	before := load.count()
 	cluster.Eventually(t, 60*time.Second, func() bool { return load.count() >= before+100 }, "100 acknowledged sends after the last kill")
 	acks := load.stop()
-	t.Logf("%d kills: %d sends acknowledged, %d failed; kill to brokerId 0 routed: median %v, worst %v; kill to the client's first SEND_OK from the new master: median %v, worst %v",
-		kills, len(acks), load.failed.Load(), median(routed), slices.Max(routed).Round(time.Millisecond), median(served), slices.Max(served).Round(time.Millisecond))
+	mode := "without masterVipAddress"
+	if vip != "" {
+		mode = "with masterVipAddress " + vip
+	}
+	t.Logf("%s, %d kills: %d sends acknowledged, %d failed; kill to new master (routed, or holding the address): median %v, worst %v; kill to the client's first SEND_OK from the new master: median %v, worst %v",
+		mode, kills, len(acks), load.failed.Load(), median(routed), slices.Max(routed).Round(time.Millisecond), median(served), slices.Max(served).Round(time.Millisecond))
+	if f := load.failures(); len(f) > 0 {
+		t.Logf("failed sends by error: %v", f)
+	}
 	checkRaftHistory(t, acks, got, 120*time.Second)
 	assertSameTail(t, w, nodes, topic)
 	assertSameCommitLog(t, w, nodes)
+}
+
+// raftHoldsVIP reports whether the node at addr says (GET_RAFT_STATUS) that it listens on the master's
+// virtual address.
+func raftHoldsVIP(w *remoting.Client, addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	resp, err := w.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRaftStatus, nil, nil))
+	if err != nil || resp.Code != int32(remoting.Success) {
+		return false
+	}
+	var st struct {
+		Master           bool   `json:"master"`
+		MasterVipAddress string `json:"masterVipAddress"`
+	}
+	return json.Unmarshal(resp.Body, &st) == nil && st.Master && st.MasterVipAddress != ""
 }
 
 // assertSameCommitLog checks that the nodes' CommitLog files are byte-identical up to the lowest

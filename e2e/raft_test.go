@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -35,7 +36,8 @@ type ack struct {
 type raftLoad struct {
 	mu      sync.Mutex
 	acks    []ack
-	failed  atomic.Int64 // sends answered with an error or a status other than SEND_OK
+	failed  atomic.Int64   // sends answered with an error or a status other than SEND_OK
+	errs    map[string]int // guarded by mu: failed sends by the start of their error
 	seq     atomic.Int64
 	stopped atomic.Bool
 	wg      sync.WaitGroup
@@ -53,6 +55,7 @@ func startRaftLoad(p rocketmq.Producer, topic string, senders int, padding int) 
 				res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(body)))
 				if err != nil || res.Status != primitive.SendOK {
 					l.failed.Add(1)
+					l.noteFailure(err, res)
 					time.Sleep(20 * time.Millisecond) // back off: the client finds the new master at its next route refresh
 					continue
 				}
@@ -67,6 +70,32 @@ func startRaftLoad(p rocketmq.Producer, topic string, senders int, padding int) 
 		}()
 	}
 	return l
+}
+
+// noteFailure counts a failed send by the first words of its error (or its status).
+func (l *raftLoad) noteFailure(err error, res *primitive.SendResult) {
+	kind := ""
+	if err != nil {
+		kind = err.Error()
+	} else if res != nil {
+		kind = fmt.Sprintf("status %d", res.Status)
+	}
+	if len(kind) > 48 {
+		kind = kind[:48]
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.errs == nil {
+		l.errs = map[string]int{}
+	}
+	l.errs[kind]++
+}
+
+// failures is the failed sends by the start of their error.
+func (l *raftLoad) failures() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.errs)
 }
 
 // count is the number of SEND_OK so far.

@@ -54,6 +54,7 @@ type Conn struct {
 	logger   *slog.Logger
 	dispatch func(*Conn, *Command) // incoming requests; runs on the reader goroutine and must not block
 	goer     *tracker              // runs async callbacks
+	via      *Listener             // server side: the extra listener that accepted it (nil: the main one, or a client)
 
 	ctx    context.Context // cancelled when the connection closes
 	cancel context.CancelFunc

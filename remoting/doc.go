@@ -49,6 +49,11 @@
 // pool worker, with the connection (and so its remote address); it lets the request through or answers it
 // itself. The ACL check (package acl) is one. With none set, the cost is one atomic load per request.
 //
+// Server.Listen adds an extra listening address (listener.go): its connections are served like the main
+// listener's, and Listener.Close stops accepting there and closes every connection that came through it at
+// once. The broker's Raft mode holds the master's virtual address (masterVipAddress) with one while it is master,
+// so that clients of a master that steps down see their connections end and reconnect to the next holder.
+//
 // # TLS (tls.go, tls_config.go)
 //
 // A server runs in TLSMode disabled (plain only; the first byte is never looked at), permissive (plain and TLS

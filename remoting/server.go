@@ -109,10 +109,11 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		ln      net.Listener
-		conns   map[uint64]*Conn
-		pools   map[*Pool]struct{}
-		closing bool
+		ln        net.Listener
+		listeners map[*Listener]struct{} // extra listeners (listener.go) not closed yet
+		conns     map[uint64]*Conn
+		pools     map[*Pool]struct{}
+		closing   bool
 	}
 }
 
@@ -125,6 +126,7 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) *Server {
 		stopAccept: make(chan struct{})}
 	s.cc.replies = &s.replies
 	s.mu.conns = make(map[uint64]*Conn)
+	s.mu.listeners = make(map[*Listener]struct{})
 	s.mu.pools = make(map[*Pool]struct{})
 	empty := map[RequestCode]route{}
 	s.routes.Store(&empty)
@@ -211,7 +213,7 @@ func (s *Server) Start() error {
 	s.logger.Info("remoting: listening", "addr", ln.Addr().String(), "tls", mode)
 	s.tr.Go(func() {
 		defer close(s.acceptDone)
-		s.acceptLoop(ln)
+		s.acceptLoop(ln, nil, s.stopAccept)
 	})
 	return nil
 }
@@ -226,7 +228,9 @@ func (s *Server) Addr() net.Addr {
 	return s.mu.ln.Addr()
 }
 
-func (s *Server) acceptLoop(ln net.Listener) {
+// acceptLoop accepts on ln (the main listener when via is nil, else the extra listener via) until ln closes;
+// stop ends the wait after a failed accept.
+func (s *Server) acceptLoop(ln net.Listener, via *Listener, stop <-chan struct{}) {
 	backoff := 5 * time.Millisecond
 	for {
 		nc, err := ln.Accept()
@@ -239,7 +243,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			t := time.NewTimer(backoff)
 			select {
 			case <-t.C:
-			case <-s.stopAccept:
+			case <-stop:
 				t.Stop()
 				return
 			}
@@ -247,14 +251,17 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			continue
 		}
 		backoff = 5 * time.Millisecond
-		s.serveConn(nc)
+		s.serveConn(nc, via)
 	}
 }
 
-func (s *Server) serveConn(nc net.Conn) {
+// serveConn serves a connection accepted through via (nil: the main listener), unless the server or via is
+// closed by now.
+func (s *Server) serveConn(nc net.Conn, via *Listener) {
 	c := newConn(s.nextID.Add(1), nc, s.cc, s.logger, s.dispatch, &s.tr)
+	c.via = via
 	s.mu.Lock()
-	if s.mu.closing {
+	if s.mu.closing || (via != nil && via.closed) {
 		s.mu.Unlock()
 		_ = nc.Close()
 		return
@@ -348,14 +355,22 @@ func (s *Server) ConnCount() int {
 	return len(s.mu.conns)
 }
 
-// StopAccepting closes the listener and waits for the accept loop; open connections keep working (for an
-// ordered shutdown). It returns nil when the server was not listening.
+// StopAccepting closes the listener and every extra listener (Listen) and waits for their accept loops; open
+// connections keep working (for an ordered shutdown). It returns nil when the server was not listening.
 func (s *Server) StopAccepting() error {
 	s.mu.Lock()
 	ln := s.mu.ln
+	extra := make([]*Listener, 0, len(s.mu.listeners))
+	for l := range s.mu.listeners {
+		extra = append(extra, l)
+	}
 	s.mu.Unlock()
+	var errs []error
+	for _, l := range extra {
+		errs = append(errs, l.stopAccepting())
+	}
 	if ln == nil {
-		return nil
+		return errors.Join(errs...)
 	}
 	s.stopOnce.Do(func() { close(s.stopAccept) })
 	err := ln.Close()
@@ -363,7 +378,7 @@ func (s *Server) StopAccepting() error {
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
-	return err
+	return errors.Join(append(errs, err)...)
 }
 
 // Shutdown stops gracefully: it stops accepting, runs the requests already queued on the registered pools
@@ -423,7 +438,7 @@ func (s *Server) writesIdle() bool {
 	return true
 }
 
-// Close stops accepting, closes every connection, closes the registered pools and waits for every goroutine
+// Close stops accepting (on every listener), closes every connection, closes the registered pools and waits for every goroutine
 // the server started. It may be called more than once.
 func (s *Server) Close() error {
 	err := s.StopAccepting()

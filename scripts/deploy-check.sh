@@ -38,4 +38,5 @@ render() { # NAME INVENTORY [ansible-playbook args]
   echo "deploy-check: $name: $(grep -c 'checks passed' <<<"$out") broker configs rendered and checked"
 }
 render raft inventories/local-raft/hosts.yml
+render raft-vip inventories/local-raft/hosts.yml -e broker_master_vip_address=127.0.0.100
 render master-slave inventories/local-master-slave/hosts.yml -e broker_replication=sync

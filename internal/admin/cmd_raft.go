@@ -28,7 +28,9 @@ type raftStatus struct {
 	LeaderID     string `json:"leaderId"`
 	LeaderAddr   string `json:"leaderAddr"`
 	Failovers    uint64 `json:"failovers"`
-	Error        string `json:"error,omitempty"`
+	// MasterVipAddress is the master's virtual address while this node holds it (masterVipAddress).
+	MasterVipAddress string `json:"masterVipAddress,omitempty"`
+	Error            string `json:"error,omitempty"`
 }
 
 // raftStatusOf asks the broker at addr for its Raft status.
@@ -38,7 +40,9 @@ func (r *runner) raftStatusOf(ctx context.Context, addr string) (raftStatus, err
 	if answered(err, remoting.RequestCodeNotSupported) {
 		err = fmt.Errorf("broker %s does not run the Raft mode (enableDLegerCommitLog=false)", addr)
 	}
-	st.BrokerAddr = addr
+	if err != nil || st.BrokerAddr == "" {
+		st.BrokerAddr = addr // the node's own address when it answers (asked at the master's virtual address too)
+	}
 	return st, err
 }
 
@@ -57,7 +61,11 @@ func (r *raftStatusResult) writeText(w io.Writer) error {
 		if n.Role == "Leader" && !n.Master {
 			role = "Leader(not master yet)"
 		}
-		tb.add(n.Group, n.SelfID, n.BrokerAddr, n.BrokerID, role, n.Term, n.CommitIndex, n.AppliedIndex, dash(n.LeaderID))
+		addr := n.BrokerAddr
+		if n.MasterVipAddress != "" {
+			addr += " (" + n.MasterVipAddress + ")"
+		}
+		tb.add(n.Group, n.SelfID, addr, n.BrokerID, role, n.Term, n.CommitIndex, n.AppliedIndex, dash(n.LeaderID))
 	}
 	return tb.write(w)
 }
@@ -153,9 +161,11 @@ func transferLeadershipCmd() *command {
 			for {
 				ci, err := r.c.clusterInfo(ctx)
 				if err == nil {
-					if a := ci.BrokerAddrTable[name].BrokerAddrs[namesrv.MasterID]; a != "" && a != leader.BrokerAddr {
-						if st, err := r.raftStatusOf(ctx, a); err == nil && st.Master {
-							res.NewLeader, res.Took = st.SelfID+"@"+a, time.Since(start).Round(time.Millisecond).String()
+					// The node brokerId 0 reaches (its own address, or the master's virtual address the old
+					// master registered too) must be another node, and master.
+					if a := ci.BrokerAddrTable[name].BrokerAddrs[namesrv.MasterID]; a != "" {
+						if st, err := r.raftStatusOf(ctx, a); err == nil && st.Master && st.SelfID != leader.SelfID {
+							res.NewLeader, res.Took = st.SelfID+"@"+st.BrokerAddr, time.Since(start).Round(time.Millisecond).String()
 							return res, nil
 						}
 					}

@@ -8,8 +8,15 @@ import (
 
 // TestRaftCommands: getRaftStatus shows the three nodes of a Raft group with one master (brokerId 0),
 // transferLeadership moves the master to the node named and waits for the name servers to route to it.
-func TestRaftCommands(t *testing.T) {
-	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
+func TestRaftCommands(t *testing.T) { testRaftCommands(t, "") }
+
+// TestRaftCommandsVIP: the same with the master's virtual address (masterVipAddress 127.0.0.100), where
+// brokerId 0 stays at that address: getRaftStatus names each node by its own address (the master with the
+// virtual one next to it), and transferLeadership sees the new master behind the same address.
+func TestRaftCommandsVIP(t *testing.T) { testRaftCommands(t, "127.0.0.100") }
+
+func testRaftCommands(t *testing.T, vip string) {
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3, MasterVIP: vip})
 	m := c.RaftMaster("broker-a")
 	ns := c.NamesrvAddr()
 	var st raftStatusResult
@@ -24,6 +31,9 @@ func TestRaftCommands(t *testing.T) {
 			if n.BrokerID != 0 || n.BrokerAddr != c.Broker(m).Addr() || n.Role != "Leader" {
 				t.Errorf("the master's status: %+v (master is %s)", n, c.Broker(m).Addr())
 			}
+			if vip != "" && n.MasterVipAddress != c.Broker(m).RouteAddr() {
+				t.Errorf("the master's status: %+v, want masterVipAddress %s", n, c.Broker(m).RouteAddr())
+			}
 		} else if n.BrokerID == 0 {
 			t.Errorf("a follower with brokerId 0: %+v", n)
 		}
@@ -37,6 +47,9 @@ func TestRaftCommands(t *testing.T) {
 	id := c.Broker(target).Config().Raft.DLegerSelfId
 	out := ok(t, "transferLeadership", "-n", ns, "-b", c.Broker((m+1)%3).Addr(), "-t", id)
 	contains(t, out, "moved from", id+"@"+c.Broker(target).Addr())
+	if vip != "" {
+		contains(t, ok(t, "getRaftStatus", "-n", ns, "-c", "DefaultCluster"), c.Broker(target).Addr()+" ("+vip+":")
+	}
 	c.WaitRaftMaster("broker-a", target)
 	failing(t, ExitFailed, []string{"does not run the Raft mode"}, "getRaftStatus", "-n", ns, "-b", c.NamesrvAddrs()[0])
 }

@@ -33,6 +33,9 @@ type Options struct {
 	// sees each node. Start returns once every node is registered (as a slave or the master); RaftMaster
 	// waits for the master.
 	RaftNodes int
+	// MasterVIP, with RaftNodes, gives the group a master's virtual address (masterVipAddress, a 127.x
+	// address): node i runs at 127.0.0.(11+i), every node on one listenPort (RaftVIPGroupConfigs).
+	MasterVIP string
 	// ConfigureNamesrv adjusts name server i's config before it starts.
 	ConfigureNamesrv func(i int, c *namesrv.Config)
 	// ClientTLS, when set, is the TLS the harness's own client dials name servers with (needed when they
@@ -206,12 +209,12 @@ func (c *Cluster) WaitRegistered(i int) {
 	Eventually(c.t, 10*time.Second, func() bool {
 		for _, ns := range c.NamesrvAddrs() {
 			info, err := c.clusterInfo(ns)
-			if err != nil || !info.hasAddr(b.Addr()) {
+			if err != nil || !info.hasAddr(b.RouteAddr()) {
 				return false
 			}
 		}
 		return true
-	}, "broker %s registered with every name server", b.Addr())
+	}, "broker %s registered with every name server", b.RouteAddr())
 }
 
 // WaitTopicRoute waits until every running name server routes topic to every running broker.

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,9 @@ func (c *Cluster) startRaft(opts Options) {
 		return
 	}
 	cfgs := RaftGroupConfigs(c.t, c.NamesrvAddr(), "broker-a", opts.RaftNodes)
+	if opts.MasterVIP != "" {
+		cfgs = RaftVIPGroupConfigs(c.t, c.NamesrvAddr(), "broker-a", opts.RaftNodes, opts.MasterVIP)
+	}
 	for i := range cfgs {
 		if opts.Configure != nil {
 			opts.Configure(i, &cfgs[i])
@@ -49,6 +54,64 @@ func RaftGroupConfigs(t testing.TB, namesrvAddr, brokerName string, n int) []bro
 		out = append(out, cfg)
 	}
 	return out
+}
+
+// RaftVIPGroupConfigs are RaftGroupConfigs with a master's virtual address vip (masterVipAddress, a 127.x
+// address, so nothing is added to an interface): node i at brokerIP1 127.0.0.(11+i), every node on one
+// listenPort and one Raft port, free on vip and on every node's address.
+func RaftVIPGroupConfigs(t testing.TB, namesrvAddr, brokerName string, n int, vip string) []broker.Config {
+	t.Helper()
+	hosts := []string{vip}
+	for i := 0; i < n; i++ {
+		hosts = append(hosts, fmt.Sprintf("127.0.0.%d", 11+i))
+	}
+	port, raftPort := FreePortOn(t, hosts...), FreePortOn(t, hosts[1:]...)
+	for raftPort == port { // neither is bound yet
+		raftPort = FreePortOn(t, hosts[1:]...)
+	}
+	var peers []string
+	for i := 0; i < n; i++ {
+		peers = append(peers, fmt.Sprintf("n%d-%s:%d", i, hosts[1+i], raftPort))
+	}
+	cfgs := RaftGroupConfigs(t, namesrvAddr, brokerName, n)
+	for i := range cfgs {
+		cfgs[i].BrokerIP1 = hosts[1+i]
+		cfgs[i].ListenPort = port
+		cfgs[i].Raft.DLegerPeers = strings.Join(peers, ";")
+		cfgs[i].Raft.MasterVipAddress = vip
+	}
+	return cfgs
+}
+
+// FreePortOn is a TCP port free on every one of hosts (IP addresses of this machine, such as 127.x).
+func FreePortOn(t testing.TB, hosts ...string) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", net.JoinHostPort(hosts[0], "0"))
+		if err != nil {
+			t.Fatalf("free port on %s: %v", hosts[0], err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		free := true
+		var held []net.Listener
+		for _, h := range hosts[1:] {
+			l2, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+			if err != nil {
+				free = false
+				break
+			}
+			held = append(held, l2)
+		}
+		l.Close()
+		for _, l2 := range held {
+			l2.Close()
+		}
+		if free {
+			return port
+		}
+	}
+	t.Fatalf("no port free on all of %v", hosts)
+	return 0
 }
 
 // AddRaftGroup starts the nodes of a Raft group (all of them before waiting for any registration: a
@@ -96,8 +159,8 @@ func (c *Cluster) WaitRaftMaster(brokerName string, want int) {
 	}, "node %d the one Raft master of %s, registered as brokerId 0", want, brokerName)
 }
 
-// raftMasterNow is the one node of brokerName that is Raft master, if there is exactly one and every name
-// server routes brokerId 0 to it.
+// raftMasterNow is the one node of brokerName that is Raft master, if there is exactly one, it listens on
+// the master's virtual address when the group has one, and every name server routes brokerId 0 to it.
 func (c *Cluster) raftMasterNow(brokerName string) (int, bool) {
 	master := -1
 	for i := 0; i < c.BrokerCount(); i++ {
@@ -113,7 +176,10 @@ func (c *Cluster) raftMasterNow(brokerName string) (int, bool) {
 	if master < 0 {
 		return -1, false
 	}
-	addr := c.Broker(master).Addr()
+	if b := c.Broker(master); b.Config().Raft.MasterVipAddress != "" && !b.MasterVipHeld() {
+		return -1, false // master, but not listening on the virtual address yet
+	}
+	addr := c.Broker(master).RouteAddr() // the virtual address with MasterVIP
 	for _, ns := range c.NamesrvAddrs() {
 		info, err := c.clusterInfo(ns)
 		if err != nil || info.BrokerAddrTable[brokerName].BrokerAddrs["0"] != addr {

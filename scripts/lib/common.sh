@@ -69,12 +69,12 @@ free_port() {
   return 1
 }
 
-# wait_port PORT PID LOG [SECONDS]: wait until PORT accepts connections (at most SECONDS, default 10),
-# failing if PID exits first.
+# wait_port PORT PID LOG [SECONDS [HOST]]: wait until HOST:PORT (default 127.0.0.1) accepts connections (at
+# most SECONDS, default 10), failing if PID exits first.
 wait_port() {
   local tries=$(( ${4:-10} * 20 ))
   for _ in $(seq 1 "$tries"); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
+    if (exec 3<>"/dev/tcp/${5:-127.0.0.1}/$1") 2>/dev/null; then return; fi
     if ! kill -0 "$2" 2>/dev/null; then
       echo "process $2 exited before listening on $1; its log:" >&2
       cat "$3" >&2
