@@ -32,6 +32,7 @@ const (
 	metaGroupCreate = "groupCreate" // create Group unless it exists
 	metaGroupDelete = "groupDelete" // delete group Name
 	metaOffsets     = "offsets"     // set Offsets and Delay, drop RemovedOffsets
+	metaLeader      = "leader"      // node Name is master of Term, clients reach it at BrokerAddr (raft_forward.go)
 )
 
 // metaCmd is one metadata command.
@@ -47,6 +48,9 @@ type metaCmd struct {
 	RemovedOffsets []string                   `json:"removedOffsets,omitempty"`
 	Delay          map[int]int64              `json:"delay,omitempty"`
 	Timer          *TimerCheckpoint           `json:"timer,omitempty"`
+	// BrokerAddr and Term: a leader's announcement (metaLeader).
+	BrokerAddr string `json:"brokerAddr,omitempty"`
+	Term       uint64 `json:"term,omitempty"`
 }
 
 // metaSnapshot is the metadata in a Raft snapshot.
@@ -56,6 +60,7 @@ type metaSnapshot struct {
 	Offsets map[string]map[int32]int64          `json:"offsets"`
 	Delay   map[int]int64                       `json:"delay"`
 	Timer   *TimerCheckpoint                    `json:"timer,omitempty"`
+	Leader  *leaderAnnouncement                 `json:"leader,omitempty"`
 }
 
 // topicRaft and groupRaft are the Raft mode's side of the topic and subscription group managers: in the
@@ -135,6 +140,9 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 		}
 		b.raft.offsets.apply(&cmd)
 		return nil
+	case metaLeader:
+		b.raft.forward.announced(leaderAnnouncement{ID: cmd.Name, BrokerAddr: cmd.BrokerAddr, Term: cmd.Term})
+		return nil
 	}
 	b.log.Warn("raft: unknown metadata operation skipped", "index", index, "op", cmd.Op)
 	return nil
@@ -175,7 +183,7 @@ func (a *raftMeta) SnapshotMeta() ([]byte, error) {
 	groups, _ := b.groups.versionedTable.snapshot()
 	timer := b.timer.checkpoint()
 	return json.Marshal(metaSnapshot{Topics: topics, Groups: groups, Offsets: b.offsets.snapshot().OffsetTable,
-		Delay: b.schedule.snapshot().OffsetTable, Timer: &timer})
+		Delay: b.schedule.snapshot().OffsetTable, Timer: &timer, Leader: b.raft.forward.lastAnnouncement()})
 }
 
 // RestoreMeta replaces the metadata with a snapshot's (raftlog.MetaApplier).
@@ -205,6 +213,9 @@ func (a *raftMeta) RestoreMeta(data []byte) error {
 	b.schedule.mu.Unlock()
 	if s.Timer != nil {
 		b.timer.restoreCheckpoint(*s.Timer)
+	}
+	if s.Leader != nil {
+		b.raft.forward.announced(*s.Leader)
 	}
 	b.raft.offsets.reset()
 	b.triggerRegister()

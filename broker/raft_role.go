@@ -33,12 +33,19 @@ type raftState struct {
 	servicesClosed bool
 
 	offsets *raftOffsetSync
+	forward *raftForwarder // raft_forward.go
 }
 
 // newRaft opens the Raft node over the framed store (recovering the log). Nothing runs until startRaft.
 func (b *Broker) newRaft() error {
 	cfg := b.cfg
 	b.raft.slaveID = cfg.raftSlaveID()
+	clientTLS, err := cfg.TLS.ClientTLS()
+	if err != nil {
+		return err
+	}
+	b.raft.forward = newRaftForwarder(b, remoting.NewClient(remoting.ClientConfig{TLS: clientTLS, ConnsPerAddr: 2},
+		b.log.With("component", "raft-forward")))
 	node, err := raftlog.OpenNode(b.store, cfg.raftNodeConfig(), raftlog.NodeOptions{
 		Logger:       b.log,
 		Dir:          filepath.Join(cfg.StorePathRootDir, "raft"),
@@ -109,12 +116,15 @@ func (b *Broker) raftRoleChanged(ev raftlog.RoleEvent) {
 		b.log.Info("raft: this node leads its group: master (brokerId 0)", "group", b.cfg.raftGroup(), "term", ev.Term)
 		b.startMasterServices()
 		b.triggerRegister()
+		b.announceLeader(ev.Term) // raft_forward.go: the other nodes forward writes here
+		b.raft.forward.wake()
 	case ev.Role == raftlog.RoleFollower && b.raft.master.Load():
 		b.raft.master.Store(false)
 		b.log.Info("raft: this node no longer leads its group: slave", "group", b.cfg.raftGroup(), "brokerId", b.raft.slaveID,
 			"term", ev.Term, "leader", ev.LeaderID)
 		b.stopMasterServices()
 		b.triggerRegister()
+		b.raft.forward.wake()
 	}
 }
 

@@ -151,7 +151,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if h.sysFlag&store.SysFlagTransactionPrepared != 0 && b.cfg.RejectTransactionMessage {
 		return errResponse(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden (rejectTransactionMessage=true)", b.addr)
 	}
-	bornHost := addrPortOf(conn.RemoteAddr())
+	bornHost := addrPortOf(b.clientAddr(conn, req))
 	batch := remoting.RequestCode(req.Code) == remoting.SendBatchMessage
 	done := func(res store.PutResult, err error) {
 		if err := conn.Reply(req, b.sendResponse(h, qid, res, err)); err != nil {
@@ -180,7 +180,8 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		BornHost:       bornHost,
 		ReconsumeTimes: h.reconsumeTimes,
 	}
-	if id, ok := propValue(m.Properties, store.PropertyReplyToClient); ok && id != "" {
+	if id, ok := propValue(m.Properties, store.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
+		// (a forwarded request came on another broker's connection, not the requester's)
 		b.clients.rememberClient(id, conn) // a request: its reply may come before the requester's heartbeat
 	}
 	if resp := b.redirectRetry(h, m, req.Version); resp != nil {
