@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -137,7 +139,7 @@ func (b *Broker) masterServed(h remoting.HandlerFunc) remoting.HandlerFunc {
 		return h
 	}
 	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-		if b.raft.master.Load() {
+		if b.servesWrites() {
 			return h(ctx, conn, req)
 		}
 		if req.Flag&remoting.FlagForwarded != 0 {
@@ -145,6 +147,26 @@ func (b *Broker) masterServed(h remoting.HandlerFunc) remoting.HandlerFunc {
 		}
 		return b.raft.forward.forward(conn, req, h)
 	}
+}
+
+// servesWrites reports whether this node serves writes itself: it is master and Raft still has it
+// leading (between Raft losing leadership and the role event, the master flag is still set).
+func (b *Broker) servesWrites() bool {
+	return b.raft.master.Load() && b.raft.node.Raft() != nil && b.raft.node.Raft().State() == raft.Leader
+}
+
+// forwardRefusedPut forwards a send whose put the Raft node refused with ErrNotLeader (nothing was
+// proposed: leadership moved, or a transfer runs, after the send passed masterServed) and reports
+// whether it took the request over; the caller answers it otherwise.
+func (b *Broker) forwardRefusedPut(conn *remoting.Conn, req *remoting.Command, err error) bool {
+	if !b.cfg.raftMode() || b.cfg.Raft.DLegerForwardMaxInflightBytes == 0 || !errors.Is(err, raftlog.ErrNotLeader) ||
+		req.Flag&remoting.FlagForwarded != 0 {
+		return false
+	}
+	if resp := b.raft.forward.forward(conn, req, nil); resp != nil {
+		b.raft.forward.reply(conn, req, resp)
+	}
+	return true
 }
 
 // refuseForwarded answers a forwarded request that reached a node which is not the master.
@@ -165,7 +187,8 @@ func requestBytes(req *remoting.Command) int64 {
 }
 
 // forward sends req to the master now, or from a goroutine once a master is known; it answers the
-// client itself (nil) unless it refuses at once.
+// client itself (nil) unless it refuses at once. h serves the request here if this node becomes the
+// master meanwhile; nil: forward only (the request was refused here already).
 func (f *raftForwarder) forward(conn *remoting.Conn, req *remoting.Command, h remoting.HandlerFunc) *remoting.Command {
 	b := f.b
 	size := requestBytes(req)
@@ -186,7 +209,7 @@ func (f *raftForwarder) forward(conn *remoting.Conn, req *remoting.Command, h re
 }
 
 // await waits until a master is known (forward to it) or this node is the master (serve the request
-// here), within the deadline.
+// here, unless h is nil), within the deadline.
 func (f *raftForwarder) await(conn *remoting.Conn, req *remoting.Command, h remoting.HandlerFunc, deadline time.Time, size int64) {
 	b := f.b
 	timeout := time.NewTimer(time.Until(deadline))
@@ -197,7 +220,7 @@ func (f *raftForwarder) await(conn *remoting.Conn, req *remoting.Command, h remo
 		f.mu.Lock()
 		changed := f.changed
 		f.mu.Unlock()
-		if b.raft.master.Load() {
+		if h != nil && b.servesWrites() {
 			f.inflight.Add(-size)
 			if resp := h(conn.Context(), conn, req); resp != nil {
 				f.reply(conn, req, resp)

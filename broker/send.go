@@ -154,6 +154,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	bornHost := addrPortOf(b.clientAddr(conn, req))
 	batch := remoting.RequestCode(req.Code) == remoting.SendBatchMessage
 	done := func(res store.PutResult, err error) {
+		if err != nil && b.forwardRefusedPut(conn, req, err) { // raft_forward.go
+			return
+		}
 		if err := conn.Reply(req, b.sendResponse(h, qid, res, err)); err != nil {
 			b.log.Debug("send reply", "client", conn.RemoteAddr(), "err", err)
 		}
