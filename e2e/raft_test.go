@@ -171,7 +171,7 @@ func raftCreateTopic(t *testing.T, w *remoting.Client, master, topic string) {
 
 // TestRaftSendConsumeAcrossTransfer: a three-node Raft group in this process, the official Go client
 // sending and a push consumer reading while leadership moves to another node. The client keeps sending
-// (retries allowed; it finds the new master at its next route refresh), the consumer gets every SEND_OK
+// to the old master until its next route refresh, which forwards (no send fails), the consumer gets every SEND_OK
 // message at the offset its send got, no queue offset is used twice, per-queue order holds; a topic
 // created on the old master and the group's committed offsets are on the new master.
 func TestRaftSendConsumeAcrossTransfer(t *testing.T) {
@@ -225,5 +225,8 @@ func TestRaftSendConsumeAcrossTransfer(t *testing.T) {
 	acks := load.stop()
 	t.Logf("transfer: new master registered as brokerId 0 after %v; the client's first SEND_OK from it %v after the transfer began; %d sends acknowledged, %d failed",
 		registered.Round(time.Millisecond), first.Sub(start).Round(time.Millisecond), len(acks), load.failed.Load())
+	if n := load.failed.Load(); n != 0 {
+		t.Errorf("%d SendSync calls failed across a graceful transfer, want 0 (the old master forwards)", n)
+	}
 	checkRaftHistory(t, acks, got, 60*time.Second)
 }
