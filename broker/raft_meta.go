@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"time"
 
 	"github.com/rocketraft/rocketraft/raftlog"
 )
@@ -25,14 +26,15 @@ import (
 
 // Metadata operations (metaCmd.Op).
 const (
-	metaTopicPut    = "topicPut"    // create or replace Topic
-	metaTopicCreate = "topicCreate" // create Topic unless a topic of that name exists
-	metaTopicDelete = "topicDelete" // delete topic Name, its consume queues and its offsets
-	metaGroupPut    = "groupPut"    // create or replace Group
-	metaGroupCreate = "groupCreate" // create Group unless it exists
-	metaGroupDelete = "groupDelete" // delete group Name
-	metaOffsets     = "offsets"     // set Offsets and Delay, drop RemovedOffsets
-	metaLeader      = "leader"      // node Name is master of Term, clients reach it at BrokerAddr (raft_forward.go)
+	metaTopicPut    = "topicPut"      // create or replace Topic
+	metaTopicCreate = "topicCreate"   // create Topic unless a topic of that name exists
+	metaTopicDelete = "topicDelete"   // delete topic Name, its consume queues and its offsets
+	metaGroupPut    = "groupPut"      // create or replace Group
+	metaGroupCreate = "groupCreate"   // create Group unless it exists
+	metaGroupDelete = "groupDelete"   // delete group Name
+	metaOffsets     = "offsets"       // set Offsets and Delay, drop RemovedOffsets
+	metaLeader      = "leader"        // node Name is master of Term, clients reach it at BrokerAddr (raft_forward.go)
+	metaHold        = "holdPreferred" // no preferred-leader move until HoldUntil (raft_admin.go: node Name drains)
 )
 
 // metaCmd is one metadata command.
@@ -51,6 +53,8 @@ type metaCmd struct {
 	// BrokerAddr and Term: a leader's announcement (metaLeader).
 	BrokerAddr string `json:"brokerAddr,omitempty"`
 	Term       uint64 `json:"term,omitempty"`
+	// HoldUntil: metaHold's end, Unix milliseconds of the proposer's clock.
+	HoldUntil int64 `json:"holdUntil,omitempty"`
 }
 
 // metaSnapshot is the metadata in a Raft snapshot.
@@ -142,6 +146,9 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 		return nil
 	case metaLeader:
 		b.raft.forward.announced(leaderAnnouncement{ID: cmd.Name, BrokerAddr: cmd.BrokerAddr, Term: cmd.Term})
+		return nil
+	case metaHold:
+		b.raft.node.HoldPreferredLeader(time.UnixMilli(cmd.HoldUntil)) // replayed after it ended: no effect
 		return nil
 	}
 	b.log.Warn("raft: unknown metadata operation skipped", "index", index, "op", cmd.Op)
