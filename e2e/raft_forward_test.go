@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,4 +176,78 @@ func sendRequest(topic, body string) *remoting.Command {
 		"producerGroup": "PG", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 		"queueId": "0", "sysFlag": "0", "bornTimestamp": "0", "flag": "0", "properties": "",
 		"reconsumeTimes": "0", "unitMode": "false", "batch": "false"}, []byte(body))
+}
+
+// TestRaftTwoGroupsKillLeader: two three-node Raft groups of child processes behind one name server, one
+// topic on both, the official Go client sending and a push consumer reading; the leader of one group is
+// killed with SIGKILL. The test logs the failed sends (after the client's retries, which pick a queue of
+// the other group) and the gaps: the longest pause between two acknowledged sends of any group, and the
+// time from the kill to the first send the killed group acknowledged again. Not asserted on time; every
+// acknowledged message must be consumed at its queue offset.
+func TestRaftTwoGroupsKillLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	c := cluster.Start(t, cluster.Options{NoBrokers: true})
+	const topic = "RaftTwoGroups"
+	groups := []string{"broker-r1", "broker-r2"}
+	nodes := map[string][]*raftChild{}
+	for _, g := range groups {
+		nodes[g] = startRaftChildren(t, c, g)
+	}
+	w := newWireClient(t)
+	for _, g := range groups {
+		raftCreateTopic(t, w, raftChildMaster(t, c, g, nodes[g], "").addr, topic)
+	}
+	cluster.Eventually(t, 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		resp, err := w.Invoke(ctx, c.NamesrvAddr(), remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+		var r namesrv.TopicRouteData
+		return err == nil && resp.Code == int32(remoting.Success) && json.Unmarshal(resp.Body, &r) == nil && len(r.QueueDatas) == 2
+	}, "the route of %s has both groups", topic)
+
+	got := newReceived()
+	startConsumer(t, c, "CG_raft_two", topic, consumer.MessageSelector{}, got, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	p := newProducer(t, c, producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
+	load := startRaftLoad(p, topic, 4, 100)
+	cluster.Eventually(t, 90*time.Second, func() bool { return load.count() >= 500 }, "500 acknowledged sends before the kill")
+
+	victim := groups[0]
+	m := raftChildMaster(t, c, victim, nodes[victim], "")
+	failedBefore := load.failed.Load()
+	killed := time.Now()
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = m.cmd.Wait()
+	next := raftChildMaster(t, c, victim, nodes[victim], m.addr)
+	routed := time.Since(killed)
+	firstAgain := func() time.Time {
+		load.mu.Lock()
+		defer load.mu.Unlock()
+		for _, a := range load.acks {
+			if a.broker == victim && a.at.After(killed) {
+				return a.at
+			}
+		}
+		return time.Time{}
+	}
+	cluster.Eventually(t, 90*time.Second, func() bool { return !firstAgain().IsZero() }, "a send acknowledged by %s again", victim)
+	before := load.count()
+	cluster.Eventually(t, 60*time.Second, func() bool { return load.count() >= before+300 }, "300 more acknowledged sends")
+	acks := load.stop()
+	var gap time.Duration
+	prev := killed
+	for _, a := range acks { // in the order they were acknowledged
+		if a.at.After(killed) {
+			gap = max(gap, a.at.Sub(prev))
+			prev = a.at
+		}
+	}
+	t.Logf("kill of %s's leader %s: new master %s routed as brokerId 0 after %v; %s acknowledged a send again after %v; "+
+		"longest pause between acknowledged sends (any group) after the kill %v; %d sends failed after the client's retries (%d before the kill); %d acknowledged",
+		victim, m.addr, next.addr, routed.Round(time.Millisecond), victim, firstAgain().Sub(killed).Round(time.Millisecond),
+		gap.Round(time.Millisecond), load.failed.Load()-failedBefore, failedBefore, len(acks))
+	checkRaftHistory(t, acks, got, 120*time.Second)
 }

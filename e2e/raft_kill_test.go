@@ -55,39 +55,8 @@ func TestRaftKill9Leader(t *testing.T) {
 	}
 	c := cluster.Start(t, cluster.Options{NoBrokers: true})
 	const group, topic = "broker-r", "RaftKill9"
-	var peers []string
-	for i := 0; i < 3; i++ {
-		peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, cluster.FreePort(t)))
-	}
-	var nodes []*raftChild
-	for i := 0; i < 3; i++ {
-		port := cluster.FreePort(t)
-		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
-		n := &raftChild{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + group,
-			"--brokerIP1=127.0.0.1", "--listenPort=" + strconv.Itoa(port), "--metricsPort=0",
-			"--storePathRootDir=" + dir, "--flushDiskType=SYNC_FLUSH",
-			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
-			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
-			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
-		n.cmd = startChildBroker(t, n.args...)
-		nodes = append(nodes, n)
-	}
-	master := func(not string) *raftChild {
-		var m *raftChild
-		cluster.Eventually(t, 60*time.Second, func() bool {
-			addrs, err := c.BrokerAddrs(group)
-			if err != nil || addrs[0] == "" || addrs[0] == not {
-				return false
-			}
-			for _, n := range nodes {
-				if n.addr == addrs[0] {
-					m = n
-				}
-			}
-			return m != nil
-		}, "a master of %s registered as brokerId 0 (not %q)", group, not)
-		return m
-	}
+	nodes := startRaftChildren(t, c, group)
+	master := func(not string) *raftChild { return raftChildMaster(t, c, group, nodes, not) }
 	w := newWireClient(t)
 	m := master("")
 	raftCreateTopic(t, w, m.addr, topic)
@@ -128,6 +97,50 @@ func TestRaftKill9Leader(t *testing.T) {
 	checkRaftHistory(t, acks, got, 120*time.Second)
 	assertSameTail(t, w, nodes, topic)
 	assertSameCommitLog(t, w, nodes)
+}
+
+// startRaftChildren starts a three-node Raft group brokerName of child processes (SYNC_FLUSH, 1 s
+// election timers) registered with c's name server.
+func startRaftChildren(t *testing.T, c *cluster.Cluster, brokerName string) []*raftChild {
+	t.Helper()
+	var peers []string
+	for i := 0; i < 3; i++ {
+		peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, cluster.FreePort(t)))
+	}
+	var nodes []*raftChild
+	for i := 0; i < 3; i++ {
+		port := cluster.FreePort(t)
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("%s-n%d", brokerName, i))
+		n := &raftChild{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + brokerName,
+			"--brokerIP1=127.0.0.1", "--listenPort=" + strconv.Itoa(port), "--metricsPort=0",
+			"--storePathRootDir=" + dir, "--flushDiskType=SYNC_FLUSH",
+			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
+			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
+			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
+		n.cmd = startChildBroker(t, n.args...)
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// raftChildMaster waits until the name server lists a node of nodes other than the one at address not
+// as brokerName's brokerId 0, and returns it.
+func raftChildMaster(t *testing.T, c *cluster.Cluster, brokerName string, nodes []*raftChild, not string) *raftChild {
+	t.Helper()
+	var m *raftChild
+	cluster.Eventually(t, 60*time.Second, func() bool {
+		addrs, err := c.BrokerAddrs(brokerName)
+		if err != nil || addrs[0] == "" || addrs[0] == not {
+			return false
+		}
+		for _, n := range nodes {
+			if n.addr == addrs[0] {
+				m = n
+			}
+		}
+		return m != nil
+	}, "a master of %s registered as brokerId 0 (not %q)", brokerName, not)
+	return m
 }
 
 // assertSameCommitLog checks that the nodes' CommitLog files are byte-identical up to the lowest

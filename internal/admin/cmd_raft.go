@@ -29,7 +29,12 @@ type raftStatus struct {
 	LeaderID     string `json:"leaderId"`
 	LeaderAddr   string `json:"leaderAddr"`
 	Failovers    uint64 `json:"failovers"`
-	Error        string `json:"error,omitempty"`
+	// The master's broker address as announced through the log, and the writes this node forwarded to it
+	// (broker/raft_forward.go).
+	MasterBrokerAddr string `json:"masterBrokerAddr,omitempty"`
+	Forwarded        uint64 `json:"forwarded"`
+	ForwardFailed    uint64 `json:"forwardFailed"`
+	Error            string `json:"error,omitempty"`
 }
 
 // raftStatusOf asks the broker at addr for its Raft status.
