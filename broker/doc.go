@@ -15,7 +15,8 @@
 // (raft_config.go), the raftlog node and the role that follows leadership (raft_role.go), puts through the
 // node's proposer (raft_put.go), topics, groups and offsets as Raft entries (raft_meta.go, raft_offsets.go),
 // status and leadership transfer requests (raft_admin.go, raft_status.go), membership requests
-// (raft_membership.go). Pulls need nothing of their own: the store stops a read at a unit whose
+// (raft_membership.go), and the forwarding of writes from a node that is not the master to the master it
+// announced through the log (raft_forward.go: bounds, loop guard, ACL). Pulls need nothing of their own: the store stops a read at a unit whose
 // record the state machine has not made readable yet.
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and

@@ -192,12 +192,12 @@ func requestBytes(req *remoting.Command) int64 {
 func (f *raftForwarder) forward(conn *remoting.Conn, req *remoting.Command, h remoting.HandlerFunc) *remoting.Command {
 	b := f.b
 	size := requestBytes(req)
-	if max := b.cfg.Raft.DLegerForwardMaxInflightBytes; f.inflight.Add(size) > max {
+	if limit := b.cfg.Raft.DLegerForwardMaxInflightBytes; f.inflight.Add(size) > limit {
 		f.inflight.Add(-size)
 		f.forwardFailed.Add(1)
 		return errResponse(remoting.SystemBusy, "[FORWARD]broker %s is not the master of Raft group %s and forwards writes to it, "+
 			"but %d bytes are being forwarded already: this request of %d bytes would pass dLegerForwardMaxInflightBytes (%d); send again",
-			b.addr, b.cfg.raftGroup(), f.inflight.Load(), size, max)
+			b.addr, b.cfg.raftGroup(), f.inflight.Load(), size, limit)
 	}
 	deadline := time.Now().Add(ms(b.cfg.Raft.DLegerForwardTimeoutMs))
 	if addr, ok := f.target(); ok {

@@ -118,6 +118,8 @@ func (b *Broker) raftRoleChanged(ev raftlog.RoleEvent) {
 		b.triggerRegister()
 		b.announceLeader(ev.Term) // raft_forward.go: the other nodes forward writes here
 		b.raft.forward.wake()
+	case ev.Role == raftlog.RoleLeader:
+		b.announceLeader(ev.Term) // re-elected in a new term while master: forwarding follows the term
 	case ev.Role == raftlog.RoleFollower && b.raft.master.Load():
 		b.raft.master.Store(false)
 		b.log.Info("raft: this node no longer leads its group: slave", "group", b.cfg.raftGroup(), "brokerId", b.raft.slaveID,
