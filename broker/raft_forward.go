@@ -36,9 +36,11 @@ import (
 //     address in the remark (the master's bornHost) and remoting.FlagForwarded set. The answer goes back
 //     to the client with the client's opaque and the master's code, remark, header fields (msgId,
 //     queueId, queueOffset, ...) and body.
-//   - Loops: a request with FlagForwarded is never forwarded again. A node that is not the master answers
-//     it SERVICE_NOT_AVAILABLE naming the leader it knows; the first node relays that to the client, whose
-//     retry goes through the same path once a master is announced.
+//   - Loops: a request with FlagForwarded is never forwarded again. A node that is not the master (or whose
+//     put Raft refused with ErrNotLeader: nothing proposed) answers it SERVICE_NOT_AVAILABLE naming the
+//     leader it knows, marked extNotMaster; the first node then forwards it once more, only to a master of a
+//     later term, within the same dLegerForwardTimeoutMs (a transfer caught the request on its way), and
+//     relays the refusal past that. So a request makes at most one hop per master term, and never a cycle.
 //   - Bounds: the bytes of forwarded requests awaiting an answer (body plus header fields) are at most
 //     dLegerForwardMaxInflightBytes (SYSTEM_BUSY naming the key past it; 0 turns forwarding off); each
 //     request's wait plus the master's answer is at most dLegerForwardTimeoutMs (SERVICE_NOT_AVAILABLE
@@ -118,18 +120,24 @@ func (f *raftForwarder) lastAnnouncement() *leaderAnnouncement {
 	return &a
 }
 
-// target is the master's broker address when Raft's view of the leader and its term match the last
-// announcement and the leader is another node.
-func (f *raftForwarder) target() (string, bool) {
+// target is the master to forward to: the last announcement, when Raft's view of the leader and its term
+// match it, the leader is another node, and its term is above minTerm (the term of a master that refused
+// the request as not master any more; 0 for none).
+func (f *raftForwarder) target(minTerm uint64) (leaderAnnouncement, bool) {
 	st := f.b.raft.node.Status()
 	f.mu.Lock()
 	a := f.leader
 	f.mu.Unlock()
-	if a.BrokerAddr == "" || a.ID != st.LeaderID || a.Term != st.Term || a.ID == f.b.cfg.Raft.DLegerSelfId {
-		return "", false
+	if a.BrokerAddr == "" || a.ID != st.LeaderID || a.Term != st.Term || a.ID == f.b.cfg.Raft.DLegerSelfId || a.Term <= minTerm {
+		return leaderAnnouncement{}, false
 	}
-	return a.BrokerAddr, true
+	return a, true
 }
+
+// extNotMaster, set to "true" in the answer to a forwarded request, says the receiver refused it as not
+// (or not any more) the master, having stored nothing: the forwarding node forwards it again to the next
+// master within dLegerForwardTimeoutMs instead of relaying the refusal. Responses are not signed.
+const extNotMaster = "rocketraftNotMaster"
 
 // masterServed wraps the handler of a request that only the master serves (forwardedCodes): unchanged in
 // classic mode and on the master; elsewhere the request is forwarded, or refused when it was forwarded
@@ -159,9 +167,12 @@ func (b *Broker) servesWrites() bool {
 // proposed: leadership moved, or a transfer runs, after the send passed masterServed) and reports
 // whether it took the request over; the caller answers it otherwise.
 func (b *Broker) forwardRefusedPut(conn *remoting.Conn, req *remoting.Command, err error) bool {
-	if !b.cfg.raftMode() || b.cfg.Raft.DLegerForwardMaxInflightBytes == 0 || !errors.Is(err, raftlog.ErrNotLeader) ||
-		req.Flag&remoting.FlagForwarded != 0 {
+	if !b.cfg.raftMode() || b.cfg.Raft.DLegerForwardMaxInflightBytes == 0 || !errors.Is(err, raftlog.ErrNotLeader) {
 		return false
+	}
+	if req.Flag&remoting.FlagForwarded != 0 {
+		b.raft.forward.reply(conn, req, b.refuseForwarded(conn, req))
+		return true
 	}
 	if resp := b.raft.forward.forward(conn, req, nil); resp != nil {
 		b.raft.forward.reply(conn, req, resp)
@@ -174,7 +185,8 @@ func (b *Broker) refuseForwarded(conn *remoting.Conn, req *remoting.Command) *re
 	st := b.raft.node.Status()
 	return errResponse(remoting.ServiceNotAvailable, "%s forwarded by %s not served: broker %s is not the master of Raft group %s "+
 		"(node %s is %s, leader %q) and does not forward a forwarded request; send again",
-		remoting.RequestCode(req.Code), conn.RemoteAddr(), b.addr, b.cfg.raftGroup(), b.cfg.Raft.DLegerSelfId, st.Role, st.LeaderID)
+		remoting.RequestCode(req.Code), conn.RemoteAddr(), b.addr, b.cfg.raftGroup(), b.cfg.Raft.DLegerSelfId, st.Role, st.LeaderID).
+		SetExt(extNotMaster, "true")
 }
 
 // requestBytes is what a request counts against dLegerForwardMaxInflightBytes.
@@ -200,17 +212,17 @@ func (f *raftForwarder) forward(conn *remoting.Conn, req *remoting.Command, h re
 			b.addr, b.cfg.raftGroup(), f.inflight.Load(), size, limit)
 	}
 	deadline := time.Now().Add(ms(b.cfg.Raft.DLegerForwardTimeoutMs))
-	if addr, ok := f.target(); ok {
-		f.send(conn, req, addr, deadline, size)
+	if to, ok := f.target(0); ok {
+		f.send(conn, req, to, deadline, size)
 		return nil
 	}
-	go f.await(conn, req, h, deadline, size)
+	go f.await(conn, req, h, deadline, size, 0)
 	return nil
 }
 
-// await waits until a master is known (forward to it) or this node is the master (serve the request
-// here, unless h is nil), within the deadline.
-func (f *raftForwarder) await(conn *remoting.Conn, req *remoting.Command, h remoting.HandlerFunc, deadline time.Time, size int64) {
+// await waits until a master of a term above minTerm is known (forward to it) or this node is the master
+// (serve the request here, unless h is nil), within the deadline.
+func (f *raftForwarder) await(conn *remoting.Conn, req *remoting.Command, h remoting.HandlerFunc, deadline time.Time, size int64, minTerm uint64) {
 	b := f.b
 	timeout := time.NewTimer(time.Until(deadline))
 	defer timeout.Stop()
@@ -227,8 +239,8 @@ func (f *raftForwarder) await(conn *remoting.Conn, req *remoting.Command, h remo
 			}
 			return
 		}
-		if addr, ok := f.target(); ok {
-			f.send(conn, req, addr, deadline, size)
+		if to, ok := f.target(minTerm); ok {
+			f.send(conn, req, to, deadline, size)
 			return
 		}
 		select {
@@ -252,9 +264,10 @@ func (f *raftForwarder) await(conn *remoting.Conn, req *remoting.Command, h remo
 	}
 }
 
-// send forwards req to the master at addr and relays its answer.
-func (f *raftForwarder) send(conn *remoting.Conn, req *remoting.Command, addr string, deadline time.Time, size int64) {
+// send forwards req to the master to and relays its answer.
+func (f *raftForwarder) send(conn *remoting.Conn, req *remoting.Command, to leaderAnnouncement, deadline time.Time, size int64) {
 	b := f.b
+	addr := to.BrokerAddr
 	out := remoting.NewRequest(remoting.RequestCode(req.Code), req.ExtFields, req.Body)
 	out.Language, out.Version, out.SerializeType = req.Language, req.Version, req.SerializeType
 	out.Flag = remoting.FlagForwarded
@@ -276,6 +289,12 @@ func (f *raftForwarder) send(conn *remoting.Conn, req *remoting.Command, addr st
 	err := f.client.InvokeAsync(ctx, addr, out, func(resp *remoting.Command, err error) {
 		cancel()
 		f.inflight.Add(-size)
+		if err == nil && resp.ExtFields[extNotMaster] == "true" && time.Now().Before(deadline) {
+			// That master handed over meanwhile and stored nothing: on to the next one.
+			f.inflight.Add(size)
+			go f.await(conn, req, nil, deadline, size, to.Term)
+			return
+		}
 		f.relay(conn, req, addr, resp, err)
 	})
 	if err != nil {

@@ -70,8 +70,12 @@ func TestRaftFollowerForwards(t *testing.T) {
 	// A forwarded request is served by the master but never forwarded again by a follower.
 	again := remoting.NewRequest(remoting.UpdateConsumerOffset, commit, nil)
 	again.Flag = remoting.FlagForwarded
-	expectCode(t, "a forwarded request to a follower", invoke(t, fw, again), remoting.ServiceNotAvailable,
+	resp = invoke(t, fw, again)
+	expectCode(t, "a forwarded request to a follower", resp, remoting.ServiceNotAvailable,
 		"does not forward a forwarded request", "leader")
+	if resp.ExtFields["rocketraftNotMaster"] != "true" {
+		t.Fatalf("the refusal of a forwarded request is not marked for the forwarding node: ext %v", resp.ExtFields)
+	}
 	again = remoting.NewRequest(remoting.UpdateConsumerOffset, commit, nil)
 	again.Flag = remoting.FlagForwarded
 	expectCode(t, "a forwarded request to the master", invoke(t, mw, again), remoting.Success)

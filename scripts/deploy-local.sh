@@ -250,6 +250,7 @@ while :; do
 done
 kill -INT "$cons_pid"
 wait "$cons_pid" || true
+missing=$( (comm -23 <(sort -u "$dir/load-acked.ids") <(sort -u "$dir/load-consumed.ids") || true) | wc -l)
 consumed=$(ids_count "$dir/load-consumed.ids")
 load_pids=()
 echo "rolling restart under load ($((SECONDS - roll_start))s, official Go client, 200 msgs/s): $load_sent sends acknowledged, $load_failed failed${load_error:+ (first: $load_error)}; $consumed distinct messages consumed, $missing acknowledged not consumed"

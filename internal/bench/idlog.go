@@ -43,6 +43,9 @@ func (l *idLog) add(ids ...string) {
 			l.err = err
 		}
 	}
+	if err := l.w.Flush(); err != nil && l.err == nil { // a script reads the file while the run goes on
+		l.err = err
+	}
 }
 
 // close flushes and closes the file and returns the first error.
