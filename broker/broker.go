@@ -213,21 +213,21 @@ func (b *Broker) registerProcessors() {
 	client := pool("client", c.ClientManageThreadPoolNums, 50_000)
 	consumer := pool("consumer", c.ConsumerManageThreadPoolNums, 100_000)
 	s := b.server
-	s.Register(remoting.SendMessage, send, b.processSend)
-	s.Register(remoting.SendMessageV2, send, b.processSend)
-	s.Register(remoting.SendBatchMessage, send, b.processSend)
-	s.Register(remoting.SendReplyMessage, send, b.processSendReply)
-	s.Register(remoting.SendReplyMessageV2, send, b.processSendReply)
+	s.Register(remoting.SendMessage, send, b.masterServed(b.processSend))
+	s.Register(remoting.SendMessageV2, send, b.masterServed(b.processSend))
+	s.Register(remoting.SendBatchMessage, send, b.masterServed(b.processSend))
+	s.Register(remoting.SendReplyMessage, send, b.masterServed(b.processSendReply))
+	s.Register(remoting.SendReplyMessageV2, send, b.masterServed(b.processSendReply))
 	s.Register(remoting.PullMessage, pull, b.processPull)
-	s.Register(remoting.ConsumerSendMsgBack, send, b.processConsumerSendMsgBack)
-	s.Register(remoting.EndTransaction, send, b.processEndTransaction)
+	s.Register(remoting.ConsumerSendMsgBack, send, b.masterServed(b.processConsumerSendMsgBack))
+	s.Register(remoting.EndTransaction, send, b.masterServed(b.processEndTransaction))
 	s.Register(remoting.QueryMessage, query, b.processQueryMessage)
 	s.Register(remoting.ViewMessageByID, query, b.processViewMessageByID)
 	s.Register(remoting.HeartBeat, client, b.processHeartbeat)
 	s.Register(remoting.UnregisterClient, client, b.processUnregisterClient)
 	s.Register(remoting.GetConsumerListByGroup, consumer, b.processGetConsumerListByGroup)
 	s.Register(remoting.QueryConsumerOffset, consumer, b.processQueryConsumerOffset)
-	s.Register(remoting.UpdateConsumerOffset, consumer, b.processUpdateConsumerOffset)
+	s.Register(remoting.UpdateConsumerOffset, consumer, b.masterServed(b.processUpdateConsumerOffset))
 	s.Register(remoting.GetMaxOffset, consumer, b.processGetMaxOffset)
 	s.Register(remoting.GetMinOffset, consumer, b.processGetMinOffset)
 	s.Register(remoting.SearchOffsetByTimestamp, consumer, b.processSearchOffsetByTimestamp)
@@ -381,6 +381,11 @@ func (b *Broker) Close() error {
 		}
 		if err := b.nsClient.Close(); err != nil {
 			errs = append(errs, err)
+		}
+		if b.raft.forward != nil {
+			if err := b.raft.forward.client.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if b.aclCheck != nil {
 			if err := b.aclCheck.Close(); err != nil {

@@ -17,7 +17,9 @@
 // status and leadership transfer requests (raft_admin.go, raft_status.go), membership requests
 // (raft_membership.go), the master's virtual address that follows leadership (raft_vip.go: masterVipAddress,
 // a second listener of the client server and, on a real interface, the address added with netlink in
-// raft_vip_linux.go). Pulls need nothing of their own: the store stops a read at a unit whose
+// raft_vip_linux.go), and the forwarding of writes from a node that is not the master to the master it
+// announced through the log (raft_forward.go: bounds, loop guard, ACL). Pulls need nothing of their own:
+// the store stops a read at a unit whose
 // record the state machine has not made readable yet.
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and

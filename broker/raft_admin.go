@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -30,13 +31,26 @@ func (b *Broker) processGetRaftStatus(ctx context.Context, conn *remoting.Conn, 
 
 // processTransferRaftLeadership hands leadership to ext targetId (a dLegerSelfId; empty: Raft picks the
 // most up-to-date follower) and answers once the transfer is over. A follower answers
-// SERVICE_NOT_AVAILABLE naming the leader.
+// SERVICE_NOT_AVAILABLE naming the leader. With ext holdPreferredMillis (mqadmin transferLeadership
+// --drain), the group first commits a metaHold entry: no node hands leadership to preferredLeaderId for
+// that long, so a preferred leader being drained for a restart does not get leadership back meanwhile.
 func (b *Broker) processTransferRaftLeadership(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	target := req.OptString("targetId", "")
 	if target == b.cfg.Raft.DLegerSelfId {
 		return errResponse(remoting.InvalidParameter, "node %s already is the target %q", b.addr, target)
 	}
-	err := b.TransferLeadership(target)
+	hold, err := req.OptInt64("holdPreferredMillis", 0)
+	if err != nil || hold < 0 {
+		return errResponse(remoting.InvalidParameter, "TRANSFER_RAFT_LEADERSHIP header holdPreferredMillis %q: want milliseconds >= 0", req.OptString("holdPreferredMillis", ""))
+	}
+	if hold > 0 {
+		until := time.Now().Add(time.Duration(hold) * time.Millisecond).UnixMilli()
+		if _, err := b.proposeMeta(&metaCmd{Op: metaHold, Name: b.cfg.Raft.DLegerSelfId, HoldUntil: until}); err != nil {
+			return errResponse(remoting.ServiceNotAvailable, "hold preferred-leader moves of Raft group %s for %d ms before the transfer: %v",
+				b.cfg.raftGroup(), hold, err)
+		}
+	}
+	err = b.TransferLeadership(target)
 	var nl *raftlog.NotLeaderError
 	switch {
 	case errors.As(err, &nl):

@@ -69,16 +69,26 @@ type RaftConfig struct {
 	// DLegerOffsetSyncIntervalMs is how often the leader proposes the consumer and delay offsets that
 	// changed (1000): a failover rewinds a group by at most about this much.
 	DLegerOffsetSyncIntervalMs int64 `mapstructure:"dLegerOffsetSyncIntervalMs"`
+	// DLegerForwardTimeoutMs bounds what a node that is not the master spends on a send or an offset
+	// commit it forwards to the group's master (raft_forward.go): waiting for a master to be known plus
+	// the master's answer (3000). Past it the client is answered SERVICE_NOT_AVAILABLE naming this key.
+	DLegerForwardTimeoutMs int64 `mapstructure:"dLegerForwardTimeoutMs"`
+	// DLegerForwardMaxInflightBytes bounds the request bytes a node forwards at once (67108864, 64 MiB):
+	// a request that would pass it is answered SYSTEM_BUSY naming this key. 0 turns forwarding off: a
+	// node that is not the master refuses writes with SERVICE_NOT_AVAILABLE, as before forwarding.
+	DLegerForwardMaxInflightBytes int64 `mapstructure:"dLegerForwardMaxInflightBytes"`
 }
 
 // DefaultRaftConfig returns the Raft mode's defaults (off).
 func DefaultRaftConfig() RaftConfig {
 	return RaftConfig{
-		DLegerHeartbeatTimeoutMs:   500,
-		DLegerElectionTimeoutMs:    500,
-		DLegerLeaderLeaseTimeoutMs: 250,
-		DLegerMaxWaitAckTimeMs:     2500,
-		DLegerOffsetSyncIntervalMs: 1000,
+		DLegerHeartbeatTimeoutMs:      500,
+		DLegerElectionTimeoutMs:       500,
+		DLegerLeaderLeaseTimeoutMs:    250,
+		DLegerMaxWaitAckTimeMs:        2500,
+		DLegerOffsetSyncIntervalMs:    1000,
+		DLegerForwardTimeoutMs:        3000,
+		DLegerForwardMaxInflightBytes: 64 << 20,
 	}
 }
 
@@ -208,11 +218,15 @@ func (c Config) validateRaft() error {
 		{"dLegerLeaderLeaseTimeoutMs", r.DLegerLeaderLeaseTimeoutMs},
 		{"dLegerMaxWaitAckTimeMs", r.DLegerMaxWaitAckTimeMs},
 		{"dLegerOffsetSyncIntervalMs", r.DLegerOffsetSyncIntervalMs},
+		{"dLegerForwardTimeoutMs", r.DLegerForwardTimeoutMs},
 	}
 	for _, p := range positive {
 		if p.v < 5 {
 			bad(p.key, "%d ms is below the minimum of 5 ms", p.v)
 		}
+	}
+	if r.DLegerForwardMaxInflightBytes < 0 {
+		bad("dLegerForwardMaxInflightBytes", "%d is negative (0 turns forwarding to the master off)", r.DLegerForwardMaxInflightBytes)
 	}
 	if r.DLegerLeaderLeaseTimeoutMs > r.DLegerHeartbeatTimeoutMs {
 		bad("dLegerLeaderLeaseTimeoutMs", "%d ms exceeds dLegerHeartbeatTimeoutMs (%d ms)", r.DLegerLeaderLeaseTimeoutMs, r.DLegerHeartbeatTimeoutMs)

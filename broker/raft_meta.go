@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"time"
 
 	"github.com/rocketraft/rocketraft/raftlog"
 )
@@ -25,13 +26,15 @@ import (
 
 // Metadata operations (metaCmd.Op).
 const (
-	metaTopicPut    = "topicPut"    // create or replace Topic
-	metaTopicCreate = "topicCreate" // create Topic unless a topic of that name exists
-	metaTopicDelete = "topicDelete" // delete topic Name, its consume queues and its offsets
-	metaGroupPut    = "groupPut"    // create or replace Group
-	metaGroupCreate = "groupCreate" // create Group unless it exists
-	metaGroupDelete = "groupDelete" // delete group Name
-	metaOffsets     = "offsets"     // set Offsets and Delay, drop RemovedOffsets
+	metaTopicPut    = "topicPut"      // create or replace Topic
+	metaTopicCreate = "topicCreate"   // create Topic unless a topic of that name exists
+	metaTopicDelete = "topicDelete"   // delete topic Name, its consume queues and its offsets
+	metaGroupPut    = "groupPut"      // create or replace Group
+	metaGroupCreate = "groupCreate"   // create Group unless it exists
+	metaGroupDelete = "groupDelete"   // delete group Name
+	metaOffsets     = "offsets"       // set Offsets and Delay, drop RemovedOffsets
+	metaLeader      = "leader"        // node Name is master of Term, clients reach it at BrokerAddr (raft_forward.go)
+	metaHold        = "holdPreferred" // no preferred-leader move until HoldUntil (raft_admin.go: node Name drains)
 )
 
 // metaCmd is one metadata command.
@@ -47,6 +50,11 @@ type metaCmd struct {
 	RemovedOffsets []string                   `json:"removedOffsets,omitempty"`
 	Delay          map[int]int64              `json:"delay,omitempty"`
 	Timer          *TimerCheckpoint           `json:"timer,omitempty"`
+	// BrokerAddr and Term: a leader's announcement (metaLeader).
+	BrokerAddr string `json:"brokerAddr,omitempty"`
+	Term       uint64 `json:"term,omitempty"`
+	// HoldUntil: metaHold's end, Unix milliseconds of the proposer's clock.
+	HoldUntil int64 `json:"holdUntil,omitempty"`
 }
 
 // metaSnapshot is the metadata in a Raft snapshot.
@@ -56,6 +64,7 @@ type metaSnapshot struct {
 	Offsets map[string]map[int32]int64          `json:"offsets"`
 	Delay   map[int]int64                       `json:"delay"`
 	Timer   *TimerCheckpoint                    `json:"timer,omitempty"`
+	Leader  *leaderAnnouncement                 `json:"leader,omitempty"`
 }
 
 // topicRaft and groupRaft are the Raft mode's side of the topic and subscription group managers: in the
@@ -135,6 +144,12 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 		}
 		b.raft.offsets.apply(&cmd)
 		return nil
+	case metaLeader:
+		b.raft.forward.announced(leaderAnnouncement{ID: cmd.Name, BrokerAddr: cmd.BrokerAddr, Term: cmd.Term})
+		return nil
+	case metaHold:
+		b.raft.node.HoldPreferredLeader(time.UnixMilli(cmd.HoldUntil)) // replayed after it ended: no effect
+		return nil
 	}
 	b.log.Warn("raft: unknown metadata operation skipped", "index", index, "op", cmd.Op)
 	return nil
@@ -175,7 +190,7 @@ func (a *raftMeta) SnapshotMeta() ([]byte, error) {
 	groups, _ := b.groups.versionedTable.snapshot()
 	timer := b.timer.checkpoint()
 	return json.Marshal(metaSnapshot{Topics: topics, Groups: groups, Offsets: b.offsets.snapshot().OffsetTable,
-		Delay: b.schedule.snapshot().OffsetTable, Timer: &timer})
+		Delay: b.schedule.snapshot().OffsetTable, Timer: &timer, Leader: b.raft.forward.lastAnnouncement()})
 }
 
 // RestoreMeta replaces the metadata with a snapshot's (raftlog.MetaApplier).
@@ -205,6 +220,9 @@ func (a *raftMeta) RestoreMeta(data []byte) error {
 	b.schedule.mu.Unlock()
 	if s.Timer != nil {
 		b.timer.restoreCheckpoint(*s.Timer)
+	}
+	if s.Leader != nil {
+		b.raft.forward.announced(*s.Leader)
 	}
 	b.raft.offsets.reset()
 	b.triggerRegister()

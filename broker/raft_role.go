@@ -35,7 +35,8 @@ type raftState struct {
 
 	offsets *raftOffsetSync
 	// vip holds masterVipAddress while this node is master (raft_vip.go); nil when the key is unset.
-	vip *raftVIP
+	vip     *raftVIP
+	forward *raftForwarder // raft_forward.go
 }
 
 // newRaft opens the Raft node over the framed store (recovering the log). Nothing runs until startRaft.
@@ -46,6 +47,12 @@ func (b *Broker) newRaft() error {
 	if err != nil {
 		return err
 	}
+	clientTLS, err := cfg.TLS.ClientTLS()
+	if err != nil {
+		return err
+	}
+	b.raft.forward = newRaftForwarder(b, remoting.NewClient(remoting.ClientConfig{TLS: clientTLS, ConnsPerAddr: 2},
+		b.log.With("component", "raft-forward")))
 	node, err := raftlog.OpenNode(b.store, cfg.raftNodeConfig(), raftlog.NodeOptions{
 		Logger:       b.log,
 		Dir:          filepath.Join(cfg.StorePathRootDir, "raft"),
@@ -127,6 +134,10 @@ func (b *Broker) raftRoleChanged(ev raftlog.RoleEvent) {
 		b.raft.vip.take() // after the barrier (the event), before the registration that names it
 		b.startMasterServices()
 		b.triggerRegister()
+		b.announceLeader(ev.Term) // raft_forward.go: the other nodes forward writes here
+		b.raft.forward.wake()
+	case ev.Role == raftlog.RoleLeader:
+		b.announceLeader(ev.Term) // re-elected in a new term while master: forwarding follows the term
 	case ev.Role == raftlog.RoleFollower && b.raft.master.Load():
 		// The virtual address goes first: its clients' connections end now and they reconnect to the next
 		// holder instead of being refused here.
@@ -136,6 +147,7 @@ func (b *Broker) raftRoleChanged(ev raftlog.RoleEvent) {
 			"term", ev.Term, "leader", ev.LeaderID)
 		b.stopMasterServices()
 		b.triggerRegister()
+		b.raft.forward.wake()
 	}
 }
 

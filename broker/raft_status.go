@@ -25,6 +25,11 @@ type RaftStatus struct {
 	// Members is the group's latest Raft configuration as this node knows it (raft_membership.go):
 	// dLegerPeers is only the group a new node bootstraps with.
 	Members []RaftMember `json:"members"`
+	// MasterBrokerAddr is the broker address the group's latest master announced (raft_forward.go);
+	// Forwarded and ForwardFailed count the writes this node forwarded to it, answered or not.
+	MasterBrokerAddr string `json:"masterBrokerAddr"`
+	Forwarded        uint64 `json:"forwarded"`
+	ForwardFailed    uint64 `json:"forwardFailed"`
 }
 
 // RaftStatus returns this node's Raft status from state it holds (no wait on the Raft loop); ok is false
@@ -37,7 +42,9 @@ func (b *Broker) RaftStatus() (RaftStatus, bool) {
 	return RaftStatus{Group: b.cfg.raftGroup(), SelfID: b.cfg.Raft.DLegerSelfId, Peers: b.cfg.Raft.DLegerPeers,
 		BrokerAddr: b.addr, BrokerID: b.brokerID(), Role: st.Role, Master: b.raft.master.Load(), Term: st.Term,
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LeaderID: st.LeaderID,
-		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers, Members: b.raftMembers(), MasterVipAddress: b.raft.vip.heldAddr()}, true
+		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers, Members: b.raftMembers(), MasterVipAddress: b.raft.vip.heldAddr(),
+		Forwarded: b.raft.forward.forwarded.Load(), ForwardFailed: b.raft.forward.forwardFailed.Load(),
+		MasterBrokerAddr: b.raft.forward.masterAddr()}, true
 }
 
 // raftMetrics is the broker's metrics.RaftSource.

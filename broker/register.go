@@ -48,6 +48,12 @@ func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
 		"compressed":   "false",
 		"bodyCrc32":    itoa(int64(crc32.ChecksumIEEE(body) & 0x7fffffff)),
 	}
+	if b.cfg.raftMode() && b.raft.node != nil {
+		// The name server orders master registrations by term and routes a stand-in master while a
+		// group elects (namesrv/raftgroup.go); RocketMQ's name server ignores both fields.
+		ext["raftTerm"] = itoa(int64(b.raft.node.Status().Term))
+		ext["raftSlaveId"] = itoa(b.raft.slaveID)
+	}
 	timeout := ms(b.cfg.RegisterBrokerTimeoutMills)
 	var (
 		wg    sync.WaitGroup

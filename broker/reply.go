@@ -25,7 +25,7 @@ func (b *Broker) processSendReply(ctx context.Context, conn *remoting.Conn, req 
 		return resp
 	}
 	m := &store.Message{Topic: h.topic, QueueID: qid, Flag: h.flag, Body: req.Body, Properties: h.properties,
-		SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp, BornHost: addrPortOf(conn.RemoteAddr()), ReconsumeTimes: h.reconsumeTimes}
+		SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp, BornHost: addrPortOf(b.clientAddr(conn, req)), ReconsumeTimes: h.reconsumeTimes}
 	pushErr := b.pushReply(ctx, h, m)
 	if !b.cfg.StoreReplyMessageEnable {
 		if pushErr != nil {

@@ -153,10 +153,13 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if h.sysFlag&store.SysFlagTransactionPrepared != 0 && b.cfg.RejectTransactionMessage {
 		return errResponse(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden (rejectTransactionMessage=true)", b.addr)
 	}
-	bornHost := addrPortOf(conn.RemoteAddr())
+	bornHost := addrPortOf(b.clientAddr(conn, req))
 	batch := remoting.RequestCode(req.Code) == remoting.SendBatchMessage
 	start := time.Now()
 	done := func(res store.PutResult, err error) {
+		if err != nil && b.forwardRefusedPut(conn, req, err) { // raft_forward.go
+			return
+		}
 		if err == nil {
 			b.admin.putTimes.recordPut(time.Since(start))
 		}
@@ -186,7 +189,8 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		BornHost:       bornHost,
 		ReconsumeTimes: h.reconsumeTimes,
 	}
-	if id, ok := propValue(m.Properties, store.PropertyReplyToClient); ok && id != "" {
+	if id, ok := propValue(m.Properties, store.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
+		// (a forwarded request came on another broker's connection, not the requester's)
 		b.clients.rememberClient(id, conn) // a request: its reply may come before the requester's heartbeat
 	}
 	if resp := b.redirectRetry(h, m, req.Version); resp != nil {

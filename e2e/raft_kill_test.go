@@ -67,63 +67,12 @@ func runRaftKill9(t *testing.T, vip string) {
 	c := cluster.Start(t, cluster.Options{NoBrokers: true})
 	const group = "broker-r"
 	topic := "RaftKill9"
-	hosts := []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}
-	ports := []int{cluster.FreePort(t), cluster.FreePort(t), cluster.FreePort(t)}
-	var peers []string
 	if vip != "" {
 		topic = "RaftKill9VIP"
-		hosts = []string{"127.0.0.11", "127.0.0.12", "127.0.0.13"}
-		port, raftPort := cluster.FreePortOn(t, append([]string{vip}, hosts...)...), cluster.FreePortOn(t, hosts...)
-		for raftPort == port { // neither is bound yet
-			raftPort = cluster.FreePortOn(t, hosts...)
-		}
-		ports = []int{port, port, port}
-		for i := 0; i < 3; i++ {
-			peers = append(peers, fmt.Sprintf("n%d-%s:%d", i, hosts[i], raftPort))
-		}
-	} else {
-		for i := 0; i < 3; i++ {
-			peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, cluster.FreePort(t)))
-		}
 	}
-	var nodes []*raftChild
-	for i := 0; i < 3; i++ {
-		dir := filepath.Join(t.TempDir(), fmt.Sprintf("n%d", i))
-		n := &raftChild{addr: net.JoinHostPort(hosts[i], strconv.Itoa(ports[i])), dir: dir, args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + group,
-			"--brokerIP1=" + hosts[i], "--listenPort=" + strconv.Itoa(ports[i]), "--metricsPort=0",
-			"--storePathRootDir=" + dir, "--flushDiskType=SYNC_FLUSH",
-			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
-			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
-			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
-		if vip != "" {
-			n.args = append(n.args, "--masterVipAddress="+vip)
-		}
-		n.cmd = startChildBroker(t, n.args...)
-		nodes = append(nodes, n)
-	}
+	nodes := startRaftChildren(t, c, group, vip)
 	w := newWireClient(t)
-	// master waits for the master that is not the node at not: the one routed as brokerId 0, or with vip
-	// the one that listens on the address (the route names the address all along).
-	master := func(not string) *raftChild {
-		var m *raftChild
-		cluster.Eventually(t, 60*time.Second, func() bool {
-			addrs, err := c.BrokerAddrs(group)
-			if err != nil || addrs[0] == "" {
-				return false
-			}
-			m = nil
-			for _, n := range nodes {
-				if n.addr == not {
-					continue
-				}
-				if vip == "" && n.addr == addrs[0] || vip != "" && raftHoldsVIP(w, n.addr) {
-					m = n
-				}
-			}
-			return m != nil
-		}, "a master of %s registered as brokerId 0 (not %q)", group, not)
-		return m
-	}
+	master := func(not string) *raftChild { return raftChildMaster(t, c, w, group, vip, nodes, not) }
 	m := master("")
 	raftCreateTopic(t, w, m.addr, topic)
 	c.WaitTopicRoute(topic)
@@ -190,6 +139,72 @@ func raftHoldsVIP(w *remoting.Client, addr string) bool {
 		MasterVipAddress string `json:"masterVipAddress"`
 	}
 	return json.Unmarshal(resp.Body, &st) == nil && st.Master && st.MasterVipAddress != ""
+}
+
+// startRaftChildren starts a three-node Raft group brokerName of child processes (SYNC_FLUSH, 1 s
+// election timers) registered with c's name server: on 127.0.0.1 with a port each, or with vip (the
+// master's virtual address) on 127.0.0.11-13 with one client port.
+func startRaftChildren(t *testing.T, c *cluster.Cluster, brokerName, vip string) []*raftChild {
+	t.Helper()
+	hosts := []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}
+	ports := []int{cluster.FreePort(t), cluster.FreePort(t), cluster.FreePort(t)}
+	var peers []string
+	if vip != "" {
+		hosts = []string{"127.0.0.11", "127.0.0.12", "127.0.0.13"}
+		port, raftPort := cluster.FreePortOn(t, append([]string{vip}, hosts...)...), cluster.FreePortOn(t, hosts...)
+		for raftPort == port { // neither is bound yet
+			raftPort = cluster.FreePortOn(t, hosts...)
+		}
+		ports = []int{port, port, port}
+		for i := 0; i < 3; i++ {
+			peers = append(peers, fmt.Sprintf("n%d-%s:%d", i, hosts[i], raftPort))
+		}
+	} else {
+		for i := 0; i < 3; i++ {
+			peers = append(peers, fmt.Sprintf("n%d-127.0.0.1:%d", i, cluster.FreePort(t)))
+		}
+	}
+	var nodes []*raftChild
+	for i := 0; i < 3; i++ {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("%s-n%d", brokerName, i))
+		n := &raftChild{addr: net.JoinHostPort(hosts[i], strconv.Itoa(ports[i])), dir: dir, args: []string{"-n", c.NamesrvAddr(), "--brokerName=" + brokerName,
+			"--brokerIP1=" + hosts[i], "--listenPort=" + strconv.Itoa(ports[i]), "--metricsPort=0",
+			"--storePathRootDir=" + dir, "--flushDiskType=SYNC_FLUSH",
+			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
+			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
+			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
+		if vip != "" {
+			n.args = append(n.args, "--masterVipAddress="+vip)
+		}
+		n.cmd = startChildBroker(t, n.args...)
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// raftChildMaster waits for the master of brokerName among nodes that is not the node at address not: the
+// one the name server routes as brokerId 0, or with vip the one that listens on the address (the route
+// names the address all along).
+func raftChildMaster(t *testing.T, c *cluster.Cluster, w *remoting.Client, brokerName, vip string, nodes []*raftChild, not string) *raftChild {
+	t.Helper()
+	var m *raftChild
+	cluster.Eventually(t, 60*time.Second, func() bool {
+		addrs, err := c.BrokerAddrs(brokerName)
+		if err != nil || addrs[0] == "" {
+			return false
+		}
+		m = nil
+		for _, n := range nodes {
+			if n.addr == not {
+				continue
+			}
+			if vip == "" && n.addr == addrs[0] || vip != "" && raftHoldsVIP(w, n.addr) {
+				m = n
+			}
+		}
+		return m != nil
+	}, "a master of %s registered as brokerId 0 (not %q)", brokerName, not)
+	return m
 }
 
 // assertSameCommitLog checks that the nodes' CommitLog files are byte-identical up to the lowest

@@ -24,7 +24,8 @@ import (
 // ack is a send the official client saw answered SEND_OK: where the broker said it went.
 type ack struct {
 	body   string
-	sender int // the sending goroutine: its sends are sequential
+	sender int    // the sending goroutine: its sends are sequential
+	broker string // the broker name of its queue
 	queue  int
 	offset int64
 	host   string // the broker that stored it (from the offset message id)
@@ -64,7 +65,8 @@ func startRaftLoad(p rocketmq.Producer, topic string, senders int, padding int) 
 				if ap, _, err := store.DecodeOffsetMsgID(res.OffsetMsgID); err == nil {
 					host = ap.String()
 				}
-				l.acks = append(l.acks, ack{body: body, sender: g, queue: res.MessageQueue.QueueId, offset: res.QueueOffset, host: host, at: time.Now()})
+				l.acks = append(l.acks, ack{body: body, sender: g, broker: res.MessageQueue.BrokerName, queue: res.MessageQueue.QueueId,
+					offset: res.QueueOffset, host: host, at: time.Now()})
 				l.mu.Unlock()
 			}
 		}()
@@ -155,32 +157,38 @@ func checkRaftHistory(t *testing.T, acks []ack, got *received, timeout time.Dura
 		}
 	}
 	type qo struct {
-		q   int
-		off int64
+		broker string
+		q      int
+		off    int64
 	}
 	byPos := map[qo]string{}
 	for _, m := range got.snapshot() {
-		k := qo{m.Queue.QueueId, m.QueueOffset}
+		k := qo{m.Queue.BrokerName, m.Queue.QueueId, m.QueueOffset}
 		if b, ok := byPos[k]; ok && b != string(m.Body) {
-			t.Fatalf("queue %d offset %d consumed with two bodies: %.24q and %.24q", k.q, k.off, b, m.Body)
+			t.Fatalf("%s queue %d offset %d consumed with two bodies: %.24q and %.24q", k.broker, k.q, k.off, b, m.Body)
 		}
 		byPos[k] = string(m.Body)
 	}
 	seen := map[qo]string{}
-	last := map[[2]int]int64{}
+	type senderQueue struct {
+		sender int
+		broker string
+		q      int
+	}
+	last := map[senderQueue]int64{}
 	sort.SliceStable(acks, func(i, j int) bool { return acks[i].at.Before(acks[j].at) })
 	for _, a := range acks {
-		k := qo{a.queue, a.offset}
+		k := qo{a.broker, a.queue, a.offset}
 		if b, ok := seen[k]; ok {
-			t.Fatalf("queue %d offset %d acknowledged twice: %.24q and %.24q", a.queue, a.offset, b, a.body)
+			t.Fatalf("%s queue %d offset %d acknowledged twice: %.24q and %.24q", a.broker, a.queue, a.offset, b, a.body)
 		}
 		seen[k] = a.body
 		if b := byPos[k]; b != a.body {
-			t.Fatalf("%.24q was acknowledged at queue %d offset %d, where the consumer got %.24q", a.body, a.queue, a.offset, b)
+			t.Fatalf("%.24q was acknowledged at %s queue %d offset %d, where the consumer got %.24q", a.body, a.broker, a.queue, a.offset, b)
 		}
-		sq := [2]int{a.sender, a.queue}
+		sq := senderQueue{a.sender, a.broker, a.queue}
 		if prev, ok := last[sq]; ok && a.offset <= prev {
-			t.Fatalf("sender %d, queue %d: offset %d acknowledged after offset %d (per-queue order broken)", a.sender, a.queue, a.offset, prev)
+			t.Fatalf("sender %d, %s queue %d: offset %d acknowledged after offset %d (per-queue order broken)", a.sender, a.broker, a.queue, a.offset, prev)
 		}
 		last[sq] = a.offset
 	}
@@ -200,7 +208,7 @@ func raftCreateTopic(t *testing.T, w *remoting.Client, master, topic string) {
 
 // TestRaftSendConsumeAcrossTransfer: a three-node Raft group in this process, the official Go client
 // sending and a push consumer reading while leadership moves to another node. The client keeps sending
-// (retries allowed; it finds the new master at its next route refresh), the consumer gets every SEND_OK
+// to the old master until its next route refresh, which forwards (no send fails), the consumer gets every SEND_OK
 // message at the offset its send got, no queue offset is used twice, per-queue order holds; a topic
 // created on the old master and the group's committed offsets are on the new master.
 func TestRaftSendConsumeAcrossTransfer(t *testing.T) {
@@ -254,5 +262,8 @@ func TestRaftSendConsumeAcrossTransfer(t *testing.T) {
 	acks := load.stop()
 	t.Logf("transfer: new master registered as brokerId 0 after %v; the client's first SEND_OK from it %v after the transfer began; %d sends acknowledged, %d failed",
 		registered.Round(time.Millisecond), first.Sub(start).Round(time.Millisecond), len(acks), load.failed.Load())
+	if n := load.failed.Load(); n != 0 {
+		t.Errorf("%d SendSync calls failed across a graceful transfer, want 0 (the old master forwards)", n)
+	}
 	checkRaftHistory(t, acks, got, 60*time.Second)
 }

@@ -39,6 +39,10 @@ type Config struct {
 
 	ScanNotActiveBrokerInterval int64 `mapstructure:"scanNotActiveBrokerInterval"` // liveness scan period (10 s)
 	BrokerChannelExpiredTime    int64 `mapstructure:"brokerChannelExpiredTime"`    // a broker silent this long is removed (120 s)
+	// RaftMasterHoldMillis: how long the routes of a Raft group whose master entry went away still carry
+	// a stand-in master, the last master or a live member, which forward writes (10 s; 0 = never;
+	// raftgroup.go).
+	RaftMasterHoldMillis int64 `mapstructure:"raftMasterHoldMillis"`
 
 	ClientRequestThreadPoolNums          int   `mapstructure:"clientRequestThreadPoolNums"`          // GET_ROUTEINFO_BY_TOPIC workers (8)
 	ClientRequestThreadPoolQueueCapacity int   `mapstructure:"clientRequestThreadPoolQueueCapacity"` // their queue (50000)
@@ -74,6 +78,7 @@ func DefaultConfig() Config {
 		EnableAllTopicList:                   true,
 		ScanNotActiveBrokerInterval:          10_000,
 		BrokerChannelExpiredTime:             120_000,
+		RaftMasterHoldMillis:                 DefaultRaftMasterHold.Milliseconds(),
 		ClientRequestThreadPoolNums:          8,
 		ClientRequestThreadPoolQueueCapacity: 50_000,
 		DefaultThreadPoolNums:                16,
@@ -130,6 +135,7 @@ func (c Config) Validate() error {
 		{"defaultThreadPoolQueueCapacity", int64(c.DefaultThreadPoolQueueCapacity)},
 		{"serverChannelMaxIdleTimeSeconds", int64(c.ServerChannelMaxIdleTimeSeconds)},
 		{"serverChannelWriteTimeoutMillis", c.ServerChannelWriteTimeoutMillis},
+		{"raftMasterHoldMillis", c.RaftMasterHoldMillis},
 	}
 	for _, p := range nonNegative {
 		if p.v < 0 {

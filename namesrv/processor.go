@@ -86,6 +86,19 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 	if err != nil {
 		return badHeader(req, err)
 	}
+	raftTerm, err := req.OptInt64("raftTerm", -1) // RocketRaft's Raft mode (raftgroup.go)
+	if err != nil {
+		return badHeader(req, err)
+	}
+	var raftSlaveID int64
+	if raftTerm >= 0 {
+		if raftSlaveID, err = req.ExtInt64("raftSlaveId"); err != nil {
+			return badHeader(req, err)
+		}
+		if raftSlaveID <= MasterID {
+			return errResponse(remoting.InvalidParameter, "REGISTER_BROKER header raftSlaveId %d: must be above 0 (the brokerId of a Raft node that is not master)", raftSlaveID)
+		}
+	}
 	if crc != 0 && int64(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != crc {
 		s.logger.Warn("namesrv: register broker body fails its crc32", "brokerAddr", h[1], "remote", conn.RemoteAddr())
 		return errResponse(remoting.SystemError, remarkCRCMismatch)
@@ -104,6 +117,9 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		Timeout:      time.Duration(timeoutMillis) * time.Millisecond,
 		Body:         body,
 		ConnID:       conn.ID(),
+		Raft:         raftTerm >= 0,
+		RaftTerm:     uint64(max(raftTerm, 0)),
+		RaftSlaveID:  raftSlaveID,
 	}, time.Now())
 	resp := remoting.NewResponse(remoting.Success, "")
 	if res.HAServerAddr != "" {

@@ -30,6 +30,11 @@ type RegisterBrokerRequest struct {
 	Timeout      time.Duration // heartbeatTimeoutMillis; 0 = the manager's expiry
 	Body         RegisterBrokerBody
 	ConnID       uint64 // the connection it came on; a close of it removes the broker
+	// Raft: the broker runs RocketRaft's Raft mode (header raftTerm present); RaftTerm is its Raft term
+	// and RaftSlaveID the brokerId it has when not master (raftgroup.go).
+	Raft        bool
+	RaftTerm    uint64
+	RaftSlaveID int64
 }
 
 // RegisterBrokerResult is what a registration answers: for a slave, its master's HA and client addresses.
@@ -52,6 +57,9 @@ type RouteInfoManager struct {
 	clusterMap map[string]map[string]struct{}  // cluster -> broker names
 	live       map[string]*brokerLiveInfo      // broker address -> liveness
 	filters    map[string][]string             // broker address -> filter servers
+	raft       map[string]*raftGroup           // broker name -> Raft group state (raftgroup.go)
+	raftHold   time.Duration                   // raftMasterHoldMillis
+	now        func() time.Time                // time.Now; tests move it
 }
 
 // NewRouteInfoManager returns empty tables. expiry is how long a broker may stay silent; deleteMissing removes,
@@ -66,8 +74,14 @@ func NewRouteInfoManager(expiry time.Duration, deleteMissing bool, logger *slog.
 		clusterMap:    make(map[string]map[string]struct{}),
 		live:          make(map[string]*brokerLiveInfo),
 		filters:       make(map[string][]string),
+		raft:          make(map[string]*raftGroup),
+		raftHold:      DefaultRaftMasterHold,
+		now:           time.Now,
 	}
 }
+
+// DefaultRaftMasterHold is raftMasterHoldMillis' default.
+const DefaultRaftMasterHold = 10 * time.Second
 
 // RegisterBroker records a broker address and, for a master whose data version changed (or on its first
 // registration), its topic table; it refreshes the address's liveness.
@@ -86,6 +100,9 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest, now time.Ti
 	if first {
 		bd = &BrokerData{Cluster: req.ClusterName, BrokerName: req.BrokerName, BrokerAddrs: make(map[int64]string)}
 		m.brokerAddr[req.BrokerName] = bd
+	}
+	if req.Raft {
+		req.BrokerID = m.raftRegistrationLocked(&req, bd)
 	}
 	// One address has one id: a slave turned master registers again under id 0.
 	for id, addr := range bd.BrokerAddrs {
@@ -216,6 +233,9 @@ func (m *RouteInfoManager) removeAddrLocked(bd *BrokerData, brokerID int64, brok
 	delete(m.live, brokerAddr)
 	delete(m.filters, brokerAddr)
 	delete(bd.BrokerAddrs, brokerID)
+	if brokerID == MasterID {
+		m.raftMasterGoneLocked(bd.BrokerName)
+	}
 	m.logger.Info("namesrv: broker removed", "reason", why, "brokerAddr", brokerAddr, "brokerName", bd.BrokerName,
 		"brokerId", brokerID)
 	if len(bd.BrokerAddrs) > 0 {
@@ -297,6 +317,7 @@ func (m *RouteInfoManager) QueryDataVersion(brokerAddr string, dv DataVersion, n
 func (m *RouteInfoManager) PickupTopicRouteData(topic string) (route TopicRouteData, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	now := m.now()
 	byBroker := m.topicQueue[topic]
 	if len(byBroker) == 0 {
 		return TopicRouteData{}, false
@@ -309,7 +330,9 @@ func (m *RouteInfoManager) PickupTopicRouteData(topic string) (route TopicRouteD
 		if bd == nil {
 			continue
 		}
-		route.BrokerDatas = append(route.BrokerDatas, cloneBrokerData(bd))
+		clone := cloneBrokerData(bd)
+		m.raftStandInLocked(&clone, now)
+		route.BrokerDatas = append(route.BrokerDatas, clone)
 		for _, addr := range bd.BrokerAddrs {
 			if f := m.filters[addr]; f != nil {
 				route.FilterServerTable[addr] = slices.Clone(f)

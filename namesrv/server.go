@@ -88,6 +88,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		s.mu.Unlock()
 		s.routes.OnConnClose(c.ID())
 	})
+	s.routes.SetRaftMasterHold(time.Duration(cfg.RaftMasterHoldMillis) * time.Millisecond)
 	return s, nil
 }
 

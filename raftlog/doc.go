@@ -109,7 +109,8 @@
 //	err = n.Close()   // hands leadership over first; then st.Close()
 //
 // Config comes from the broker's keys: SelfID (dLegerSelfId), Peers (ParsePeers of
-// dLegerPeers), PreferredLeaderID (preferredLeaderId), Sync (flushDiskType SYNC_FLUSH), the
+// dLegerPeers), PreferredLeaderID (preferredLeaderId; Node.HoldPreferredLeader suspends the
+// hand-over for a while), Sync (flushDiskType SYNC_FLUSH), the
 // election timing; DefaultConfig has LAN values, Validate names a bad key. The nodes of a new
 // group all bootstrap from the same Peers on their first start; a node added later to a
 // running group starts with Join (no bootstrap) and is added by the leader with AddVoter.

@@ -207,6 +207,9 @@ type Node struct {
 	ready  atomic.Bool // leader with its barrier applied (roles.go)
 	closed atomic.Bool // Close began: proposals fail with ErrShutdown
 
+	// balanceHold: no preferred-leader transfer before this time (UnixNano; HoldPreferredLeader).
+	balanceHold atomic.Int64
+
 	failovers atomic.Uint64
 	stop      chan struct{}
 	wg        sync.WaitGroup

@@ -240,7 +240,8 @@ func (n *Node) eventLoop() {
 func (n *Node) balance() {
 	r := n.roles
 	pref := n.cfg.PreferredLeaderID
-	if pref == "" || pref == n.cfg.SelfID || !n.ready.Load() || r.failedPeers[raft.ServerID(pref)] {
+	if pref == "" || pref == n.cfg.SelfID || !n.ready.Load() || r.failedPeers[raft.ServerID(pref)] ||
+		time.Now().UnixNano() < n.balanceHold.Load() {
 		return
 	}
 	settle := 5 * n.cfg.ElectionTimeout
@@ -261,6 +262,11 @@ func (n *Node) balance() {
 		}
 	}()
 }
+
+// HoldPreferredLeader keeps this node, while it leads, from handing leadership to
+// Config.PreferredLeaderID before until (a rolling restart drains the preferred node before it
+// stops it). A later call replaces the time.
+func (n *Node) HoldPreferredLeader(until time.Time) { n.balanceHold.Store(until.UnixNano()) }
 
 // voterAddr is the address of voter id in the latest configuration.
 func (n *Node) voterAddr(id string) (raft.ServerAddress, bool) {

@@ -14,6 +14,10 @@ import (
 const (
 	FlagResponse int32 = 1 << 0 // the command is a response
 	FlagOneway   int32 = 1 << 1 // the request expects no response
+	// FlagForwarded is RocketRaft's own: a broker of a Raft group forwarded this request to the group's
+	// leader on a client's behalf (broker/raft_forward.go), and the receiver never forwards it again.
+	// RocketMQ leaves the bit unused; it is outside what an ACL signature covers.
+	FlagForwarded int32 = 1 << 8
 )
 
 // Serialization types of a header (the top byte of the frame's second int32). Wire format: never change.

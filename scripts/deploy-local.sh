@@ -18,7 +18,11 @@
 #            messages sent, spread over every group (broker name) of the inventory; each slave's CommitLog
 #            catches up with its master's (master-slave), each Raft node applies the leader's commit index (raft);
 #   rolling restart: rolling-restart.yml passes (every node restarted one at a time, each healthy again
-#            before the next; its own checks);
+#            before the next; its own checks) while the official Go client (mqbench --client official)
+#            produces to and consumes from the topic RollingLoad throughout: the failed sends are reported
+#            (after the client's own retries; Raft: 0 expected, the run fails otherwise; master/slave: a
+#            slave never takes over, so sends fail while a master restarts) and every acknowledged message
+#            must be consumed (mqbench --ids: the acknowledged ids are a subset of the consumed ids);
 #   round 2: the group of round 1 receives exactly the new messages (its offsets survived the restarts), a
 #            new group from the first offset receives every message of both rounds (so did the data).
 set -euo pipefail
@@ -89,10 +93,13 @@ play() { # PLAYBOOK: runs it on the local inventory, its output in $dir/PLAYBOOK
 }
 
 stopped=""
+load_pids=() # the background mqbench processes of the rolling restart
 # On any exit: stop.yml, then rocketraft-ctl on every env file left (in case the playbook could not run).
 cleanup() {
   local rc=$?
   trap - EXIT
+  local pid
+  for pid in "${load_pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
   if [[ -d $dir/cluster && -z $stopped ]]; then
     play stop.yml || true
     local env
@@ -199,7 +206,58 @@ consume 1 deploy_check_1 "$messages"
 check_stored "$messages"
 if [[ $mode == raft ]]; then wait_raft; else wait_slaves; fi
 
+# Load through the rolling restart: the official Go client sends (4 goroutines, 200 msgs/s, the client's
+# own retries) and a push consumer reads, both recording message ids.
+load_topic=RollingLoad
+./bin/mqbench producer -client official -n "$ns" -t "$load_topic" -w 4 -queues 4 -rate 200 -ids "$dir/load-acked.ids" \
+  -json >"$dir/load-producer.json" 2>"$dir/load-producer.log" &
+load_pids+=($!)
+prod_pid=$!
+ids_count() { [[ -s $1 ]] && sort -u "$1" | wc -l || echo 0; }
+deadline=$((SECONDS + 60))
+until (($(ids_count "$dir/load-acked.ids") > 0)); do
+  ((SECONDS < deadline)) || fail "the load producer acknowledged nothing in 60 s: $(tail -n 3 "$dir/load-producer.log")"
+  sleep 1
+done
+./bin/mqbench consumer -client official -n "$ns" -t "$load_topic" -g rolling_load -w 4 -ids "$dir/load-consumed.ids" \
+  -json >"$dir/load-consumer.json" 2>"$dir/load-consumer.log" &
+load_pids+=($!)
+cons_pid=$!
+roll_start=$SECONDS
+
 play rolling-restart.yml
+
+# A little more load after the last restart, then the producer's summary.
+acked_before=$(ids_count "$dir/load-acked.ids")
+deadline=$((SECONDS + 60))
+until (($(ids_count "$dir/load-acked.ids") >= acked_before + 1000)); do
+  ((SECONDS < deadline)) || fail "the load producer stalled after the rolling restart: $(tail -n 3 "$dir/load-producer.log")"
+  sleep 1
+done
+kill -INT "$prod_pid"
+wait "$prod_pid" || fail "the load producer failed: $(tail -n 3 "$dir/load-producer.log")"
+load_sent=$(json 'j["messages"]' <"$dir/load-producer.json")
+load_failed=$(json 'j["failed"] + j["rejected"]' <"$dir/load-producer.json")
+load_error=$(json 'j.get("first_error", "")' <"$dir/load-producer.json")
+# Every acknowledged message consumed: wait up to 120 s for the consumer to have them all.
+missing=""
+deadline=$((SECONDS + 120))
+while :; do
+  missing=$( (comm -23 <(sort -u "$dir/load-acked.ids") <(sort -u "$dir/load-consumed.ids" 2>/dev/null) || true) | wc -l)
+  ((missing == 0)) && break
+  ((SECONDS < deadline)) || break
+  sleep 2
+done
+kill -INT "$cons_pid"
+wait "$cons_pid" || true
+missing=$( (comm -23 <(sort -u "$dir/load-acked.ids") <(sort -u "$dir/load-consumed.ids") || true) | wc -l)
+consumed=$(ids_count "$dir/load-consumed.ids")
+load_pids=()
+echo "rolling restart under load ($((SECONDS - roll_start))s, official Go client, 200 msgs/s): $load_sent sends acknowledged, $load_failed failed${load_error:+ (first: $load_error)}; $consumed distinct messages consumed, $missing acknowledged not consumed"
+((missing == 0)) || fail "$missing acknowledged messages of $load_topic were not consumed within 120 s (ids: $dir/load-acked.ids, $dir/load-consumed.ids)"
+if [[ $mode == raft ]] && ((load_failed != 0)); then
+  fail "$load_failed sends failed during the rolling restart of the Raft group, want 0"
+fi
 
 produce 2
 consume 2 deploy_check_1 "$messages"

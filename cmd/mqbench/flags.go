@@ -34,6 +34,7 @@ func commonFlags(fs *flag.FlagSet, c *bench.Common, out *output) {
 	fs.IntVar(&c.Queues, "queues", c.Queues, "read and write queues of the topic when it has to be created")
 	fs.DurationVar(&c.Interval, "interval", c.Interval, "report interval")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "timeout of one request")
+	fs.StringVar(&c.IDs, "ids", "", "write the id (UNIQ_KEY) of every message acknowledged (producer) or consumed (consumer) to this file, one per line (--client official)")
 	fs.BoolVar(&out.json, "json", false, "print the summary as one JSON object on stdout (interval lines go to stderr)")
 	fs.BoolVar(&out.verbose, "v", false, "log what the tool and the official client do (stderr)")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/rocketraft/rocketraft/namesrv"
@@ -30,6 +31,11 @@ type raftStatus struct {
 	Failovers    uint64 `json:"failovers"`
 	// MasterVipAddress is the master's virtual address while this node holds it (masterVipAddress).
 	MasterVipAddress string `json:"masterVipAddress,omitempty"`
+	// The master's broker address as announced through the log, and the writes this node forwarded to it
+	// (broker/raft_forward.go).
+	MasterBrokerAddr string `json:"masterBrokerAddr,omitempty"`
+	Forwarded        uint64 `json:"forwarded"`
+	ForwardFailed    uint64 `json:"forwardFailed"`
 	Error            string `json:"error,omitempty"`
 }
 
@@ -110,17 +116,24 @@ type transferResult struct {
 	OldLeader string `json:"oldLeader"` // selfId@address
 	NewLeader string `json:"newLeader"`
 	Took      string `json:"took"`
+	Drained   string `json:"drained,omitempty"` // --drain: how long the old leader then served without leading
 }
 
 func (r *transferResult) writeText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "Raft group %s: leadership moved from %s to %s in %s (the name servers route brokerId 0 to the new leader)\n",
 		r.Group, r.OldLeader, r.NewLeader, r.Took)
+	if err == nil && r.Drained != "" {
+		_, err = fmt.Fprintf(w, "then %s drained for %s: clients re-read their routes; it forwarded what still reached it\n", r.OldLeader, r.Drained)
+	}
 	return err
 }
 
 // transferLeadershipCmd is transferLeadership: the leader of the Raft group of the broker at -b hands
 // leadership to -t (or the most up-to-date follower); the command waits until the name servers route the
-// group's brokerId 0 to the new leader.
+// group's brokerId 0 to the new leader. With --drain D it then waits D more while checking that the old
+// leader does not lead again (the group holds preferred-leader moves for D plus --wait, so the restart
+// that follows is covered too): the official clients re-read routes every 30 s, and until they do they
+// send to the old leader, which forwards to the new one. A rolling restart stops the node only after.
 func transferLeadershipCmd() *command {
 	return &command{name: "transferLeadership", desc: "Move a Raft broker group's leadership to another node", setup: func(f *flags) runFunc {
 		var addr, targetID string
@@ -128,6 +141,8 @@ func transferLeadershipCmd() *command {
 		f.String(&addr, "b", "brokerAddr", "address of any node of the Raft group", true)
 		f.String(&targetID, "t", "targetSelfId", "dLegerSelfId of the new leader (default: the most up-to-date follower)", false)
 		f.Duration(&wait, "", "wait", "how long to wait for a master to ask, then for the name servers to route brokerId 0 to the new leader (default 30s each)")
+		var drain time.Duration
+		f.Duration(&drain, "", "drain", "then wait this long more, the old leader kept from leading, so clients re-read their routes before it stops (rolling restarts: 35s; default 0)")
 		return func(ctx context.Context, r *runner) (result, error) {
 			ci, err := r.c.clusterInfo(ctx)
 			if err != nil {
@@ -153,7 +168,11 @@ func transferLeadershipCmd() *command {
 				return nil, err
 			}
 			start := time.Now()
-			if _, err := r.c.invoke(ctx, leader.BrokerAddr, remoting.TransferRaftLeadership, map[string]string{"targetId": targetID}, nil); err != nil {
+			ext := map[string]string{"targetId": targetID}
+			if drain > 0 {
+				ext["holdPreferredMillis"] = strconv.FormatInt((drain + wait).Milliseconds(), 10)
+			}
+			if _, err := r.c.invoke(ctx, leader.BrokerAddr, remoting.TransferRaftLeadership, ext, nil); err != nil {
 				return nil, err
 			}
 			res := &transferResult{Group: leader.Group, OldLeader: leader.SelfID + "@" + leader.BrokerAddr}
@@ -166,7 +185,10 @@ func transferLeadershipCmd() *command {
 					if a := ci.BrokerAddrTable[name].BrokerAddrs[namesrv.MasterID]; a != "" {
 						if st, err := r.raftStatusOf(ctx, a); err == nil && st.Master && st.SelfID != leader.SelfID {
 							res.NewLeader, res.Took = st.SelfID+"@"+st.BrokerAddr, time.Since(start).Round(time.Millisecond).String()
-							return res, nil
+							if drain <= 0 {
+								return res, nil
+							}
+							return res, r.drainOldLeader(ctx, leader.BrokerAddr, drain, res)
 						}
 					}
 				}
@@ -181,6 +203,24 @@ func transferLeadershipCmd() *command {
 			}
 		}
 	}}
+}
+
+// drainOldLeader waits d while checking, twice a second, that the node at addr does not lead again.
+func (r *runner) drainOldLeader(ctx context.Context, addr string, d time.Duration, res *transferResult) error {
+	start := time.Now()
+	for time.Since(start) < d {
+		if st, err := r.raftStatusOf(ctx, addr); err == nil && st.Master {
+			return fmt.Errorf("%s leads Raft group %s again %v into the drain: it cannot be stopped without failing sends",
+				res.OldLeader, res.Group, time.Since(start).Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(500*time.Millisecond, d-time.Since(start))):
+		}
+	}
+	res.Drained = d.String()
+	return nil
 }
 
 // raftLeader finds the node of a Raft group that is its master.

@@ -42,6 +42,7 @@ type Common struct {
 	Queues       int           // --queues: read and write queues of the topic when it is created
 	Interval     time.Duration // --interval: report period (1 s)
 	Timeout      time.Duration // --timeout: per request
+	IDs          string        // --ids: file of the message ids acknowledged or consumed (official client; idlog.go)
 }
 
 // ProducerConfig configures `mqbench producer`.
@@ -140,6 +141,9 @@ func (c *Common) validate() error {
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout: %v is not positive", c.Timeout))
+	}
+	if c.IDs != "" && c.Client != ClientOfficial {
+		errs = append(errs, fmt.Errorf("--ids: writes the official client's message ids: it needs --client official"))
 	}
 	return errors.Join(errs...)
 }

@@ -22,6 +22,7 @@ type officialConsumer struct {
 	meters []*Meter // the client's consume goroutines are its own: they share these meters round robin
 	next   atomic.Uint32
 	pc     rocketmq.PushConsumer
+	ids    *idLog // --ids
 }
 
 // newOfficialConsumer creates a push consumer subscribed to the topic; run starts it.
@@ -49,6 +50,9 @@ func newOfficialConsumer(cfg *ConsumerConfig, stats *Stats, prog *progress, log 
 	if err := c.pc.Subscribe(cfg.Topic, consumer.MessageSelector{}, c.handle); err != nil {
 		return nil, fmt.Errorf("subscribe %s: %w", cfg.Topic, err)
 	}
+	if c.ids, err = openIDLog(cfg.IDs); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -56,14 +60,16 @@ func (c *officialConsumer) run(ctx context.Context) error {
 	pc := c.pc
 	if err := pc.Start(); err != nil {
 		_ = pc.Shutdown()
+		_ = c.ids.close()
 		return fmt.Errorf("start push consumer: %w", err)
 	}
 	c.log.Info("official consumer", "topic", c.cfg.Topic, "group", c.cfg.Group)
 	<-ctx.Done()
 	if err := pc.Shutdown(); err != nil {
+		_ = c.ids.close()
 		return fmt.Errorf("shut down push consumer: %w", err)
 	}
-	return nil
+	return c.ids.close()
 }
 
 // handle is the push consumer's callback: it records up to what is left of the quota and acknowledges all.
@@ -73,6 +79,7 @@ func (c *officialConsumer) handle(_ context.Context, msgs ...*primitive.MessageE
 	m := c.meters[int(c.next.Add(1))%len(c.meters)]
 	for _, msg := range msgs[:c.prog.take(len(msgs))] {
 		m.Consumed(len(msg.Body), ms(nowMs-msg.BornTimestamp), ms(nowMs-msg.StoreTimestamp), now)
+		c.ids.add(msg.MsgId)
 	}
 	return consumer.ConsumeSuccess, nil
 }

@@ -23,6 +23,7 @@ type officialProducer struct {
 	p     rocketmq.Producer
 	body  []byte
 	first firstSendGate
+	ids   *idLog // --ids
 }
 
 // instanceSeq gives every official client instance of the process its own instance name (the client keys its
@@ -46,14 +47,19 @@ func newOfficialProducer(cfg *ProducerConfig, log *slog.Logger) (*officialProduc
 	if err != nil {
 		return nil, fmt.Errorf("official producer: %w", err)
 	}
+	ids, err := openIDLog(cfg.IDs)
+	if err != nil {
+		return nil, err
+	}
 	if err := p.Start(); err != nil {
+		_ = ids.close()
 		return nil, fmt.Errorf("official producer start: %w", err)
 	}
 	log.Info("official producer", "topic", cfg.Topic, "mode", cfg.Mode)
-	return &officialProducer{cfg: cfg, p: p, body: newBody(cfg.MessageSize)}, nil
+	return &officialProducer{cfg: cfg, p: p, body: newBody(cfg.MessageSize), ids: ids}, nil
 }
 
-func (p *officialProducer) close() error { return p.p.Shutdown() }
+func (p *officialProducer) close() error { return errors.Join(p.p.Shutdown(), p.ids.close()) }
 
 func (p *officialProducer) worker(i int, m *Meter) producerWorker {
 	return &officialProducerWorker{p: p, m: m}
@@ -111,6 +117,9 @@ func (w *officialProducerWorker) outcome(n int, start time.Time, res *primitive.
 		return false
 	default:
 		w.m.Sent(n, w.p.cfg.MessageSize, time.Since(start))
+		if w.p.ids != nil && res != nil {
+			w.p.ids.add(strings.Split(res.MsgID, ",")...)
+		}
 		return true
 	}
 }

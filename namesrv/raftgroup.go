@@ -1,0 +1,98 @@
+package namesrv
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Raft groups (a broker name whose brokers run RocketRaft's Raft mode). Their brokers add two header
+// fields to REGISTER_BROKER: raftTerm, the node's Raft term (for a master, the term it leads), and
+// raftSlaveId, the brokerId it has when it is not master. RocketMQ's name server ignores both. This one
+// uses them for two rules:
+//
+//   - Term order. A master registration (brokerId 0) whose term is below the highest master term seen
+//     for its broker name comes from a leader that was deposed while paused or cut off and has not seen
+//     its role event yet: it is recorded under its raftSlaveId instead, so it never replaces the real
+//     master's route (the brokers also confirm leadership with a quorum before registering as master;
+//     this holds when that check raced a new election).
+//   - A stand-in master. When a Raft group's brokerId 0 entry goes away (its master stepped down and
+//     registered with its slave id, unregistered, lost its connection or expired), the routes handed out
+//     for the next raftMasterHoldMillis (10 s) still carry a brokerId 0 for the group: the last master's
+//     address while it is still registered (it forwards writes to the new master), else the live member
+//     with the lowest id (every member forwards writes to the master once one is elected). A client
+//     that re-reads its routes during an election therefore keeps a writable queue of the group for its
+//     whole route poll interval, instead of none for 30 s. The tables themselves hold only what was
+//     registered (GET_BROKER_CLUSTER_INFO shows the group without a master); a new master registration
+//     ends the stand-in. Past the hold the group is routed as registered: a group that cannot elect a
+//     master is not offered for writes.
+
+// raftGroup is what the name server keeps of one Raft group (by broker name).
+type raftGroup struct {
+	masterTerm uint64    // the highest term of an accepted master registration
+	lastMaster string    // the address of that registration
+	lostAt     time.Time // when the group's brokerId 0 entry went away; zero while it has one
+}
+
+// raftRegistrationLocked applies the term order to a registration of a Raft group's broker and returns the
+// brokerId to record it under. Lock should be held for writing.
+func (m *RouteInfoManager) raftRegistrationLocked(req *RegisterBrokerRequest, bd *BrokerData) int64 {
+	g := m.raft[req.BrokerName]
+	if g == nil {
+		g = &raftGroup{}
+		m.raft[req.BrokerName] = g
+	}
+	if req.BrokerID != MasterID {
+		if bd.BrokerAddrs[MasterID] == req.BrokerAddr {
+			g.lostAt = m.now() // the master steps down: its id 0 entry is replaced below
+		}
+		return req.BrokerID
+	}
+	if req.RaftTerm < g.masterTerm {
+		m.logger.Warn("namesrv: master registration of an older Raft term recorded as a slave: a newer master was registered",
+			"brokerName", req.BrokerName, "brokerAddr", req.BrokerAddr, "term", req.RaftTerm, "masterTerm", g.masterTerm,
+			"master", g.lastMaster, "brokerId", req.RaftSlaveID)
+		if bd.BrokerAddrs[MasterID] == req.BrokerAddr {
+			g.lostAt = m.now()
+		}
+		return req.RaftSlaveID
+	}
+	g.masterTerm, g.lastMaster, g.lostAt = req.RaftTerm, req.BrokerAddr, time.Time{}
+	return MasterID
+}
+
+// raftMasterGoneLocked notes that a broker name's brokerId 0 entry was removed. Lock should be held for
+// writing.
+func (m *RouteInfoManager) raftMasterGoneLocked(brokerName string) {
+	if g := m.raft[brokerName]; g != nil {
+		g.lostAt = m.now()
+	}
+}
+
+// raftStandInLocked adds the stand-in master to a route's copy of a Raft group's broker data (see
+// above). Lock should be held for reading.
+func (m *RouteInfoManager) raftStandInLocked(bd *BrokerData, now time.Time) {
+	g := m.raft[bd.BrokerName]
+	if g == nil || m.raftHold <= 0 || len(bd.BrokerAddrs) == 0 {
+		return
+	}
+	if _, ok := bd.BrokerAddrs[MasterID]; ok || g.lostAt.IsZero() || now.Sub(g.lostAt) > m.raftHold {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(bd.BrokerAddrs))
+	standIn := bd.BrokerAddrs[ids[0]]
+	for _, id := range ids {
+		if bd.BrokerAddrs[id] == g.lastMaster {
+			standIn = g.lastMaster
+		}
+	}
+	bd.BrokerAddrs[MasterID] = standIn
+}
+
+// SetRaftMasterHold sets raftMasterHoldMillis: how long a Raft group's routes keep a stand-in master
+// after its master entry went away (0: never).
+func (m *RouteInfoManager) SetRaftMasterHold(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.raftHold = d
+}
