@@ -49,6 +49,11 @@
 // pool worker, with the connection (and so its remote address); it lets the request through or answers it
 // itself. The ACL check (package acl) is one. With none set, the cost is one atomic load per request.
 //
+// A ReplyObserver (Server.SetReplyObserver) sees every answer as Conn.Reply queues it: the request (when it
+// was read, whether its handler held it for a long poll: Command.MarkSuspended), the response code and
+// whether the answer was queued, dropped (oneway) or not writable. The broker's rpc latency metric is one.
+// A Pool also keeps the enqueue time of its queued tasks, for HeadWait (how long the oldest has waited).
+//
 // # TLS (tls.go, tls_config.go)
 //
 // A server runs in TLSMode disabled (plain only; the first byte is never looked at), permissive (plain and TLS
