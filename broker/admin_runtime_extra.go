@@ -163,6 +163,12 @@ func (b *Broker) addExporterRuntimeInfo(m map[string]string, st store.Stats) {
 	if d, err := b.store.ConsumeQueueDisk(); err == nil {
 		m["consumeQueueDiskRatio"] = strconv.FormatFloat(d.UsedRatio, 'f', -1, 64)
 	}
+	// scheduleMessageOffset_<level>: "<delivered up to>,<max offset>" of each delay level's queue of
+	// SCHEDULE_TOPIC_XXXX (the exporter reads both numbers of every such key).
+	for level, off := range b.schedule.snapshot().OffsetTable {
+		maxOff := max(b.store.MaxOffsetInQueue(TopicSchedule, int32(level-1)), 0)
+		m[fmt.Sprintf("scheduleMessageOffset_%d", level)] = fmt.Sprintf("%d,%d", off, maxOff)
+	}
 	if _, ok := m["earliestMessageTimeStamp"]; !ok {
 		m["earliestMessageTimeStamp"] = "-1" // an empty CommitLog: RocketMQ's answer when it has no message
 	}

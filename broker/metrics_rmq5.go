@@ -126,6 +126,9 @@ var (
 		"Timer messages stored but not yet loaded by the timer.")
 	timingMessagesDesc = metrics.Desc("rocketmq_timing_messages",
 		"Timer messages loaded and waiting for their delivery time.")
+	timerSnapshotDesc = metrics.Desc("rocketmq_timer_message_snapshot",
+		"Timer messages due within timer_bound_s seconds from now and after the next smaller bound (24 h at most).",
+		"timer_bound_s")
 	timerEnqueueLatencyDesc = metrics.Desc(otelPromName("rocketmq_timer_enqueue_latency", "milliseconds", false),
 		"Age of the oldest timer message stored but not yet loaded by the timer; 0 when none waits.")
 	delayLatencyDesc = metrics.Desc(otelPromName("rocketmq_delay_message_latency", "seconds", false),
@@ -180,7 +183,7 @@ func (b *Broker) rmq5Collector() prometheus.Collector {
 		processorWatermarkDesc, rpcLatencyDesc, storageSizeDesc, flushBehindDesc, dispatchBehindDesc, reserveTimeDesc,
 		halfMessagesDesc, commitMessagesDesc, rollbackMessagesDesc, finishLatencyDesc, timerEnqueueDesc,
 		timerDequeueDesc, timerDequeueLagDesc, timerDequeueLatencyDesc, timerEnqueueLagDesc, timingMessagesDesc,
-		timerEnqueueLatencyDesc, delayLatencyDesc, topicCreateDesc, groupCreateDesc)
+		timerEnqueueLatencyDesc, delayLatencyDesc, topicCreateDesc, groupCreateDesc, timerSnapshotDesc)
 }
 
 // processorName is RocketMQ's processor label of one of our pools.
@@ -390,6 +393,9 @@ func (b *Broker) collectTimer(ch chan<- prometheus.Metric) {
 		enqueueLatency = age(now, b.storeTime(TopicTimer, 0, st.scanned))
 	}
 	ch <- metrics.Gauge(timerEnqueueLatencyDesc, enqueueLatency)
+	for i, bound := range timerDistBounds {
+		ch <- metrics.Gauge(timerSnapshotDesc, float64(st.ahead[i]), strconv.FormatInt(bound, 10))
+	}
 	ch <- metrics.Gauge(timerDequeueLagDesc, float64(st.due))
 	ch <- metrics.Gauge(timerDequeueLatencyDesc, float64(st.lateMillis))
 	ch <- metrics.Gauge(timerEnqueueLagDesc, float64(st.unloaded))

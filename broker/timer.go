@@ -223,7 +223,14 @@ type timerStatus struct {
 	due, unloaded, waiting int64
 	lateMillis             int64
 	scanned                int64 // the next timer queue offset to load
+	// ahead counts the loaded messages due within timerDistBounds[i] seconds and after timerDistBounds[i-1]
+	// (RocketMQ's rocketmq_timer_message_snapshot); later ones are not counted.
+	ahead [len(timerDistBounds)]int64
 }
+
+// timerDistBounds are RocketMQ's timer distribution bounds in seconds: 5 s, 1 min, 5 min, 15 min, 1 h, 4 h,
+// 8 h, 24 h.
+var timerDistBounds = [...]int64{5, 60, 300, 900, 3600, 14400, 28800, 86400}
 
 // status reads the backlog at now. Safe from any goroutine.
 func (s *timerService) status(now time.Time) timerStatus {
@@ -238,6 +245,12 @@ func (s *timerService) status(now time.Time) timerStatus {
 			st.lateMillis = maxInt64(st.lateMillis, ms-e.due)
 		} else {
 			st.waiting++
+			for i, bound := range timerDistBounds {
+				if e.due-ms <= bound*1000 {
+					st.ahead[i]++
+					break
+				}
+			}
 		}
 	}
 	st.unloaded = maxInt64(st.unloaded, 0)

@@ -206,7 +206,7 @@ func (c *Conn) readLoop() {
 			c.deliver(cmd)
 			continue
 		}
-		if c.cfg.replies != nil {
+		if c.cfg.replies != nil && c.cfg.replies.Load() != nil { // only when someone looks at the times
 			cmd.received = time.Now().UnixNano()
 		}
 		c.dispatch(c, cmd)

@@ -53,6 +53,10 @@
 // listener's, and Listener.Close stops accepting there and closes every connection that came through it at
 // once. The broker's Raft mode holds the master's virtual address (masterVipAddress) with one while it is master,
 // so that clients of a master that steps down see their connections end and reconnect to the next holder.
+// A ReplyObserver (Server.SetReplyObserver) sees every answer as Conn.Reply queues it: the request (when it
+// was read, whether its handler held it for a long poll: Command.MarkSuspended), the response code and
+// whether the answer was queued, dropped (oneway) or not writable. The broker's rpc latency metric is one.
+// A Pool also keeps the enqueue time of its queued tasks, for HeadWait (how long the oldest has waited).
 //
 // # TLS (tls.go, tls_config.go)
 //
