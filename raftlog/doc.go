@@ -180,7 +180,36 @@
 // of the next entry cannot run while the followers sync this one. Two in flight let those
 // overlap; pipelining two AppendEntries per follower hides the round trip (without it a
 // follower still gets about one entry per request, as the leader stores one at a time).
-// MaxAppendEntries never binds at these depths (1.04 entries per follower append).
+// MaxAppendEntries never binds at these depths (1.04 entries per follower append). The first
+// two rows ran with CPU profiles on, and before the benchmark waited for the nodes' CommitLog
+// warm-up writes to end. The same script afterwards, before (commit b20d916) and after in
+// two runs back to back at load 21 to 27: 653 msgs/s, 0.13x one broker, 2.1 msgs/entry, 0.90
+// fsyncs/msg, stage means (ms) queue 4.3, dispatch 1.4, store 4.2, replicate 11.1, apply 0.8,
+// answer 0.3; then 834 msgs/s, 0.15x, 6.6 msgs/entry, 0.44 fsyncs/msg, queue 3.3, dispatch
+// 0.2, store 4.5, replicate 7.6, apply 1.1, answer 0.2 (0.92x NATS R3 with sync always).
+// ASYNC_FLUSH: 4,250 then 3,155 msgs/s (0.29x one broker ASYNC_FLUSH; 0.62x NATS R3 default),
+// 1.9 then 6.3 msgs/entry. On this machine a send's round is two syncs in series (leader, then
+// follower) on one shared disk, so a group at 16 closed-loop producers cannot pass about half
+// of one broker, whose round is one sync; the CPU the three nodes share bounds ASYNC_FLUSH.
+//
+// # Queue offsets stay assigned at apply time (measured, not changed)
+//
+// The state machine writes each record's QUEUEOFFSET into the mapped CommitLog when it
+// applies the entry (store.DispatchMessages). With SYNC_FLUSH, StoreLogs has just synced
+// those pages, so the write takes a write-protect fault on a written-back page and dirties
+// it again for the next sync. Measured (bench-compare PROFILE=1, raft row, 20 s, load 27):
+// that one store (binary.BigEndian.PutUint64 in dispatchFramed) is 4.0 % of the leader's
+// CPU samples and 4.6 to 4.7 % of each follower's, about 40 % of dispatch, or 7 % (leader) to
+// 13 % (followers) once the start-up zero-fill of the CommitLog files is left out; the apply
+// stage is 1.0 ms of a send's ~17 ms. Assigning the offsets when the leader proposes would
+// save that, but the leader would then count the queue offsets of every entry in flight,
+// forget them whenever an entry fails or leadership moves (an entry it proposed may still be
+// committed by the next leader) and rebuild them after its barrier: DLedger's way, with its
+// races (reference/REPLICATION.md section 6). Not worth a few percent of CPU in a row bound
+// by two syncs in series, so not done. A safer way to the same gain, if CPU ever binds: let
+// StoreLogs write the offsets before its sync, computed from the applied counters plus the
+// stored, unapplied entries (every node holds the same prefix, so every node computes the
+// same), recomputed on a suffix DeleteRange, and dispatch with assign=false.
 //
 // # The leader's own write is not overlapped with replication
 //

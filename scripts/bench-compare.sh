@@ -266,11 +266,12 @@ line nats-r3 "NATS R3 file x3 servers, default sync"
 line nats-r3-always "NATS R3 file x3 servers, sync_interval: always"
 if [[ -n "$raft_note" ]]; then echo "$raft_note"; fi
 echo "x msgs/s, x p99: ours divided by the matching NATS row (above 1: more messages/s; above 1: a longer p99)"
-# Bytes our brokers wrote to the storage layer during the measured run (all nodes of a row; /proc/PID/io),
-# per byte of message body acknowledged: the write amplification (record headers, ConsumeQueue and index,
-# replicas, pages written again).
+# /proc/PID/io write_bytes of our brokers during the measured run (all nodes of a row) per byte of message
+# body acknowledged. The kernel counts it when a page is dirtied, 4 KiB each time, so a page dirtied again
+# after every sync (the CommitLog's last page, ConsumeQueue and index pages, queue offsets written in place)
+# counts each time: a measure of page re-dirtying rather than of bytes reaching the disk.
 for k in async sync ms raft raft-async; do
-  if [[ -n "${WROTE[$k]:-}" ]]; then printf '%-16s disk bytes written per body byte acknowledged: %s\n' "$k" "${WROTE[$k]}"; fi
+  if [[ -n "${WROTE[$k]:-}" ]]; then printf '%-16s bytes of pages dirtied per body byte acknowledged: %s\n' "$k" "${WROTE[$k]}"; fi
 done
 # Raft rows against our single broker of the same flush mode, and what the nodes' metrics say.
 for k in raft raft-async; do
