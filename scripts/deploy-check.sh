@@ -4,7 +4,9 @@
 #      inventory (deploy/inventories/*/hosts.yml);
 #   2. deploy/tests/render-config.yml on the local Raft inventory and on the local master/slave inventory
 #      (SYNC_MASTER): each broker's config rendered from the broker role's template, its keys checked, and
-#      parsed by bin/mqbroker, which must know every key.
+#      parsed by bin/mqbroker, which must know every key; again with peer TLS on (broker_peer_tls_enable);
+#   3. deploy/tests/peer-tls.yml on both local inventories: the broker role's peer_tls.yml makes a CA and the
+#      node certificates under a temporary folder (openssl on the controller), checked with openssl.
 # Needs ansible-playbook (Debian: apt-get install -y ansible-core; .ci/run installs it) and bin/mqbroker
 # (make build); fails, naming what is missing, without either. Takes seconds of CPU: no module runs.
 set -euo pipefail
@@ -40,3 +42,17 @@ render() { # NAME INVENTORY [ansible-playbook args]
 render raft inventories/local-raft/hosts.yml
 render raft-vip inventories/local-raft/hosts.yml -e broker_master_vip_address=127.0.0.100
 render master-slave inventories/local-master-slave/hosts.yml -e broker_replication=sync
+render "raft, peer TLS" inventories/local-raft/hosts.yml -e broker_peer_tls_enable=true
+render "master-slave, peer TLS" inventories/local-master-slave/hosts.yml -e broker_replication=sync -e broker_peer_tls_enable=true
+
+command -v openssl >/dev/null || { echo "deploy-check: openssl is missing (Debian: apt-get install -y openssl)" >&2; exit 1; }
+pki=$(mktemp -d)
+trap 'rm -rf "$pki"' EXIT
+for inv in local-raft local-master-slave; do
+  if ! out=$(ansible-playbook -i "inventories/$inv/hosts.yml" tests/peer-tls.yml -e peer_tls_test_dir="$pki/$inv" 2>&1); then
+    echo "deploy-check: tests/peer-tls.yml -i inventories/$inv/hosts.yml failed:" >&2
+    grep -E '^(fatal|failed):|"msg"|ERROR' <<<"$out" >&2 || echo "$out" >&2
+    exit 1
+  fi
+  echo "deploy-check: $inv, peer TLS: $(grep -c 'peer TLS material checked' <<<"$out") node certificates made and checked"
+done

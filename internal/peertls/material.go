@@ -166,7 +166,11 @@ func (m *Material) current() *loaded {
 		m.logger.Error("peertls: cannot read the peer TLS files; keeping the loaded ones", "err", statErr)
 		return cur
 	}
-	if st == cur.stamps || st == m.mu.failed {
+	if st == cur.stamps { // back to (or still) the loaded set: a later failure is reported again
+		m.mu.failed = [3]stamp{}
+		return cur
+	}
+	if st == m.mu.failed {
 		return cur
 	}
 	l, err := m.load()

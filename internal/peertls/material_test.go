@@ -172,3 +172,44 @@ func TestReloadOnFileChange(t *testing.T) {
 		t.Fatalf("a broken key file replaced the loaded pair: server %v, client %v", serr, cerr)
 	}
 }
+
+// TestTrustRotation: appending a new CA to the trust file (a rotation bundle) makes the node accept peers
+// of the new CA at the next handshake, while its own certificate of the old CA keeps working.
+func TestTrustRotation(t *testing.T) {
+	oldCA := peertlstest.NewCA(t, "old")
+	newCA := peertlstest.NewCA(t, "new")
+	c0 := oldCA.Node("g", "n0")
+	n0 := mustLoad(t, c0, "g")
+	fromNew := rawClient(t, newCA.Node("g", "n1"))
+	if serr, _, _ := handshakeWith(t, n0, fromNew); serr == nil {
+		t.Fatal("a peer of the new CA was accepted before the rotation")
+	}
+	oldPEM, err := os.ReadFile(oldCA.CertPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPEM, err := os.ReadFile(newCA.CertPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// n0's own copy of the trust file (the CA's file is shared with the other nodes of the test).
+	trust := t.TempDir() + "/trust.pem"
+	if err := os.WriteFile(trust, oldPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c0.TrustCertPath = trust
+	n0 = mustLoad(t, c0, "g")
+	if err := os.WriteFile(trust, append(append([]byte{}, oldPEM...), newPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Minute)
+	if err := os.Chtimes(trust, future, future); err != nil {
+		t.Fatal(err)
+	}
+	if serr, cerr, id := handshakeWith(t, n0, fromNew); serr != nil || cerr != nil || id != "n1" {
+		t.Fatalf("after the rotation: server %v, client %v, id %q", serr, cerr, id)
+	}
+	if serr, cerr, _ := handshake(t, n0, mustLoad(t, oldCA.Node("g", "n2"), "g"), "n0"); serr != nil || cerr != nil {
+		t.Fatalf("a peer of the old CA after the rotation: server %v, client %v", serr, cerr)
+	}
+}
