@@ -32,6 +32,10 @@
 // admin_exporter.go answers 315 and 328. metrics.go serves Prometheus: RocketMQ 5's series under the names
 // its OpenTelemetry exporter gives them (metrics_rmq5.go, metrics_lag.go) beside our own (metrics.go,
 // metrics_ha.go, the Raft series).
+// stats_log.go prints RocketMQ's per-minute stats.log lines from the stats items on a logger tagged
+// component=stats (mqbroker routes it to stats.log alone, internal/logging). A held pull of a connection the
+// client has closed is not re-run (broker.go rerunPull); the Go client closes its connection on Shutdown
+// and sends no UNREGISTER_CLIENT, so the close is all the broker learns.
 //
 // Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, query,
 // admin, client, consumer), so a slow disk never delays heartbeats. A send is answered from the store's

@@ -1,5 +1,7 @@
-// Package metrics is the Prometheus side of the broker and the name server: an HTTP endpoint serving
-// /metrics from a registry (server.go), helpers to build collectors that read existing state when
+// Package metrics is the Prometheus side of the broker and the name server: RocketMQ 5's config keys of the
+// endpoint (exporter.go: metricsExporterType DISABLE by default or PROM, metricsPromExporterHost,
+// metricsPromExporterPort, and metricsPort, the older synonym), an HTTP endpoint serving /metrics from a
+// registry (server.go), helpers to build collectors that read existing state when
 // scraped (collect.go), lock-free per-key counters for the few numbers that must be counted on a hot
 // path (perkey.go), and the Raft series over a small interface the Raft mode implements (raft.go).
 //
