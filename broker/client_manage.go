@@ -40,8 +40,18 @@ func (b *Broker) processHeartbeat(ctx context.Context, conn *remoting.Conn, req 
 
 func (b *Broker) processUnregisterClient(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	clientID := req.OptString("clientID", "")
-	changed, gone := b.clients.unregister(conn, clientID, req.OptString("producerGroup", ""), req.OptString("consumerGroup", ""))
+	producerGroup, consumerGroup := req.OptString("producerGroup", ""), req.OptString("consumerGroup", "")
+	changed, gone := b.clients.unregister(conn, clientID, producerGroup, consumerGroup)
 	b.clientsLeft(changed, gone)
+	if consumerGroup != "" || producerGroup == "" {
+		// The consumer's pulls held here are answered now, with no message (as RocketMQ answers a pull of a
+		// group it no longer knows): woken by a later message they would hand it to a consumer that is gone,
+		// and it would be counted as consumed (rocketmq_messages_out_total) although nobody consumes it.
+		for _, p := range b.pullHold.takeLeft(conn.ID(), consumerGroup) {
+			_ = conn.Reply(p.req, errResponse(remoting.SubscriptionNotExist,
+				"the consumer of group %s left (UNREGISTER_CLIENT) while its pull was held", p.group))
+		}
+	}
 	return remoting.NewResponse(remoting.Success, "")
 }
 

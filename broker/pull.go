@@ -131,7 +131,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 		if hold > 0 {
 			req.MarkSuspended()
-			b.pullHold.hold(&heldPull{conn: conn, req: req, topic: h.topic, queueID: h.queueID,
+			b.pullHold.hold(&heldPull{conn: conn, req: req, topic: h.topic, group: h.group, queueID: h.queueID,
 				offset: h.queueOffset, filter: mf, deadline: time.Now().Add(hold)})
 			return nil
 		}

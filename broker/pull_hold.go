@@ -15,6 +15,7 @@ type heldPull struct {
 	conn     *remoting.Conn
 	req      *remoting.Command
 	topic    string
+	group    string // consumerGroup of the request
 	queueID  int32
 	offset   int64 // the offset it asked for: any max offset above it may satisfy it
 	filter   store.MessageFilter
@@ -201,6 +202,31 @@ func (s *pullHoldService) dropConn(connID uint64) {
 			s.held[key] = keep
 		}
 	}
+}
+
+// takeLeft removes and returns the held pulls of a client that left group ("" = every group) on connection
+// connID (UNREGISTER_CLIENT): a pull woken later would hand messages to a consumer that is gone while its
+// connection stays open for the same client's producer.
+func (s *pullHoldService) takeLeft(connID uint64, group string) []*heldPull {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*heldPull
+	for key, list := range s.held {
+		keep := list[:0]
+		for _, p := range list {
+			if p.conn.ID() == connID && (group == "" || p.group == group) {
+				out = append(out, p)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) == 0 {
+			delete(s.held, key)
+		} else {
+			s.held[key] = keep
+		}
+	}
+	return out
 }
 
 // count is the number of held pulls (metrics, tests).

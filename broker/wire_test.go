@@ -426,3 +426,41 @@ func TestReadOnlyBrokerAdvertisesItsPermission(t *testing.T) {
 		return route.QueueDatas[0].Perm == broker.PermRead
 	}, "TBW102 routed with perm 4")
 }
+
+// A consumer that says it leaves (UNREGISTER_CLIENT with its group, as RocketMQ's Java client does on shutdown)
+// over a connection that stays open (its producer's) has its held pulls answered at once, without a message:
+// woken later, they would hand a message to a consumer that is gone while another member of the group is online.
+func TestUnregisterAnswersHeldPulls(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{})
+	addr := c.Broker(0).Addr()
+	a, b := newWire(t, addr), newWire(t, addr)
+	expectCode(t, "create", a.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": "T", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil), remoting.Success)
+	heartbeat(t, a, "client-a", "UG")
+	heartbeat(t, b, "client-b", "UG")
+	var held *remoting.Command
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		held = a.call(remoting.PullMessage, map[string]string{ // as the clients pull: the subscription from the heartbeat
+			"consumerGroup": "UG", "topic": "T", "queueId": "0", "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "2",
+			"commitOffset": "0", "suspendTimeoutMillis": "20000", "subscription": "*", "subVersion": "0", "expressionType": "TAG",
+		}, nil)
+	}()
+	cluster.Eventually(t, 10*time.Second, func() bool { return runtimeInfo(t, a)["pullHoldCount"] == "1" }, "the pull is held")
+	expectCode(t, "unregister", a.call(remoting.UnregisterClient, map[string]string{"clientID": "client-a", "consumerGroup": "UG"}, nil), remoting.Success)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held pull of the consumer that left is still held")
+	}
+	expectCode(t, "the held pull", held, remoting.SubscriptionNotExist, "UNREGISTER_CLIENT")
+	if n := runtimeInfo(t, a)["pullHoldCount"]; n != "0" {
+		t.Fatalf("pullHoldCount %s after the consumer left", n)
+	}
+	// The message sent now goes to the member still there.
+	expectCode(t, "send", a.send("T", 0, []byte("for b"), ""), remoting.Success)
+	cluster.Eventually(t, 10*time.Second, func() bool {
+		resp := b.pull("UG", "T", 0, 0, 0, "*")
+		return resp.Code == int32(remoting.Success) && strings.Contains(string(resp.Body), "for b")
+	}, "client-b pulls the message")
+}
