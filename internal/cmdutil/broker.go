@@ -38,7 +38,7 @@ func RunBroker(argv []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	logs, err := openLogs("mqbroker", cfg.Log, cfg.LogDir(), logging.BrokerLayout(), stderr, unknown)
+	logs, err := openLogs(cfg.Log, cfg.LogDir(), logging.BrokerLayout(), stderr, unknown)
 	if err != nil {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		return 2

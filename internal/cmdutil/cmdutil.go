@@ -49,7 +49,7 @@ func loadConfig(prog, usage string, argv []string, stdout, stderr io.Writer, tar
 
 // openLogs opens stderr and the log files of cfg in dir (ROCKETRAFT_LOG=debug forces DEBUG) and warns
 // about the unknown keys.
-func openLogs(prog string, cfg logging.Config, dir string, layout logging.Layout, stderr io.Writer, unknown []string) (*logging.Logs, error) {
+func openLogs(cfg logging.Config, dir string, layout logging.Layout, stderr io.Writer, unknown []string) (*logging.Logs, error) {
 	cfg.LogDir = dir
 	if os.Getenv("ROCKETRAFT_LOG") == "debug" {
 		cfg.LogLevel = "DEBUG"

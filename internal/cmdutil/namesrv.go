@@ -25,7 +25,7 @@ func RunNamesrv(argv []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	logs, err := openLogs("mqnamesrv", cfg.Log, cfg.Log.LogDir, logging.NamesrvLayout(), stderr, unknown)
+	logs, err := openLogs(cfg.Log, cfg.Log.LogDir, logging.NamesrvLayout(), stderr, unknown)
 	if err != nil {
 		fmt.Fprintf(stderr, "mqnamesrv: %v\n", err)
 		return 2
