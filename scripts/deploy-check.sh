@@ -7,7 +7,7 @@
 #      parsed by bin/mqbroker, which must know every key; again with peer TLS on (broker_peer_tls_enable);
 #   3. deploy/tests/peer-tls.yml on both local inventories: the broker role's peer_tls.yml makes a CA and the
 #      node certificates under a temporary folder (openssl on the controller), checked with openssl.
-# Needs ansible-playbook (Debian: apt-get install -y ansible-core; .ci/run installs it) and bin/mqbroker
+# Needs ansible-playbook (Debian: apt-get install -y ansible-core; make test installs it: scripts/test-deps.sh) and bin/mqbroker
 # (make build); fails, naming what is missing, without either. Takes seconds of CPU: no module runs.
 set -euo pipefail
 cd "$(dirname "$0")/../deploy"
