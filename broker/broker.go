@@ -298,8 +298,17 @@ func (b *Broker) rerunPull(p *heldPull) {
 }
 
 // Start starts the store's services, listens, registers with the name servers and starts the broker's
-// own services.
+// own services. A Start that fails closes what it had started (Close), so a broker that could not start
+// holds no port, file lock or goroutine.
 func (b *Broker) Start() error {
+	if err := b.start(); err != nil {
+		_ = b.Close()
+		return err
+	}
+	return nil
+}
+
+func (b *Broker) start() error {
 	if err := b.store.Start(); err != nil {
 		return fmt.Errorf("broker: start store: %w", err)
 	}

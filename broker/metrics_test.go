@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/freeport"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rocketraft/rocketraft/ha"
@@ -22,12 +24,11 @@ import (
 // freePort is a TCP port free on 127.0.0.1 at the time of the call (internal/cluster imports this package).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.One()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // metricsTestConfig is a broker on loopback with no name server, small files and a metrics port.

@@ -7,18 +7,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/internal/freeport"
+
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
 func freeMetricsPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.One()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func scrapeNamesrv(t *testing.T, port int) metrics.Families {

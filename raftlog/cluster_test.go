@@ -10,13 +10,14 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/freeport"
 
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
@@ -86,12 +87,11 @@ func testRaftConfig(sync bool) Config {
 
 func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.One()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 func newCluster(t testing.TB, o clusterOptions) *cluster {

@@ -2,10 +2,11 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/freeport"
 
 	"github.com/rocketraft/rocketraft/internal/faultnet"
 )
@@ -63,26 +64,7 @@ type Cluster interface {
 
 // freePort returns a TCP port free on 127.0.0.1 whose next port is free too (a broker's HA port is
 // listenPort+1).
-func freePort() (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if port >= 65535 {
-			continue
-		}
-		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+1))
-		if err != nil {
-			continue
-		}
-		l2.Close()
-		return port, nil
-	}
-	return 0, errors.New("chaos: no two consecutive free ports")
-}
+func freePort() (int, error) { return freeport.Pair() }
 
 // waitListening polls addr until it accepts a connection, the process exits, or timeout passes.
 func waitListening(ctx context.Context, p *Process, addr string, timeout time.Duration) error {

@@ -4,13 +4,14 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/freeport"
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/namesrv"
@@ -258,25 +259,11 @@ func (c *Cluster) Stop() {
 // HA port is listenPort+1).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if port >= 65535 {
-			continue
-		}
-		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+1))
-		if err != nil {
-			continue
-		}
-		l2.Close()
-		return port
+	port, err := freeport.Pair()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no two consecutive free ports found")
-	return 0
+	return port
 }
 
 // Eventually polls cond every 10 ms until it holds or timeout passes, then fails the test.

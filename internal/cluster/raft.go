@@ -2,11 +2,11 @@ package cluster
 
 import (
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/freeport"
 
 	"github.com/rocketraft/rocketraft/broker"
 )
@@ -86,32 +86,11 @@ func RaftVIPGroupConfigs(t testing.TB, namesrvAddr, brokerName string, n int, vi
 // FreePortOn is a TCP port free on every one of hosts (IP addresses of this machine, such as 127.x).
 func FreePortOn(t testing.TB, hosts ...string) int {
 	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", net.JoinHostPort(hosts[0], "0"))
-		if err != nil {
-			t.Fatalf("free port on %s: %v", hosts[0], err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		free := true
-		var held []net.Listener
-		for _, h := range hosts[1:] {
-			l2, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
-			if err != nil {
-				free = false
-				break
-			}
-			held = append(held, l2)
-		}
-		l.Close()
-		for _, l2 := range held {
-			l2.Close()
-		}
-		if free {
-			return port
-		}
+	port, err := freeport.One(hosts...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no port free on all of %v", hosts)
-	return 0
+	return port
 }
 
 // AddRaftGroup starts the nodes of a Raft group (all of them before waiting for any registration: a
