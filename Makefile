@@ -3,6 +3,9 @@ GO       ?= go
 BIN      := bin
 DATA     ?= ./data
 PKGS     := ./...
+# gotestsum (a tool of go.mod) runs go test and ends its output with the failed tests, their output, and a
+# test that hung until -timeout, by name: the tail of a CI log says what failed.
+TESTSUM  ?= $(GO) tool gotestsum --format testname
 # Every package runs under the race detector except e2e: the official Go client has data races of its own
 # (its process-queue tree map, its shutdown), which would fail every run. Our servers' concurrency is raced
 # by the wire-level tests in broker/, namesrv/ and remoting/.
@@ -63,8 +66,8 @@ vet:
 # tests with the official Go client. It builds bin/ first: internal/chaos's short suite runs those binaries
 # (CHAOS_BIN). deploy-check: the Ansible playbooks of deploy/.
 test: test-deps vet build deploy-check
-	CHAOS_BIN=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
-	$(GO) test -count=1 -timeout 10m ./e2e
+	CHAOS_BIN=$(CURDIR)/$(BIN) $(TESTSUM) -- -race -count=1 -timeout 15m $(RACE_PKGS)
+	$(TESTSUM) -- -count=1 -timeout 12m ./e2e
 
 # make test-deps: ansible-core and Chromium from the Debian packages when missing, then go mod download
 # (scripts/test-deps.sh).
