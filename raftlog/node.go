@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -426,7 +427,9 @@ func (n *Node) Close() error {
 				}
 			}
 			n.wg.Wait()
+			done := reportSlow(n.lg, "raft shutdown", 30*time.Second)
 			errs = append(errs, n.raft.Shutdown().Error())
+			done()
 			n.raft.DeregisterObserver(n.roles.obs)
 		} else {
 			close(n.stop)
@@ -438,4 +441,20 @@ func (n *Node) Close() error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
+}
+
+// reportSlow logs, once, every goroutine's stack when the call it brackets has not returned within
+// after: a shutdown that hangs then says where (call the returned func when the call returns).
+func reportSlow(lg *slog.Logger, what string, after time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(after):
+			buf := make([]byte, 4<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			lg.Error(what+" has not returned; every goroutine's stack follows", "after", after, "stacks", string(buf))
+		}
+	}()
+	return func() { close(done) }
 }
