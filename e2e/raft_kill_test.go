@@ -81,7 +81,12 @@ func runRaftKill9(t *testing.T, vip string) {
 	startConsumer(t, c, "CG_raft_kill", topic, consumer.MessageSelector{}, got, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	p := newProducer(t, c, producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
 	load := startRaftLoad(p, topic, 4, 400)
-	var routed, served []time.Duration
+	// The load's senders all wait on a send when the kill comes; the official client does not fail a
+	// request when its connection drops (it waits out the send timeout, 3 s here as by default), so their
+	// first SEND_OK from the new master comes after that timeout. The probe, a second producer sending
+	// every 50 ms with a 1 s timeout, shows when a send begun after the kill gets through.
+	probe := startRaftProbe(newProducer(t, c, producer.WithRetry(2), producer.WithSendMsgTimeout(time.Second)), topic, 100, 50*time.Millisecond)
+	var routed, served, probed []time.Duration
 	for k := 0; k < kills; k++ {
 		before := load.count()
 		cluster.Eventually(t, 90*time.Second, func() bool { return load.count() >= before+500 }, "500 acknowledged sends before kill %d", k+1)
@@ -95,12 +100,14 @@ func runRaftKill9(t *testing.T, vip string) {
 		routed = append(routed, time.Since(killed))
 		cluster.Eventually(t, 90*time.Second, func() bool { return !load.firstBy(next.addr, killed).IsZero() }, "a SEND_OK from the new master %s", next.addr)
 		served = append(served, load.firstBy(next.addr, killed).Sub(killed))
+		cluster.Eventually(t, 90*time.Second, func() bool { return !probe.firstBy(next.addr, killed).IsZero() }, "a probe SEND_OK from the new master %s", next.addr)
+		probed = append(probed, probe.firstBy(next.addr, killed).Sub(killed))
 		what := "routed as brokerId 0"
 		if vip != "" {
 			what = "listening on " + vip
 		}
-		t.Logf("kill %d of %s: new master %s %s after %v, first SEND_OK from it after %v", k+1, m.addr, next.addr, what,
-			routed[k].Round(time.Millisecond), served[k].Round(time.Millisecond))
+		t.Logf("kill %d of %s: new master %s %s after %v, first SEND_OK from it after %v (the probe's after %v)", k+1, m.addr, next.addr, what,
+			routed[k].Round(time.Millisecond), served[k].Round(time.Millisecond), probed[k].Round(time.Millisecond))
 		m.cmd = startChildBroker(t, m.args...) // back as a follower: the next kill leaves a quorum
 		old := m.addr
 		cluster.Eventually(t, 60*time.Second, func() bool {
@@ -111,16 +118,18 @@ func runRaftKill9(t *testing.T, vip string) {
 	before := load.count()
 	cluster.Eventually(t, 60*time.Second, func() bool { return load.count() >= before+100 }, "100 acknowledged sends after the last kill")
 	acks := load.stop()
+	probeAcks := probe.stop()
 	mode := "without masterVipAddress"
 	if vip != "" {
 		mode = "with masterVipAddress " + vip
 	}
-	t.Logf("%s, %d kills: %d sends acknowledged, %d failed; kill to new master (routed, or holding the address): median %v, worst %v; kill to the client's first SEND_OK from the new master: median %v, worst %v",
-		mode, kills, len(acks), load.failed.Load(), median(routed), slices.Max(routed).Round(time.Millisecond), median(served), slices.Max(served).Round(time.Millisecond))
+	t.Logf("%s, %d kills: %d sends acknowledged, %d failed; kill to new master (routed, or holding the address): median %v, worst %v; kill to the client's first SEND_OK from the new master: median %v, worst %v; to the probe's first: median %v, worst %v (%d probe sends acknowledged, %d failed)",
+		mode, kills, len(acks), load.failed.Load(), median(routed), slices.Max(routed).Round(time.Millisecond), median(served), slices.Max(served).Round(time.Millisecond),
+		median(probed), slices.Max(probed).Round(time.Millisecond), len(probeAcks), probe.failed.Load())
 	if f := load.failures(); len(f) > 0 {
 		t.Logf("failed sends by error: %v", f)
 	}
-	checkRaftHistory(t, acks, got, 120*time.Second)
+	checkRaftHistory(t, append(acks, probeAcks...), got, 120*time.Second)
 	assertSameTail(t, w, nodes, topic)
 	assertSameCommitLog(t, w, nodes)
 }

@@ -45,14 +45,30 @@ type raftLoad struct {
 }
 
 func startRaftLoad(p rocketmq.Producer, topic string, senders int, padding int) *raftLoad {
+	return startPacedLoad(p, topic, "raft", 0, senders, padding, 0)
+}
+
+// startRaftProbe sends one message at a time every pace (sender ids from firstSender on): unlike the
+// load's senders, which are nearly always waiting on a send, it starts fresh sends during a failover, so
+// its first SEND_OK from a new master shows when a send begun after the kill gets through.
+func startRaftProbe(p rocketmq.Producer, topic string, firstSender int, pace time.Duration) *raftLoad {
+	return startPacedLoad(p, topic, "probe", firstSender, 1, 0, pace)
+}
+
+// startPacedLoad runs senders goroutines (ids from firstSender) sending prefix-numbered bodies, each
+// waiting pace after every send.
+func startPacedLoad(p rocketmq.Producer, topic, prefix string, firstSender, senders, padding int, pace time.Duration) *raftLoad {
 	l := &raftLoad{}
 	pad := strings.Repeat("p", padding)
-	for g := 0; g < senders; g++ {
+	for g := firstSender; g < firstSender+senders; g++ {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
 			for !l.stopped.Load() {
-				body := fmt.Sprintf("raft-%d-%s", l.seq.Add(1), pad)
+				if pace > 0 {
+					time.Sleep(pace) // the probe's rate, not a wait for a condition
+				}
+				body := fmt.Sprintf("%s-%d-%s", prefix, l.seq.Add(1), pad)
 				res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(body)))
 				if err != nil || res.Status != primitive.SendOK {
 					l.failed.Add(1)
