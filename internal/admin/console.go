@@ -43,6 +43,9 @@ func consoleCmd() *command {
 			}
 			fmt.Fprintf(r.env.Stdout, "console: serving %s for the name servers %s, %s (interrupt to stop)\n",
 				srv.URL(), strings.Join(r.c.namesrvs, ";"), srv.LoginStatus())
+			if w := srv.Warning(); w != "" {
+				fmt.Fprintf(r.env.Stderr, "console: warning: %s\n", w)
+			}
 			<-ctx.Done()
 			return nil, srv.Close()
 		}

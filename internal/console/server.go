@@ -161,11 +161,19 @@ func (s *Server) Start() error {
 		s.sampler.run(ctx)
 	}()
 	s.log.Info("console: serving", "url", s.URL(), "login", s.LoginStatus())
-	if s.login.required && tlsCfg == nil {
-		s.log.Warn("console: login over plain HTTP: the secret key typed at login and the session cookie travel " +
-			"unencrypted and the cookie cannot be Secure; give --tlsCertPath and --tlsKeyPath")
+	if w := s.Warning(); w != "" {
+		s.log.Warn("console: " + w)
 	}
 	return nil
+}
+
+// Warning is what the start-up should warn of, or "": a login over plain HTTP.
+func (s *Server) Warning() string {
+	if s.login.required && s.cfg.TLSCertPath == "" {
+		return "login over plain HTTP: the secret key typed at login and the session cookie travel unencrypted " +
+			"and the cookie cannot be Secure; give --tlsCertPath and --tlsKeyPath"
+	}
+	return ""
 }
 
 // LoginStatus says whether the console requires a login, and why: "login required (...)" or "login off (...)".

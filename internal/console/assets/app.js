@@ -161,16 +161,14 @@ async function loadConfig() {
 async function start() {
   setupAccount();
   setupSession();
-  window.addEventListener('hashchange', show);
   try {
     session.set(await api('GET', '/api/session'));
   } catch (e) {
-    if (e.needLogin) {
-      showLogin();
-      return;
-    }
+    loggedOut = e.needLogin; // anything else: the pages say what fails
   }
-  await loadConfig();
+  if (!loggedOut) await loadConfig();
+  // Listening only now: a hash changed while the page started is rendered once, by the show below.
+  window.addEventListener('hashchange', show);
   show();
 }
 
