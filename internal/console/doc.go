@@ -57,6 +57,7 @@
 // accounts log in with their secret key (acl.Validator.Login, constant-time), and fails naming --aclFile
 // without it. (The login is checked against the file, not by asking a broker to accept a request signed with
 // the typed secret: a broker with ACL off, or one that white-lists the console's address, accepts any secret.)
+// Five failed logins from one address within a minute refuse its logins (429) until the minute ends.
 // Start logs "login required (why; accounts of FILE)" or "login off (why)", and warns when a login
 // is required over plain HTTP. The pages' files are public (they hold no data); every /api/ call but the two
 // above needs a live session, else 401 with needLogin, and the pages show the login form.

@@ -27,6 +27,11 @@ const (
 	sessionMax  = 12 * time.Hour
 	maxSessions = 10_000 // live sessions; a login beyond is refused (503) until some expire
 
+	// Failed logins: after loginFailures from one address within loginWindow, its logins are refused (429)
+	// until the window ends, so secrets cannot be guessed at the rate of HTTP requests.
+	loginFailures = 5
+	loginWindow   = time.Minute
+
 	cookiePlain  = "rrconsole_session"
 	cookieSecure = "__Host-rrconsole_session"
 	csrfHeader   = "X-CSRF-Token"
@@ -50,7 +55,14 @@ type loginGate struct {
 	now      func() time.Time
 
 	mu       sync.Mutex
-	sessions map[string]*session // by session id
+	sessions map[string]*session  // by session id
+	failures map[string]*failures // failed logins by remote IP
+}
+
+// failures counts an address's failed logins in the window that began at start.
+type failures struct {
+	n     int
+	start time.Time
 }
 
 // beyondLoopback reports whether host (of --listen) may be reached from other machines: an empty host, a
@@ -67,7 +79,7 @@ func beyondLoopback(host string) bool {
 // RequireLogin; it then needs AclFile. The errors name the options.
 func newLoginGate(cfg Config) (*loginGate, error) {
 	host, _, _ := net.SplitHostPort(cfg.Listen) // validated before
-	g := &loginGate{now: time.Now, sessions: map[string]*session{}}
+	g := &loginGate{now: time.Now, sessions: map[string]*session{}, failures: map[string]*failures{}}
 	switch {
 	case beyondLoopback(host):
 		g.required, g.why = true, fmt.Sprintf("--listen %s reaches beyond loopback", cfg.Listen)
@@ -113,11 +125,23 @@ func cookieName(r *http.Request) string {
 
 // login checks the account and opens a session; the cookie goes on w.
 func (g *loginGate) login(w http.ResponseWriter, r *http.Request, accessKey, secretKey string) (*session, error) {
+	now := g.now()
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	if wait := g.blocked(ip, now); wait > 0 {
+		return nil, &apiError{status: http.StatusTooManyRequests, needLogin: true, msg: fmt.Sprintf(
+			"login refused: %d failed logins from %s within %v; try again in %v", loginFailures, ip, loginWindow, wait.Round(time.Second))}
+	}
 	p, err := g.accounts.Login(accessKey, secretKey)
 	if err != nil {
+		g.failed(ip, now)
 		return nil, &apiError{status: http.StatusUnauthorized, needLogin: true, msg: "login refused: unknown account or wrong secret key"}
 	}
-	now := g.now()
+	g.mu.Lock()
+	delete(g.failures, ip)
+	g.mu.Unlock()
 	s := &session{account: remoting.Credentials{AccessKey: accessKey, SecretKey: remoting.Secret(secretKey)},
 		admin: p.Admin, csrf: newToken(), created: now, seen: now}
 	id := newToken()
@@ -136,6 +160,36 @@ func (g *loginGate) login(w http.ResponseWriter, r *http.Request, accessKey, sec
 	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: id, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionMax / time.Second)})
 	return s, nil
+}
+
+// blocked is how long ip must wait before its next login (0: it may try now).
+func (g *loginGate) blocked(ip string, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f := g.failures[ip]
+	if f == nil || f.n < loginFailures || now.Sub(f.start) >= loginWindow {
+		return 0
+	}
+	return loginWindow - now.Sub(f.start)
+}
+
+// failed counts a failed login of ip.
+func (g *loginGate) failed(ip string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.failures) >= maxSessions { // bounded: forget the windows that ended
+		for k, f := range g.failures {
+			if now.Sub(f.start) >= loginWindow {
+				delete(g.failures, k)
+			}
+		}
+	}
+	f := g.failures[ip]
+	if f == nil || now.Sub(f.start) >= loginWindow {
+		f = &failures{start: now}
+		g.failures[ip] = f
+	}
+	f.n++
 }
 
 // expiredLocked: g.mu must be held.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,4 +260,26 @@ func TestCrossSiteChangeRefusedWithoutLogin(t *testing.T) {
 	if src.lastAdmin() != nil {
 		t.Fatal("the cross-site change reached the cluster")
 	}
+}
+
+// After loginFailures failed logins from one address within loginWindow, its logins are refused, the right
+// secret too, until the window ends; a success clears the count.
+func TestLoginThrottle(t *testing.T) {
+	s, c := startLoginConsole(t, newFakeSource())
+	var mu sync.Mutex
+	now := time.Now()
+	s.login.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	good, bad := `{"accessKey":"viewer01","secretKey":"viewerSecret1"}`, `{"accessKey":"viewer01","secretKey":"guess"}`
+	c.want(http.StatusUnauthorized, "POST", "/api/login", bad, nil)
+	c.want(http.StatusOK, "POST", "/api/login", good, nil) // clears the count
+	for range loginFailures {
+		c.want(http.StatusUnauthorized, "POST", "/api/login", bad, nil)
+	}
+	if m := c.want(http.StatusTooManyRequests, "POST", "/api/login", good, nil); !strings.Contains(m["error"].(string), "try again in") {
+		t.Fatalf("throttled login: %v", m)
+	}
+	mu.Lock()
+	now = now.Add(loginWindow)
+	mu.Unlock()
+	c.want(http.StatusOK, "POST", "/api/login", good, nil)
 }
