@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 
@@ -54,4 +55,23 @@ func (v *Validator) Authenticate(remote string, req *remoting.Command) (Principa
 		return Principal{}, deny("signature check failed for account [%s]", ak)
 	}
 	return Principal{AccessKey: ak, Admin: a.admin}, nil
+}
+
+// ErrLogin is a refused login: an unknown account or a wrong secret key (the two are not told apart).
+var ErrLogin = errors.New("acl: unknown account or wrong secret key")
+
+// Login checks an account's secret key as a person types it (the web console's login): the account must
+// be in the file and secretKey its secret, compared in constant time. White addresses play no part: a
+// login always needs the secret. It returns the account's Principal or ErrLogin.
+func (v *Validator) Login(accessKey, secretKey string) (Principal, error) {
+	a := v.rules.Load().accounts[accessKey]
+	want := "\x00no account\x00" // compared anyway, so an unknown account costs the same
+	if a != nil {
+		want = a.secretKey
+	}
+	ok := subtle.ConstantTimeCompare([]byte(want), []byte(secretKey)) == 1
+	if a == nil || !ok {
+		return Principal{}, ErrLogin
+	}
+	return Principal{AccessKey: accessKey, Admin: a.admin}, nil
 }

@@ -331,3 +331,16 @@ func ctxT(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func TestLogin(t *testing.T) {
+	v, _, _ := newValidator(t, testFile)
+	p, err := v.Login("adminUser", "adminSecret")
+	if err != nil || !p.Admin || p.AccessKey != "adminUser" {
+		t.Fatalf("admin login: %+v %v", p, err)
+	}
+	for _, c := range [][2]string{{"adminUser", "adminSecret1"}, {"adminUser", ""}, {"nobody", "adminSecret"}, {"", ""}} {
+		if _, err := v.Login(c[0], c[1]); !errors.Is(err, ErrLogin) {
+			t.Errorf("login %q/%q: %v, want ErrLogin", c[0], c[1], err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rocketraft/rocketraft/acl"
+	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -29,12 +30,26 @@ import (
 // the signature is not checked for it), but the account (when there is one) must still be allowed. The
 // brokers sign with their own accessKey/secretKey (broker keys of the same names). A refusal is answered
 // NO_PERMISSION with the reason, nothing changes, and it is logged with the remote address and account.
+//
+// The other way to write is a client certificate of the cluster's CA (peerTlsTrustCertPath, the file the
+// brokers' peer TLS trusts) under the port's TLS: a request on a TLS connection whose client presented a
+// certificate that chains to that CA and names a node (URI rocketraft://<group>/<id>, internal/peertls) may
+// make every write above, signed or not; the certificate is checked first, and a request it does not
+// authorise still passes with a signature as above. The port must ask for client certificates:
+// tlsServerMode permissive or enforcing, tlsServerNeedClientAuth optional or require (with
+// tlsServerAuthClient the handshake already refuses a certificate tlsServerTrustCertPath does not trust).
+// A broker presents its certificate with tlsEnable, tlsClientCertPath and tlsClientKeyPath (its peerTls
+// certificate and key serve).
 type ACLConfig struct {
 	AclEnable bool   `mapstructure:"aclEnable"` // authenticate the write requests against aclFile
 	AclFile   string `mapstructure:"aclFile"`   // the plain_acl.yml, absolute or under rocketmqHome (conf/plain_acl.yml)
 	// AclBrokerAccessKeys are the accounts, besides admin ones, that may register and unregister brokers
 	// (the brokers' accessKey), comma-separated.
 	AclBrokerAccessKeys string `mapstructure:"aclBrokerAccessKeys"`
+	// PeerTlsTrustCertPath is the cluster CA: with aclEnable, a client certificate that chains to it and
+	// names a node authorises every write (see above). Empty: only signed requests write. Re-read when the
+	// file changes.
+	PeerTlsTrustCertPath string `mapstructure:"peerTlsTrustCertPath"`
 }
 
 // defaultAclFile is aclFile's default, under rocketmqHome (the broker's too).
@@ -57,9 +72,25 @@ func (c ACLConfig) brokerAccounts() []string {
 	return out
 }
 
-func (c ACLConfig) validate() error {
+func (c ACLConfig) validate(tc remoting.TLSConfig) error {
 	if c.AclEnable && strings.TrimSpace(c.AclFile) == "" {
 		return errors.New("config key aclFile: is empty while aclEnable is true")
+	}
+	if strings.TrimSpace(c.PeerTlsTrustCertPath) == "" {
+		return nil
+	}
+	const key = "config key peerTlsTrustCertPath"
+	if !c.AclEnable {
+		return fmt.Errorf("%s: a client certificate authorises writes only under aclEnable=true; without it every write is open", key)
+	}
+	if mode, err := remoting.ParseTLSMode(tc.ServerMode); err == nil && mode == remoting.TLSDisabled {
+		return fmt.Errorf("%s: needs TLS on the port (tlsServerMode permissive or enforcing) to see client certificates", key)
+	}
+	switch strings.ToLower(strings.TrimSpace(tc.ServerNeedClientAuth)) {
+	case "optional", "require":
+	default:
+		return fmt.Errorf("%s: needs tlsServerNeedClientAuth optional or require (it is %q): the port does not ask for client certificates",
+			key, tc.ServerNeedClientAuth)
 	}
 	return nil
 }
@@ -81,7 +112,12 @@ type writeGuard struct {
 	s       *Server
 	v       *acl.Validator
 	brokers []string
+	trust   *peertls.Trust // peerTlsTrustCertPath; nil: certificates authorise nothing
 }
+
+// certAuthorised is the connection value that marks a connection whose certificate authorised a write
+// (logged once per connection).
+const certAuthorised = "namesrv.certAuthorised"
 
 // newWriteGuard loads aclFile when aclEnable is on (nil otherwise); the error names the key.
 func newWriteGuard(s *Server) (*writeGuard, error) {
@@ -92,13 +128,45 @@ func newWriteGuard(s *Server) (*writeGuard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("namesrv: config key aclFile: %w", err)
 	}
-	return &writeGuard{s: s, v: v, brokers: s.cfg.ACL.brokerAccounts()}, nil
+	g := &writeGuard{s: s, v: v, brokers: s.cfg.ACL.brokerAccounts()}
+	if path := strings.TrimSpace(s.cfg.ACL.PeerTlsTrustCertPath); path != "" {
+		if g.trust, err = peertls.LoadTrust("peerTlsTrustCertPath", path, s.logger.With("component", "acl")); err != nil {
+			return nil, fmt.Errorf("namesrv: %w", err)
+		}
+	}
+	return g, nil
+}
+
+// byCertificate reports whether conn's client certificate authorises writes; when it does not although the
+// client presented one, why not (for the refusal, should the signature fail too).
+func (g *writeGuard) byCertificate(conn *remoting.Conn) (bool, error) {
+	if g.trust == nil {
+		return false, nil
+	}
+	cs, ok := conn.TLSState()
+	if !ok || len(cs.PeerCertificates) == 0 {
+		return false, nil
+	}
+	names, err := g.trust.VerifyNode(cs.PeerCertificates)
+	if err != nil {
+		return false, err
+	}
+	if conn.Value(certAuthorised) == nil {
+		conn.SetValue(certAuthorised, true)
+		g.s.logger.Info("namesrv: writes authorised by a client certificate of the cluster CA", "remote", conn.RemoteAddr(),
+			"node", strings.Join(names, ","))
+	}
+	return true, nil
 }
 
 func (g *writeGuard) intercept(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	code := remoting.RequestCode(req.Code)
 	brokerMay, write := writeCodes[code]
 	if !write {
+		return nil
+	}
+	byCert, certErr := g.byCertificate(conn)
+	if byCert {
 		return nil
 	}
 	p, err := g.v.Authenticate(conn.RemoteAddr(), req)
@@ -120,6 +188,9 @@ func (g *writeGuard) intercept(conn *remoting.Conn, req *remoting.Command) *remo
 	}
 	var d *acl.DeniedError
 	if errors.As(err, &d) {
+		if certErr != nil {
+			d.Reason += "; and the client certificate does not authorise writes: " + certErr.Error()
+		}
 		g.s.logger.Warn("namesrv: write request refused", "remote", conn.RemoteAddr(), "code", code,
 			"account", d.Account, "reason", d.Reason)
 	}

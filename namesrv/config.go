@@ -54,8 +54,9 @@ type Config struct {
 
 	// TLS holds the tls* keys of the listening port (tlsServerMode, tlsServerCertPath, ...; remoting.TLSConfig).
 	TLS remoting.TLSConfig `mapstructure:",squash"`
-	// ACL holds aclEnable, aclFile and aclBrokerAccessKeys: with aclEnable the write requests need a signed
-	// request of an allowed account (acl.go); reads stay open.
+	// ACL holds aclEnable, aclFile, aclBrokerAccessKeys and peerTlsTrustCertPath: with aclEnable the write
+	// requests need a signed request of an allowed account, or a client certificate of the cluster CA under
+	// TLS (acl.go); reads stay open.
 	ACL ACLConfig `mapstructure:",squash"`
 }
 
@@ -142,7 +143,7 @@ func (c Config) Validate() error {
 			bad(p.key, "%d must not be negative", p.v)
 		}
 	}
-	if err := c.ACL.validate(); err != nil {
+	if err := c.ACL.validate(c.TLS); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.TLS.Validate(); err != nil {

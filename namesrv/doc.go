@@ -66,4 +66,11 @@
 // of aclFile (the broker's plain_acl.yml): registration an admin account or one named in aclBrokerAccessKeys
 // (the brokers sign with their accessKey/secretKey), the others an admin account. Reads stay open. acl.go has
 // the table; a refusal is NO_PERMISSION, changes nothing and is logged with the remote address.
+//
+// Under TLS the other credential is a client certificate: with peerTlsTrustCertPath (the cluster CA, the file
+// the brokers' peer TLS trusts), a request on a TLS connection whose client presented a certificate of that CA
+// naming a node (URI rocketraft://<group>/<id>) may make all seven writes, signed or not; otherwise the
+// signature decides as above. The port must ask for certificates (tlsServerMode permissive or enforcing,
+// tlsServerNeedClientAuth optional or require), and peerTlsTrustCertPath without aclEnable is a start-up error
+// (it would guard nothing). Brokers present theirs with tlsEnable, tlsClientCertPath and tlsClientKeyPath.
 package namesrv

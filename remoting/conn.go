@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -45,9 +46,10 @@ const inlineBodyMax = 4 << 10
 // concurrent use.
 type Conn struct {
 	id       uint64
-	nc       net.Conn      // the TCP connection: deadlines and Close always go here, plain writes too
-	rd       io.Reader     // what the reader decodes: nc, the TLS connection, or nc behind the sniffed first byte
-	tlsw     *bufio.Writer // TLS only: gathers a batch into full records (tls.go); nil for plain connections
+	nc       net.Conn                            // the TCP connection: deadlines and Close always go here, plain writes too
+	rd       io.Reader                           // what the reader decodes: nc, the TLS connection, or nc behind the sniffed first byte
+	tlsw     *bufio.Writer                       // TLS only: gathers a batch into full records (tls.go); nil for plain connections
+	tlsState atomic.Pointer[tls.ConnectionState] // TLS only: the completed handshake, set once before the reader starts
 	remote   string
 	local    string
 	cfg      connConfig

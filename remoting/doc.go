@@ -75,6 +75,9 @@
 // in RocketMQ, a client does not verify the server's certificate unless tlsClientAuthServer is set; the
 // official Go client never does (WithTls dials with InsecureSkipVerify).
 //
+// Conn.TLSState gives a handler the connection's handshake, with the certificates its client presented
+// (tlsServerNeedClientAuth optional or require): the name server authorises writes by them (namesrv/acl.go).
+//
 // # Client
 //
 // Client keeps ConnsPerAddr connections per address, dialled on first use, matches responses to requests by

@@ -94,6 +94,19 @@ func (c *Conn) acceptTLS(mode TLSMode, cfg *tls.Config, firstByte, handshake tim
 func (c *Conn) useTLS(tc *tls.Conn) {
 	c.rd = tc
 	c.tlsw = bufio.NewWriterSize(tc, tlsWriteBufferSize)
+	cs := tc.ConnectionState()
+	c.tlsState.Store(&cs)
+}
+
+// TLSState is the connection's TLS handshake (its peer's certificates: PeerCertificates, and VerifiedChains
+// when the server verified them), and false for a plain connection or one whose handshake is not done yet. The
+// state is set before the connection's first frame is read and never changes after.
+func (c *Conn) TLSState() (tls.ConnectionState, bool) {
+	cs := c.tlsState.Load()
+	if cs == nil {
+		return tls.ConnectionState{}, false
+	}
+	return *cs, true
 }
 
 // clientHandshake performs the client side of a TLS handshake on nc, bounded by ctx. Without a ServerName in cfg

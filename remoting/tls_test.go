@@ -263,3 +263,47 @@ func TestTLSSilentPeerDoesNotBlockOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TLSState shows a handler the certificate a client presented (optional client authentication, nothing
+// verified by the server), and nothing on a plain connection of the same permissive port.
+func TestTLSStateShowsClientCertificate(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeCert(t, dir, "server")
+	clientCert, clientKey := writeCert(t, dir, "client")
+	tc := TLSConfig{ServerMode: string(TLSPermissive), ServerCertPath: cert, ServerKeyPath: key, ServerNeedClientAuth: "optional"}
+	m, cfg, err := tc.ServerTLS(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 4)
+	pool := NewPool("state", 1, 8)
+	s := startServer(t, ServerConfig{TLSMode: m, TLS: cfg}, nil, func(s *Server) {
+		s.Register(SendMessage, pool, func(_ context.Context, c *Conn, req *Command) *Command {
+			switch cs, ok := c.TLSState(); {
+			case !ok:
+				seen <- "plain"
+			case len(cs.PeerCertificates) == 0:
+				seen <- "tls without a certificate"
+			default:
+				seen <- "tls " + cs.PeerCertificates[0].Subject.String()
+			}
+			return echo(context.Background(), c, req)
+		})
+	})
+	addr := s.Addr().String()
+	for _, c := range []struct {
+		cl   *Client
+		want string
+	}{
+		{newClient(t, ClientConfig{}), "plain"},
+		{tlsClient(t, TLSConfig{}), "tls without a certificate"},
+		{tlsClient(t, TLSConfig{ClientCertPath: clientCert, ClientKeyPath: clientKey}), "tls CN=rocketraft,O=RocketRaft"},
+	} {
+		if err := roundTrip(c.cl, addr, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-seen; !strings.HasPrefix(got, c.want) {
+			t.Errorf("handler saw %q, want %q", got, c.want)
+		}
+	}
+}

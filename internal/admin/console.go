@@ -24,6 +24,10 @@ func consoleCmd() *command {
 		f.String(&cfg.Listen, "", "listen", "host:port to serve the console on (port 0 picks a free one)", false)
 		f.Duration(&cfg.SampleInterval, "", "sampleInterval", "how often the plots sample throughput and lag (the pages refresh as often)")
 		f.Duration(&cfg.History, "", "history", "how far back the plots go (the samples are kept in memory)")
+		f.String(&cfg.AclFile, "", "aclFile", "plain_acl.yml whose accounts may log in (needed when a login is required)", false)
+		f.Switch(&cfg.RequireLogin, "", "login", "require a login on a loopback --listen too (always required beyond loopback)")
+		f.String(&cfg.TLSCertPath, "", "tlsCertPath", "PEM certificate to serve HTTPS with (the session cookie is then Secure)", false)
+		f.String(&cfg.TLSKeyPath, "", "tlsKeyPath", "its PEM private key", false)
 		return func(ctx context.Context, r *runner) (result, error) {
 			if len(r.c.namesrvs) == 0 {
 				return nil, errNoNamesrv
@@ -37,8 +41,11 @@ func consoleCmd() *command {
 			if err := srv.Start(); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(r.env.Stdout, "console: serving http://%s/ for the name servers %s (interrupt to stop)\n",
-				srv.Addr(), strings.Join(r.c.namesrvs, ";"))
+			fmt.Fprintf(r.env.Stdout, "console: serving %s for the name servers %s, %s (interrupt to stop)\n",
+				srv.URL(), strings.Join(r.c.namesrvs, ";"), srv.LoginStatus())
+			if w := srv.Warning(); w != "" {
+				fmt.Fprintf(r.env.Stderr, "console: warning: %s\n", w)
+			}
 			<-ctx.Done()
 			return nil, srv.Close()
 		}

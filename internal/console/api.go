@@ -30,23 +30,28 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 func (s *Server) routes(assets fs.FS) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /api/config", s.api(s.getConfig))
-	mux.Handle("GET /api/cluster", s.api(s.getCluster))
-	mux.Handle("GET /api/history", s.api(s.getHistory))
-	mux.Handle("GET /api/topics", s.api(s.getTopics))
-	mux.Handle("POST /api/topics", s.admin(s.postTopic))
-	mux.Handle("GET /api/topics/{topic}", s.api(s.getTopic))
-	mux.Handle("DELETE /api/topics/{topic}", s.admin(s.deleteTopic))
-	mux.Handle("GET /api/groups", s.api(s.getGroups))
-	mux.Handle("GET /api/groups/{group}", s.api(s.getGroup))
-	mux.Handle("POST /api/groups/{group}/reset", s.admin(s.postReset))
-	mux.Handle("GET /api/messages", s.api(s.getMessages))
-	mux.Handle("GET /api/messages/{id}", s.api(s.getMessage))
-	mux.Handle("GET /api/producers", s.api(s.getProducers))
-	mux.Handle("/api/", s.api(func(r *http.Request) (any, error) {
+	api := http.NewServeMux()
+	api.Handle("GET /api/session", s.api(s.getSession))
+	api.HandleFunc("POST /api/login", s.postLogin)
+	api.HandleFunc("POST /api/logout", s.postLogout)
+	api.Handle("GET /api/config", s.api(s.getConfig))
+	api.Handle("GET /api/cluster", s.api(s.getCluster))
+	api.Handle("GET /api/history", s.api(s.getHistory))
+	api.Handle("GET /api/topics", s.api(s.getTopics))
+	api.Handle("POST /api/topics", s.admin(s.postTopic))
+	api.Handle("GET /api/topics/{topic}", s.api(s.getTopic))
+	api.Handle("DELETE /api/topics/{topic}", s.admin(s.deleteTopic))
+	api.Handle("GET /api/groups", s.api(s.getGroups))
+	api.Handle("GET /api/groups/{group}", s.api(s.getGroup))
+	api.Handle("POST /api/groups/{group}/reset", s.admin(s.postReset))
+	api.Handle("GET /api/messages", s.api(s.getMessages))
+	api.Handle("GET /api/messages/{id}", s.api(s.getMessage))
+	api.Handle("GET /api/producers", s.api(s.getProducers))
+	api.Handle("/api/", s.api(func(r *http.Request) (any, error) {
 		return nil, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("no API %s %s", r.Method, r.URL.Path)}
 	}))
+	mux := http.NewServeMux()
+	mux.Handle("/api/", s.guard(api)) // the pages' own files need no login: they hold no data
 	files := http.FileServerFS(assets)
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -72,6 +77,7 @@ type apiError struct {
 	status      int
 	msg         string
 	needAccount bool // 401: the page should ask for an admin account
+	needLogin   bool // 401: the page should show the login form
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -103,6 +109,7 @@ func statusOf(err error) int {
 type errorBody struct {
 	Error       string `json:"error"`
 	NeedAccount bool   `json:"needAccount,omitempty"`
+	NeedLogin   bool   `json:"needLogin,omitempty"`
 }
 
 // api turns a handler's value into a JSON answer, and its error into a status and an errorBody.
@@ -114,7 +121,7 @@ func (s *Server) api(h func(*http.Request) (any, error)) http.Handler {
 			body := errorBody{Error: err.Error()}
 			var ae *apiError
 			if errors.As(err, &ae) {
-				body.NeedAccount = ae.needAccount
+				body.NeedAccount, body.NeedLogin = ae.needAccount, ae.needLogin
 			}
 			if status >= 500 {
 				s.log.Warn("console: request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
@@ -143,6 +150,9 @@ func (s *Server) admin(h func(*http.Request, Admin) (any, error)) http.Handler {
 		creds, err := accountOf(r)
 		if err != nil {
 			return nil, err
+		}
+		if sess := sessionOf(r); creds.AccessKey == "" && sess != nil {
+			creds = sess.account // the logged-in person's account
 		}
 		if creds.AccessKey == "" {
 			acl, err := s.aclOn(r.Context())

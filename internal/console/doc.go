@@ -44,8 +44,32 @@
 // changes need the person's admin account, not the console's. The brokers then check that the account is an
 // admin for topic changes, as RocketMQ does; resetting offsets needs a valid account (RocketMQ does not
 // count INVOKE_BROKER_TO_RESET_OFFSET as an admin request). Reads use the console's own account (mqadmin's
-// --accessKey/--secretKey or tools.yml), which needs no admin rights. The console speaks plain HTTP: bind it
-// to 127.0.0.1 (the default) or put it behind TLS when an account travels.
+// --accessKey/--secretKey or tools.yml), which needs no admin rights.
+//
+// # Login, sessions and CSRF (login.go)
+//
+//	GET    /api/session                       {"login":bool,"accessKey","admin","csrfToken"}, or 401 needLogin
+//	POST   /api/login                         {"accessKey","secretKey"} -> the session's body; sets the cookie
+//	POST   /api/logout                        ends the session                                change
+//
+// A login is required when Listen reaches beyond loopback (a wildcard or empty host, a non-loopback address,
+// a host name other than localhost) or with RequireLogin (--login); New then needs AclFile (--aclFile), whose
+// accounts log in with their secret key (acl.Validator.Login, constant-time), and fails naming --aclFile
+// without it. (The login is checked against the file, not by asking a broker to accept a request signed with
+// the typed secret: a broker with ACL off, or one that white-lists the console's address, accepts any secret.)
+// Five failed logins from one address within a minute refuse its logins (429) until the minute ends.
+// Start logs "login required (why; accounts of FILE)" or "login off (why)", and warns when a login
+// is required over plain HTTP. The pages' files are public (they hold no data); every /api/ call but the two
+// above needs a live session, else 401 with needLogin, and the pages show the login form.
+//
+// A session is a random 256-bit id in memory, sent as a cookie that is HttpOnly and SameSite=Strict, and
+// Secure (named __Host-rrconsole_session) when the console serves TLS itself (TLSCertPath); over plain HTTP
+// it is rrconsole_session without Secure. It ends after 30 min idle, 12 h in all, at logout, or at Close.
+// Changes are checked twice against cross-site request forgery: the browser's Origin must be the console's
+// own and Sec-Fetch-Site same-origin (checked for every change, login or not; clients that send neither, such
+// as curl, are no browser a page could drive), and with a login each change must carry the session's
+// synchronizer token in X-CSRF-Token (the pages read it from /api/session into memory). A change without an
+// account header is signed with the session's account.
 //
 // # Pages
 //
@@ -75,7 +99,8 @@
 // drives the pages in headless Chromium (chromedp, /usr/bin/chromium; the tests skip without it) against an
 // in-process cluster with traffic, through internal/admin's Source: every page, a topic created, updated and
 // deleted from the pages, messages by key, id and time, a group's lag reset from its page and falling as it
-// consumes, and the refusals under ACL. They save screenshots in $CONSOLE_SCREENSHOTS/<test name>/ (default:
+// consumes, and the refusals under ACL; browser_login_test.go logs in, is refused without a session, and
+// has a page of another origin post forms to the console, refused. They save screenshots in $CONSOLE_SCREENSHOTS/<test name>/ (default:
 // the test's temp folder).
 //
 // # Lifecycle

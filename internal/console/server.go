@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/tls"
 	"embed"
 	"errors"
 	"fmt"
@@ -29,6 +30,15 @@ type Config struct {
 	SampleInterval time.Duration
 	// History is how far back the plots go (--history); the samples are kept in memory.
 	History time.Duration
+	// AclFile is the plain_acl.yml whose accounts may log in (--aclFile): accessKey and secretKey, as the
+	// brokers check them (the brokers' own file serves). Re-read when it changes.
+	AclFile string
+	// RequireLogin requires a login on a loopback Listen too (--login). Beyond loopback a login is always
+	// required (login.go).
+	RequireLogin bool
+	// TLSCertPath and TLSKeyPath (--tlsCertPath, --tlsKeyPath), PEM files, serve HTTPS instead of HTTP; the
+	// session cookie is then Secure.
+	TLSCertPath, TLSKeyPath string
 }
 
 // DefaultConfig is a console on 127.0.0.1:8080 that samples every 5 s and keeps 10 minutes.
@@ -53,6 +63,9 @@ func (c Config) Validate() error {
 	if c.History/c.SampleInterval > maxHistoryPoints {
 		return fmt.Errorf("--history %v: more than %d samples of --sampleInterval %v", c.History, maxHistoryPoints, c.SampleInterval)
 	}
+	if (c.TLSCertPath == "") != (c.TLSKeyPath == "") {
+		return errors.New("--tlsCertPath and --tlsKeyPath go together: give both or neither")
+	}
 	if c.Source == nil {
 		return errors.New("console: no Source")
 	}
@@ -66,6 +79,7 @@ type Server struct {
 	hist    *history
 	sampler *sampler
 	handler http.Handler
+	login   *loginGate
 
 	http   *http.Server
 	ln     net.Listener
@@ -85,9 +99,16 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log.With("component", "console"), hist: newHistory(cfg.History)}
+	cfg.Logger = s.log
+	login, err := newLoginGate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.login = login
 	s.sampler = newSampler(cfg.Source, s.log, cfg.SampleInterval, s.hist)
 	assets, err := fs.Sub(assetsFS, "assets")
 	if err != nil {
+		_ = login.close()
 		return nil, err
 	}
 	s.handler = s.routes(assets)
@@ -98,11 +119,28 @@ func New(cfg Config) (*Server, error) {
 // sampler themselves).
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Start listens on Listen and starts serving and sampling. It returns once the listener is bound.
+// Start listens on Listen and starts serving and sampling. It returns once the listener is bound. It logs
+// whether a login is required, and why.
 func (s *Server) Start() error {
+	var tlsCfg *tls.Config
+	if s.cfg.TLSCertPath != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertPath, s.cfg.TLSKeyPath)
+		if err != nil {
+			return fmt.Errorf("--tlsCertPath, --tlsKeyPath: %w", err)
+		}
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
+	if s.login.accounts != nil {
+		if err := s.login.accounts.Start(); err != nil {
+			return fmt.Errorf("--aclFile: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	s.ln = ln
 	ctx, cancel := context.WithCancel(context.Background())
@@ -122,8 +160,31 @@ func (s *Server) Start() error {
 		defer s.wg.Done()
 		s.sampler.run(ctx)
 	}()
-	s.log.Info("console: serving", "addr", s.Addr())
+	s.log.Info("console: serving", "url", s.URL(), "login", s.LoginStatus())
+	if w := s.Warning(); w != "" {
+		s.log.Warn("console: " + w)
+	}
 	return nil
+}
+
+// Warning is what the start-up should warn of, or "": a login over plain HTTP.
+func (s *Server) Warning() string {
+	if s.login.required && s.cfg.TLSCertPath == "" {
+		return "login over plain HTTP: the secret key typed at login and the session cookie travel unencrypted " +
+			"and the cookie cannot be Secure; give --tlsCertPath and --tlsKeyPath"
+	}
+	return ""
+}
+
+// LoginStatus says whether the console requires a login, and why: "login required (...)" or "login off (...)".
+func (s *Server) LoginStatus() string { return s.login.status() }
+
+// URL is the console's address as a browser opens it (after Start): http:// or https://.
+func (s *Server) URL() string {
+	if s.cfg.TLSCertPath != "" {
+		return "https://" + s.Addr() + "/"
+	}
+	return "http://" + s.Addr() + "/"
 }
 
 // Addr is the address the server listens on (after Start).
@@ -142,6 +203,7 @@ const shutdownTimeout = 5 * time.Second
 // than once.
 func (s *Server) Close() error {
 	s.closed.Do(func() {
+		defer func() { s.err = errors.Join(s.err, s.login.close()) }()
 		if s.http == nil {
 			return
 		}

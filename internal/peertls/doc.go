@@ -33,6 +33,14 @@
 // A connection that fails any check is closed before a single byte of the protocol is read from
 // or written to it, and logged once with the remote address and the reason.
 //
+// # The name server (Trust)
+//
+// The name server is a member of no group; it keeps only the CA (its peerTlsTrustCertPath) and,
+// under aclEnable, takes a client certificate that chains to it and names a node of any group
+// (rocketraft://<group>/<id>) as the authority for its write requests (namesrv/acl.go). A
+// certificate of the CA that names no node (an application's client certificate, should the CA
+// issue those) authorises nothing.
+//
 // # Files and reloading
 //
 // The three files are read at start-up: a missing or unreadable file, a key that does not match

@@ -1,7 +1,7 @@
 // The console's single page: the router (location.hash), the header with its admin account, and the
 // refresh timer of the pages whose figures update by themselves.
 
-import { el, api, replace, account, notice } from './dom.js';
+import { el, api, replace, account, notice, session, field, errorNotice } from './dom.js';
 import * as cluster from './page_cluster.js';
 import * as topics from './page_topics.js';
 import * as groups from './page_groups.js';
@@ -22,6 +22,7 @@ const ROUTES = {
 const main = document.getElementById('page');
 let config = { sampleIntervalMs: 5000, historyMs: 600000 };
 let timer = null;
+let loggedOut = false; // the console requires a login and this page has no session: only the login form shows
 
 function parseHash() {
   const h = location.hash.replace(/^#\/?/, '');
@@ -38,6 +39,10 @@ function go(hash) {
 function show() {
   if (timer) clearInterval(timer);
   timer = null;
+  if (loggedOut) {
+    showLogin();
+    return;
+  }
   const { parts, params } = parseHash();
   const r = ROUTES[parts[0] || 'cluster'];
   for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', !!r && a.dataset.nav === r.nav);
@@ -91,14 +96,78 @@ function setupAccount() {
   });
 }
 
-async function start() {
-  setupAccount();
+// The login form, shown instead of every page while the console requires a login and this page has none.
+function showLogin() {
+  if (timer) clearInterval(timer);
+  timer = null;
+  loggedOut = true;
+  session.set({ login: true });
+  for (const a of document.querySelectorAll('header nav a')) a.classList.remove('active');
+  const ak = el('input', { name: 'accessKey', autocomplete: 'username', required: true });
+  const sk = el('input', { name: 'secretKey', type: 'password', autocomplete: 'current-password', required: true });
+  const out = el('div', { class: 'result' });
+  const form = el('form', { class: 'card', id: 'login-form' },
+    el('h2', null, 'Log in'),
+    el('p', null, 'The console requires a login: an account (accessKey and secretKey) of its ACL file.'),
+    el('div', { class: 'row' }, field('Access key', ak), field('Secret key', sk)),
+    el('button', { type: 'submit' }, 'Log in'), out);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    replace(out, notice('info', 'Logging in…'));
+    try {
+      session.set(await api('POST', '/api/login', { accessKey: ak.value.trim(), secretKey: sk.value }));
+      loggedOut = false;
+      await loadConfig();
+      show();
+    } catch (err) {
+      sk.value = '';
+      replace(out, errorNotice(err));
+    }
+  });
+  replace(main, el('h1', null, 'RocketRaft console'), form);
+  ak.focus();
+}
+
+// The header's session part: who is logged in, and the logout button.
+function setupSession() {
+  const user = document.getElementById('session-user');
+  const button = document.getElementById('logout-button');
+  const label = () => {
+    const on = session.login && !!session.accessKey;
+    replace(user, on ? `Logged in as ${session.accessKey}` : '');
+    button.hidden = !on;
+  };
+  label();
+  window.addEventListener('console-session', label);
+  window.addEventListener('console-need-login', showLogin);
+  button.addEventListener('click', async () => {
+    try {
+      await api('POST', '/api/logout');
+    } finally {
+      showLogin();
+    }
+  });
+}
+
+async function loadConfig() {
   try {
     config = await api('GET', '/api/config');
   } catch (e) {
     // keep the defaults: the pages say what fails
   }
   document.getElementById('refresh-note').textContent = `Figures refresh every ${config.sampleIntervalMs / 1000} s.`;
+}
+
+async function start() {
+  setupAccount();
+  setupSession();
+  try {
+    session.set(await api('GET', '/api/session'));
+  } catch (e) {
+    loggedOut = e.needLogin; // anything else: the pages say what fails
+  }
+  if (!loggedOut) await loadConfig();
+  // Listening only now: a hash changed while the page started is rendered once, by the show below.
   window.addEventListener('hashchange', show);
   show();
 }

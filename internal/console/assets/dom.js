@@ -62,12 +62,27 @@ export function link(text, parts, query, attrs) {
 
 // ApiError is an answer other than 200.
 export class ApiError extends Error {
-  constructor(status, message, needAccount) {
+  constructor(status, message, needAccount, needLogin) {
     super(message);
     this.status = status;
     this.needAccount = !!needAccount;
+    this.needLogin = !!needLogin;
   }
 }
+
+// session is the login of this page, when the console requires one: the account and the CSRF token every
+// change carries (kept in memory only; the session cookie itself is HttpOnly, out of reach of scripts).
+export const session = {
+  login: false,
+  accessKey: '',
+  csrfToken: '',
+  set(body) {
+    this.login = !!body.login;
+    this.accessKey = body.accessKey || '';
+    this.csrfToken = body.csrfToken || '';
+    window.dispatchEvent(new Event('console-session'));
+  },
+};
 
 const ACCOUNT_KEY = 'rocketraft.console.account';
 
@@ -97,6 +112,7 @@ export async function api(method, path, body) {
   const headers = { Accept: 'application/json' };
   if (method !== 'GET') {
     headers['X-Console-Request'] = '1';
+    if (session.csrfToken) headers['X-CSRF-Token'] = session.csrfToken;
     const a = account.get();
     if (a) {
       headers['X-Console-Access-Key'] = a.accessKey;
@@ -115,7 +131,11 @@ export async function api(method, path, body) {
   } catch (e) {
     data = { error: resp.statusText };
   }
-  if (!resp.ok) throw new ApiError(resp.status, (data && data.error) || resp.statusText, data && data.needAccount);
+  if (!resp.ok) {
+    const err = new ApiError(resp.status, (data && data.error) || resp.statusText, data && data.needAccount, data && data.needLogin);
+    if (err.needLogin && path !== '/api/login' && path !== '/api/session') window.dispatchEvent(new Event('console-need-login'));
+    throw err;
+  }
   return data;
 }
 
