@@ -96,9 +96,11 @@ func (c ACLConfig) validate(tc remoting.TLSConfig) error {
 }
 
 // writeCodes are the requests that change the name server's state, and whether a broker account (not
-// only an admin one) may send them.
+// only an admin one) may send them. QUERY_DATA_VERSION is one: when the version matches it refreshes the
+// broker's liveness, and the version is readable by anyone, so unguarded it would keep a dead broker routed.
 var writeCodes = map[remoting.RequestCode]bool{
 	remoting.RegisterBroker:        true,
+	remoting.QueryDataVersion:      true,
 	remoting.UnregisterBroker:      true,
 	remoting.DeleteTopicInNamesrv:  false,
 	remoting.PutKVConfig:           false,

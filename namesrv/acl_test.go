@@ -99,6 +99,12 @@ func TestACLGuardsWrites(t *testing.T) {
 	refused("unsigned wipe write perm", f.call(remoting.WipeWritePermOfBroker, map[string]string{"brokerName": "broker-a"}, nil))
 	refused("unsigned put KV", f.call(remoting.PutKVConfig, map[string]string{"namespace": "ORDER_TOPIC_CONFIG", "key": "TopicTest", "value": "x"}, nil))
 	refused("unsigned delete KV", f.call(remoting.DeleteKVConfig, map[string]string{"namespace": "ORDER_TOPIC_CONFIG", "key": "TopicTest"}, nil))
+	refused("unsigned query data version (refreshes the broker's liveness)", f.call(remoting.QueryDataVersion,
+		map[string]string{"brokerAddr": brokerA.addr, "brokerName": "broker-a", "clusterName": brokerA.cluster, "brokerId": "0"}, nil))
+	if resp := f.callOn(brokerCl, remoting.QueryDataVersion, map[string]string{"brokerAddr": brokerA.addr,
+		"brokerName": "broker-a", "clusterName": brokerA.cluster, "brokerId": "0"}, nil); resp.Code != int32(remoting.Success) {
+		t.Errorf("query data version by the broker account: %s %q", remoting.ResponseCode(resp.Code), resp.Remark)
+	}
 
 	if _, after, _ := f.route("TopicTest"); after != before {
 		t.Fatalf("the route changed:\nbefore %s\nafter  %s", before, after)

@@ -62,14 +62,15 @@
 //
 // Without aclEnable (the default, as RocketMQ 4.x) anyone who reaches the port may register a broker (and so
 // route a topic's clients to an address of their choosing), unregister one, delete a topic's route, wipe write
-// permissions or change the KV settings. With aclEnable those seven writes need a request signed by an account
+// permissions or change the KV settings, or keep a dead broker routed (QUERY_DATA_VERSION with the version it
+// had refreshes its liveness). With aclEnable those eight writes need a request signed by an account
 // of aclFile (the broker's plain_acl.yml): registration an admin account or one named in aclBrokerAccessKeys
-// (the brokers sign with their accessKey/secretKey), the others an admin account. Reads stay open. acl.go has
+// (the brokers sign with their accessKey/secretKey; QUERY_DATA_VERSION the same), the others an admin account. Reads stay open. acl.go has
 // the table; a refusal is NO_PERMISSION, changes nothing and is logged with the remote address.
 //
 // Under TLS the other credential is a client certificate: with peerTlsTrustCertPath (the cluster CA, the file
 // the brokers' peer TLS trusts), a request on a TLS connection whose client presented a certificate of that CA
-// naming a node (URI rocketraft://<group>/<id>) may make all seven writes, signed or not; otherwise the
+// naming a node (URI rocketraft://<group>/<id>) may make all eight writes, signed or not; otherwise the
 // signature decides as above. The port must ask for certificates (tlsServerMode permissive or enforcing,
 // tlsServerNeedClientAuth optional or require), and peerTlsTrustCertPath without aclEnable is a start-up error
 // (it would guard nothing). Brokers present theirs with tlsEnable, tlsClientCertPath and tlsClientKeyPath.
