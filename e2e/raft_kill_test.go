@@ -27,6 +27,11 @@ import (
 // runs 10).
 const raftKillsEnv = "ROCKETRAFT_RAFT_KILLS"
 
+// raftTimersEnv: "default" runs the child nodes with the product's election timers (dLegerHeartbeatTimeoutMs
+// and dLegerElectionTimeoutMs 500, lease 250), as `make chaos-raft` does to measure failover; otherwise
+// they run with twice those, which keeps a loaded test machine from electing anew without a fault.
+const raftTimersEnv = "ROCKETRAFT_RAFT_TIMERS"
+
 // raftChild is one node of a Raft group running as a child process (the mqbroker command).
 type raftChild struct {
 	addr string
@@ -180,8 +185,10 @@ func startRaftChildren(t *testing.T, c *cluster.Cluster, brokerName, vip string)
 			"--brokerIP1=" + hosts[i], "--listenPort=" + strconv.Itoa(ports[i]), "--metricsPort=0",
 			"--storePathRootDir=" + dir, "--flushDiskType=SYNC_FLUSH",
 			"--mappedFileSizeCommitLog=4194304", "--maxMessageSize=65536", "--registerNameServerPeriod=1000",
-			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i),
-			"--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500"}}
+			"--enableDLegerCommitLog=true", "--dLegerPeers=" + strings.Join(peers, ";"), fmt.Sprintf("--dLegerSelfId=n%d", i)}}
+		if os.Getenv(raftTimersEnv) != "default" {
+			n.args = append(n.args, "--dLegerHeartbeatTimeoutMs=1000", "--dLegerElectionTimeoutMs=1000", "--dLegerLeaderLeaseTimeoutMs=500")
+		}
 		if vip != "" {
 			n.args = append(n.args, "--masterVipAddress="+vip)
 		}
