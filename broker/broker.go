@@ -344,7 +344,8 @@ func (b *Broker) start() error {
 	return nil
 }
 
-// Close shuts down in this order: unregister from the name servers (clients stop routing here), stop
+// Close shuts down in this order: in the Raft mode a master stops its services, proposes its last offsets
+// and hands leadership over (raftHandOver), then: unregister from the name servers (clients stop routing here), stop
 // accepting connections, stop the services and answer the held pulls, run the requests already queued,
 // flush the store (so SYNC_FLUSH sends are answered), persist consumer offsets, write what the connections
 // still hold and close them, then close the store (final flush, abort file removed).
@@ -353,6 +354,8 @@ func (b *Broker) Close() error {
 		var errs []error
 		ctx, cancel := context.WithTimeout(context.Background(), ms(b.cfg.ShutdownTimeoutMillis))
 		defer cancel()
+		b.raftCloseServices() // Raft mode: stopped under its lock, none started after
+		b.raftHandOver()      // Raft mode: a master hands over while its pools still run
 		b.unregisterAll(ctx)
 		if err := b.server.StopAccepting(); err != nil {
 			errs = append(errs, err)
@@ -362,7 +365,6 @@ func (b *Broker) Close() error {
 		}
 		close(b.stop)
 		b.wg.Wait()
-		b.raftCloseServices() // Raft mode: stopped under its lock, none started after
 		if b.masterServices {
 			b.txCheck.close()
 			if err := b.schedule.close(); err != nil {

@@ -289,8 +289,9 @@ func (f *raftForwarder) send(conn *remoting.Conn, req *remoting.Command, to lead
 	err := f.client.InvokeAsync(ctx, addr, out, func(resp *remoting.Command, err error) {
 		cancel()
 		f.inflight.Add(-size)
-		if err == nil && resp.ExtFields[extNotMaster] == "true" && time.Now().Before(deadline) {
-			// That master handed over meanwhile and stored nothing: on to the next one.
+		if (err == nil && resp.ExtFields[extNotMaster] == "true" || neverSent(err)) && time.Now().Before(deadline) {
+			// That master handed over meanwhile and stored nothing, or it could not be reached (gone:
+			// its successor is elected in a later term): on to the next one.
 			f.inflight.Add(size)
 			go f.await(conn, req, nil, deadline, size, to.Term)
 			return
@@ -299,9 +300,20 @@ func (f *raftForwarder) send(conn *remoting.Conn, req *remoting.Command, to lead
 	})
 	if err != nil {
 		cancel()
+		if neverSent(err) && time.Now().Before(deadline) {
+			go f.await(conn, req, nil, deadline, size, to.Term)
+			return
+		}
 		f.inflight.Add(-size)
 		f.relay(conn, req, addr, nil, err)
 	}
+}
+
+// neverSent reports whether err says the request never reached the master (the dial failed), so that
+// forwarding it again elsewhere cannot store it twice.
+func neverSent(err error) bool {
+	var ce *remoting.ConnectError
+	return errors.As(err, &ce)
 }
 
 // relay answers the client with the master's answer, or with SERVICE_NOT_AVAILABLE when there is none.

@@ -103,6 +103,20 @@ func (b *Broker) closeRaft() error {
 	return b.raft.node.Close()
 }
 
+// raftHandOver moves leadership to the most up-to-date follower when this node leads a group of more than
+// one voter (raftlog.Node.HandOver), first thing in Close: the master's virtual address and its clients
+// move to the new master at once, and the requests that still reach this node are forwarded while its
+// pools run, instead of meeting drained pools (SYSTEM_BUSY). A failure is logged and Close goes on
+// (raftlog.Node.Close tries again).
+func (b *Broker) raftHandOver() {
+	if b.raft.node == nil {
+		return
+	}
+	if err := b.raft.node.HandOver(); err != nil {
+		b.log.Warn("raft: hand leadership over before stopping", "err", err)
+	}
+}
+
 // raftCloseServices stops the leader-only services for good (Close, before the classic shutdown of
 // those services, which then finds them stopped). A master proposes its last offsets and timer
 // progress first, so the node it hands leadership to loses none of them.

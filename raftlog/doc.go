@@ -242,6 +242,19 @@
 // while the followers store and sync entry N, the leader loop is free to store entry N+1
 // (MaxInFlight > 1), and Raft hands a follower whatever accumulated as one AppendEntries.
 //
+// # Pipelined replication that cannot hang (pipeline.go)
+//
+// hashicorp/raft's pipelined AppendEntries can block forever once the pipeline's decoder has
+// stopped (pipeline.go has the sequence): the follower then gets no more entries from this
+// leader, and Shutdown never returns (seen as a test stuck in Node.Close). The node wraps its
+// network transport: a pipeline whose AppendEntries has not returned within twice the
+// transport's I/O timeout is closed, and Close closes every pipeline right after signalling
+// Raft to shut down. Safe: closing a pipeline is what Raft does after any pipeline error; it
+// falls back to plain AppendEntries from the follower's nextIndex, so nothing is skipped, and a
+// follower's log is only ever changed by what the leader sends. On stop, a master hands
+// leadership over first (HandOver, called by the broker before its pools drain), so the
+// requests still arriving are forwarded instead of refused.
+//
 // # Who may talk to the group (peer TLS)
 //
 // Without NodeOptions.PeerTLS the transport is hashicorp/raft's plain TCP one: anyone who can

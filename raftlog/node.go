@@ -201,6 +201,7 @@ type Node struct {
 	stable *raftboltdb.BoltStore
 	snaps  raft.SnapshotStore
 	trans  raft.Transport
+	guard  *pipelineGuard // wraps trans when the node made it (nil with Options.Transport)
 	raft   *raft.Raft
 
 	prop   *proposer
@@ -315,6 +316,10 @@ func (n *Node) Start() error {
 			return fmt.Errorf("raftlog: listen on the raft address %s (dLegerPeers): %w", addr, err)
 		}
 		trans = t
+		if _, ok := t.(raft.WithPreVote); ok {
+			n.guard = newPipelineGuard(t, 2*tc.Timeout, n.lg) // pipeline.go: hashicorp/raft's pipeline hang
+			trans = n.guard
+		}
 	}
 	n.trans = trans
 	rc := n.raftConfig()
@@ -428,7 +433,11 @@ func (n *Node) Close() error {
 			}
 			n.wg.Wait()
 			done := reportSlow(n.lg, "raft shutdown", 30*time.Second)
-			errs = append(errs, n.raft.Shutdown().Error())
+			f := n.raft.Shutdown()
+			if n.guard != nil {
+				n.guard.closePipelines() // frees a replication goroutine stuck in a pipeline (pipeline.go)
+			}
+			errs = append(errs, f.Error())
 			done()
 			n.raft.DeregisterObserver(n.roles.obs)
 		} else {

@@ -307,6 +307,16 @@ func (n *Node) TransferLeadership(toID string) error {
 	return nil
 }
 
+// HandOver transfers leadership to the most up-to-date follower when this node leads a group
+// of more than one voter, and returns once the transfer is over; nil at once otherwise (a
+// follower, a single node, a node not started or closed).
+func (n *Node) HandOver() error {
+	if n.raft == nil || n.closed.Load() || len(n.cfg.Peers) < 2 || n.raft.State() != raft.Leader {
+		return nil
+	}
+	return n.TransferLeadership("")
+}
+
 // AddVoter adds a node to the group (or changes its address) and waits until the new
 // configuration is committed; the new node starts empty (no bootstrap) and catches up from
 // the log, or from the retained CommitLog files (SnapshotStore). Leader only.

@@ -15,6 +15,15 @@ import (
 // ErrClientClosed is returned by calls on a closed Client.
 var ErrClientClosed = errors.New("remoting: client closed")
 
+// ConnectError is a failed dial: the request it was for never left this process.
+type ConnectError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ConnectError) Error() string { return "remoting: connect to " + e.Addr + ": " + e.Err.Error() }
+func (e *ConnectError) Unwrap() error { return e.Err }
+
 // ClientConfig configures a Client. Zero values take the defaults named on each field.
 type ClientConfig struct {
 	DialTimeout     time.Duration // default 3 s (also bounded by the call's ctx)
@@ -179,7 +188,7 @@ func (c *Client) dial(ctx context.Context, addr string) (*Conn, error) {
 	d := net.Dialer{Timeout: c.cfg.DialTimeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("remoting: connect to %s: %w", addr, err)
+		return nil, &ConnectError{Addr: addr, Err: err}
 	}
 	conn := newConn(c.nextID.Add(1), nc, c.cc, c.logger, c.dispatch, &c.tr)
 	if c.cfg.TLS != nil {

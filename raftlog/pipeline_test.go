@@ -1,0 +1,79 @@
+package raftlog
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// stuckPipeline's AppendEntries blocks until Close, as hashicorp/raft's netPipeline does when its
+// response reader is blocked (pipeline.go).
+type stuckPipeline struct {
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (p *stuckPipeline) AppendEntries(*raft.AppendEntriesRequest, *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	<-p.closed
+	return nil, raft.ErrPipelineShutdown
+}
+func (p *stuckPipeline) Consumer() <-chan raft.AppendFuture { return nil }
+func (p *stuckPipeline) Close() error {
+	p.once.Do(func() { close(p.closed) })
+	return nil
+}
+
+type stuckTransport struct {
+	raft.Transport // nil: only the pipeline is used
+	mu             sync.Mutex
+	made           []*stuckPipeline
+}
+
+func (t *stuckTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := &stuckPipeline{closed: make(chan struct{})}
+	t.made = append(t.made, p)
+	return p, nil
+}
+
+// TestPipelineGuardFreesStuckAppend: an AppendEntries stuck past stuckAfter is freed by closing its
+// pipeline (it returns ErrPipelineShutdown, and Raft starts over); closePipelines frees one at once
+// however long stuckAfter is, and refuses new pipelines.
+func TestPipelineGuardFreesStuckAppend(t *testing.T) {
+	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g := newPipelineGuard(&stuckTransport{}, 20*time.Millisecond, lg)
+	p, err := g.AppendEntriesPipeline("n1", "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendEntries(&raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{}); !errors.Is(err, raft.ErrPipelineShutdown) {
+		t.Fatalf("a stuck AppendEntries returned %v, want ErrPipelineShutdown", err)
+	}
+
+	g = newPipelineGuard(&stuckTransport{}, time.Hour, lg)
+	p, err = g.AppendEntriesPipeline("n1", "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.AppendEntries(&raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{})
+		done <- err
+	}()
+	g.closePipelines()
+	if err := <-done; !errors.Is(err, raft.ErrPipelineShutdown) {
+		t.Fatalf("AppendEntries after closePipelines returned %v, want ErrPipelineShutdown", err)
+	}
+	if _, err := g.AppendEntriesPipeline("n2", "127.0.0.1:2"); !errors.Is(err, errGuardClosed) {
+		t.Fatalf("a pipeline after closePipelines: %v, want errGuardClosed", err)
+	}
+	if len(g.pipes) != 0 {
+		t.Fatalf("%d pipelines still tracked", len(g.pipes))
+	}
+}
