@@ -48,11 +48,15 @@ profile_args() {
 }
 
 # raft_scrape PORT...: the rocketmq_raft_* samples (no buckets) of the nodes' metrics endpoints, summed over
-# the nodes, one "series value" a line.
+# the nodes, one "series value" a line. The labels every broker series carries (cluster, node_id, node_type:
+# broker/metrics.go) are dropped, so a series reads as its name and its own labels, e.g.
+# rocketmq_raft_store_entries_count{role="follower"}.
 raft_scrape() {
   local p
   for p in "$@"; do curl -fsS "http://127.0.0.1:$p/metrics" || true; done |
-    awk '/^rocketmq_raft_/ && $1 !~ /_bucket/ { sum[$1] += $2 } END { for (k in sum) printf "%s %.9g\n", k, sum[k] }'
+    awk '/^rocketmq_raft_/ && $1 !~ /_bucket/ {
+      k = $1; gsub(/(cluster|node_id|node_type)="[^"]*",?/, "", k); sub(/,}$/, "}", k); sub(/\{\}$/, "", k)
+      sum[k] += $2 } END { for (k in sum) printf "%s %.9g\n", k, sum[k] }'
 }
 
 # raft_delta BEFORE AFTER SERIES: AFTER's value of SERIES minus BEFORE's (0 when absent).
