@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,8 +22,10 @@ type allocator struct {
 	fileSize    int64
 	preallocate bool
 	warm        bool
-	// warmAhead is how much of the head of a new file is warmed (0: all of it).
+	// warmAhead is how much of the head of a new file is warmed (0: all of it); warmBytes,
+	// when set, counts the zeros written (Stats.WarmBytes).
 	warmAhead int64
+	warmBytes *atomic.Int64
 	pool      *transientPool
 	fastFail  bool
 	log       *slog.Logger
@@ -83,6 +86,9 @@ func (a *allocator) make(path string, from int64) (*mappedFile, error) {
 	if a.warm {
 		start := time.Now()
 		n, err := mf.warmTo(warmTarget(0, a.warmAhead, mf.size))
+		if a.warmBytes != nil {
+			a.warmBytes.Add(n)
+		}
 		if err != nil {
 			_ = mf.destroy(true)
 			if buf != nil {

@@ -259,6 +259,7 @@ func (s *Store) open() error {
 	s.alloc.made = func() { s.checkDisk() }
 	s.commitLog = newCommitLog(cfg, s.opts.StoreHost, s.clock, q)
 	s.commitLog.log = s.log
+	s.alloc.warmBytes = &s.commitLog.warmBytes
 	s.cqs = newConsumeQueueTable(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.log)
 	if cfg.MessageIndexEnable {
 		s.index = newIndexService(cfg.indexDir(), cfg.MaxHashSlotNum, cfg.MaxIndexNum, s.clock, s.log)
