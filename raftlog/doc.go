@@ -208,9 +208,14 @@
 //	warm frontier (acbf900)     5 to 15    1080        842       0.11       4120     0.27     7.3         0.40
 //	+ pwrite at apply (004df13) 10 to 14   1353       2163       0.31       8495     0.57     6.8         0.42
 //	same, MaxInFlight 1 (b)      8 to 10   1010       3203       0.28       8032     0.43    10.4         0.29
+//	final (8fe40a4)             5 to 13    3035       2203       0.29       3438     0.21     6.8         0.42
 //
 // (a) the scrape of the rocketmq_raft_* series missed the broker's cluster/node labels then.
-// (b) without PROFILE. Stage means of the third run (ms): queue 1.18, dispatch 0.09, store
+// (b) without PROFILE. In the final run the three nodes wrote 162 MiB of zeros ahead of
+// their writes in the 20 s (about what they wrote) and no flush found the frontier behind
+// (rocketmq_storage_warm_stalls_total 0); its Raft SYNC_FLUSH was 3.07x NATS R3 with sync
+// always (717 msgs/s, p99 138 ms that run), its ASYNC_FLUSH 0.59x NATS R3 default (the load
+// rose to 13 during that row). Stage means of the third run (ms): queue 1.18, dispatch 0.09, store
 // 1.57, replicate 3.06, apply 0.26, answer 0.09 (second run: 2.70, 0.19, 4.74, 7.56, 1.35,
 // 0.22); ASYNC_FLUSH: 0.25, 0.03, 0.05, 0.55, 0.07, 0.04. The figures move by a factor of two
 // with the load of the other builds on this machine (the single broker's SYNC_FLUSH row went
