@@ -56,7 +56,8 @@
 // writes outrun it, the flusher warms up to the end of the records it is about to write
 // before writing them (Stats.WarmStalls counts those), so the frontier is a guarantee, not
 // a race. A cut tail has its written parts rewritten with zeros (holes read as zeros). Open
-// of an empty SYNC_FLUSH store thus writes 16 MiB of zeros, not a whole file (1 GiB took
+// of an empty SYNC_FLUSH store thus writes 16 MiB of zeros, and the allocate service another
+// 16 MiB at the head of the next file, not two whole files (1 GiB took
 // 3.4 s here, and three Raft nodes starting at once spent up to 28 s electing a leader
 // behind it). warmMapedFileEnable with ASYNC_FLUSH (writes that do not check the frontier)
 // still warms each file in full when it is made. Disk use is measured after each new file.
