@@ -67,6 +67,10 @@ var (
 	putFailuresDesc   = metrics.Desc("rocketmq_storage_put_failures_total", "Puts the store refused.")
 	flushFailuresDesc = metrics.Desc("rocketmq_storage_flush_failures_total",
 		"Failed CommitLog flushes (each one turns the store read-only).")
+	warmBytesDesc = metrics.Desc("rocketmq_storage_warm_bytes_total",
+		"Zeros written (and synced) to keep SYNC_FLUSH CommitLog files warm ahead of the writes.")
+	warmStallsDesc = metrics.Desc("rocketmq_storage_warm_stalls_total",
+		"SYNC_FLUSH flushes that found the warm frontier behind their records and warmed first.")
 	pullsHeldDesc = metrics.Desc("rocketmq_pull_requests_held",
 		"Long-polling pull requests parked until a message arrives or they time out.")
 )
@@ -83,11 +87,13 @@ func (b *Broker) metricsCollector() prometheus.Collector {
 		ch <- metrics.Gauge(writableDesc, metrics.Bool(st.Writable && !st.DiskFull))
 		ch <- metrics.Counter(putFailuresDesc, float64(st.PutFailures))
 		ch <- metrics.Counter(flushFailuresDesc, float64(st.FlushFailures))
+		ch <- metrics.Counter(warmBytesDesc, float64(st.WarmBytes))
+		ch <- metrics.Counter(warmStallsDesc, float64(st.WarmStalls))
 		ch <- metrics.Gauge(pullsHeldDesc, float64(b.pullHold.count()))
 		b.collectConsumerLag(ch)
 		b.collectHA(ch)
 	}, brokerInfoDesc, putLatencyDesc, flushLatencyDesc, commitBehindDesc, diskRatioDesc, writableDesc, putFailuresDesc,
-		flushFailuresDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
+		flushFailuresDesc, warmBytesDesc, warmStallsDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
 		consumerQueueingDesc, consumerReadyDesc, queueLagDesc, queueLagOmittedDesc,
 		haConnectionsDesc, haSlaveLagDesc, haMasterConnectedDesc)
 }

@@ -306,3 +306,20 @@ func TestRaftSeriesOnlyWhenRegistered(t *testing.T) {
 	}
 	(&brokerMetrics{}).registerRaft(fixedRaft{}) // metricsPort=0: nothing to register with, no panic
 }
+
+// A SYNC_FLUSH broker reports the zeros written to keep its CommitLog warm (its first file,
+// smaller than the warm distance, is warmed in full at start) and the flushes that had to
+// warm first.
+func TestWarmSeriesWithSyncFlush(t *testing.T) {
+	cfg := metricsTestConfig(t)
+	cfg.FlushDiskType = store.SyncFlush
+	b := startMetricsBroker(t, cfg)
+	putN(t, b.store, "WarmTopic", 0, 5)
+	f := scrapeBroker(t, b)
+	if v, _ := f.Value("rocketmq_storage_warm_bytes_total"); v < float64(cfg.MappedFileSizeCommitLog) {
+		t.Errorf("rocketmq_storage_warm_bytes_total %v, want at least the first file, %d", v, cfg.MappedFileSizeCommitLog)
+	}
+	if f.Count("rocketmq_storage_warm_stalls_total") != 1 {
+		t.Error("rocketmq_storage_warm_stalls_total missing")
+	}
+}

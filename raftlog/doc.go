@@ -192,12 +192,57 @@
 // follower) on one shared disk, so a group at 16 closed-loop producers cannot pass about half
 // of one broker, whose round is one sync; the CPU the three nodes share bounds ASYNC_FLUSH.
 //
-// # Queue offsets stay assigned at apply time (measured, not changed)
+// Then (issue 12, second pass) two costs found in the profiles were removed from the store:
+// the SYNC_FLUSH warm-up of each whole 1 GiB CommitLog file at start and of the next file
+// ahead (44-63 % of each node's CPU in the earlier profiles, and leader elections of up to
+// 28 s at start), now a warm frontier 16 MiB ahead of the writes (store/warm.go; a node's
+// first file is warmed in 34-42 ms, the leader elected 0.9 s after the first node opened its
+// store), and the write-protect fault per page of the queue offsets written at apply (below).
+// Command: ROWS="sync raft async raft-async nats-r3 nats-r3-always" DURATION=20s PROFILE=1
+// scripts/bench-compare.sh; each line one run, ratios to one broker of the same flush mode in
+// that run; load average from start to end of the run, and the disk's 4 KiB write+fdatasync
+// rate as the script measured it first (other helpers' builds and benchmarks shared the disk):
 //
-// The state machine writes each record's QUEUEOFFSET into the mapped CommitLog when it
-// applies the entry (store.DispatchMessages). With SYNC_FLUSH, StoreLogs has just synced
-// those pages, so the write takes a write-protect fault on a written-back page and dirties
-// it again for the next sync. Measured (bench-compare PROFILE=1, raft row, 20 s, load 27):
+//	run                          load     fsync/s  raft msgs/s  x sync  raft-async  x async  msgs/entry  fsyncs/msg
+//	before (9e35b6c)             3 to 9    3309       1443       0.25       4686     0.18      -   (a)       -
+//	warm frontier (acbf900)     5 to 15    1080        842       0.11       4120     0.27     7.3         0.40
+//	+ pwrite at apply (004df13) 10 to 14   1353       2163       0.31       8495     0.57     6.8         0.42
+//	same, MaxInFlight 1 (b)      8 to 10   1010       3203       0.28       8032     0.43    10.4         0.29
+//	final (8fe40a4)             5 to 13    3035       2203       0.29       3438     0.21     6.8         0.42
+//
+// (a) the scrape of the rocketmq_raft_* series missed the broker's cluster/node labels then.
+// (b) without PROFILE. In the final run the three nodes wrote 162 MiB of zeros ahead of
+// their writes in the 20 s (about what they wrote) and no flush found the frontier behind
+// (rocketmq_storage_warm_stalls_total 0); its Raft SYNC_FLUSH was 3.07x NATS R3 with sync
+// always (717 msgs/s, p99 138 ms that run), its ASYNC_FLUSH 0.59x NATS R3 default (the load
+// rose to 13 during that row). Stage means of the third run (ms): queue 1.18, dispatch 0.09, store
+// 1.57, replicate 3.06, apply 0.26, answer 0.09 (second run: 2.70, 0.19, 4.74, 7.56, 1.35,
+// 0.22); ASYNC_FLUSH: 0.25, 0.03, 0.05, 0.55, 0.07, 0.04. The figures move by a factor of two
+// with the load of the other builds on this machine (the single broker's SYNC_FLUSH row went
+// from 5,689 to 11,244 msgs/s between runs), so only the ratios of one run compare, and a
+// change within about a third of a ratio is not shown to be one. Top of the leader's CPU
+// profile in the third run: syscalls 39 % (pwrite, fdatasync, network), futex 8 %,
+// PutUint32 5 % (the hash index, store.indexFile.put32, a fault per first touch of its
+// pages; the same in one broker), memmove 3 %; the PutUint64 of dispatchFramed (12 % of the
+// leader, 16 % of a follower in the second run) is gone. Why about 7 messages per entry with
+// 16 producers: with two entries in flight the closed-loop producers split into two cohorts,
+// one per entry, each answered together and back together (the linger keeps a cohort from
+// splitting further); one entry in flight makes one cohort (10.4 per entry, 0.29 fsyncs per
+// message) but serialises the leader's sync of the next entry behind the followers' sync of
+// this one, and measured a lower ratio in both flush modes, so MaxInFlight stays 2.
+// MaxAppendEntries still never binds (1.04 entries per follower append; 1.33 with
+// ASYNC_FLUSH), so it stays 256.
+//
+// # Queue offsets stay assigned at apply time (measured; written with pwrite)
+//
+// The state machine writes each record's QUEUEOFFSET into the CommitLog when it applies the
+// entry (store.DispatchMessages). With SYNC_FLUSH, StoreLogs has just synced those pages, so
+// a write through the mapping took a write-protect fault on a written-back page and dirtied
+// it again for the next sync; now (SYNC_FLUSH, pwrite writes) dispatch writes the offsets
+// into a copy of the entry's records and puts it back with one pwrite before the dispatched
+// position and the read limit move, so no reader sees a record without its offset and the
+// bytes are those the mapped write gave (the same pages are dirtied again). The figures
+// below are from before that change. Measured (bench-compare PROFILE=1, raft row, 20 s, load 27):
 // that one store (binary.BigEndian.PutUint64 in dispatchFramed) is 4.0 % of the leader's
 // CPU samples and 4.6 to 4.7 % of each follower's, about 40 % of dispatch, or 7 % (leader) to
 // 13 % (followers) once the start-up zero-fill of the CommitLog files is left out; the apply

@@ -91,16 +91,21 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Partition the leader: the others elect one of them over TLS, then it rejoins.
+	// Partition the leader: the others elect one of them over TLS, then it rejoins. The old
+	// leader must have stepped down (its lease ran out) before the put, or the put may go to
+	// it and fail with ErrLeadershipLost when it learns of the new term.
 	old := c.leader()
 	c.isolate(old)
-	waitFor(t, "a new leader", func() bool {
+	waitFor(t, "a new leader, and the old one stepped down", func() bool {
+		found := false
 		for i, tn := range c.running() {
-			if i != old && tn.n.Status().Role == "Leader" {
-				return true
+			role := tn.n.Status().Role
+			if i == old && role == "Leader" {
+				return false
 			}
+			found = found || (i != old && role == "Leader")
 		}
-		return false
+		return found
 	})
 	c.heal()
 	if _, err := c.put(ctx, []*store.Message{testMsg("A", 0, "after the partition")}); err != nil {

@@ -14,7 +14,8 @@
 # The Raft rows are also set against our single broker of the same flush mode (the issue 12 goals), and the
 # nodes' rocketmq_raft_* series are scraped before and after the measured run: messages per Raft entry,
 # fsyncs per message (all three nodes), entries per follower append, and the mean of each stage of a send
-# on the leader (queue, dispatch, leader store, replicate, apply, answer).
+# on the leader (queue, dispatch, leader store, replicate, apply, answer), and the MiB of zeros written to keep
+# the CommitLogs warm ahead of the writes with the flushes that had to warm first (store/warm.go).
 #
 # NATS (github.com/nats-io/nats-server/v2, embedded by bench/cmd/natsbench, a module of its own under bench/)
 # runs one server, or three clustered on 127.0.0.1, with file storage; its publisher goes through the same
@@ -47,12 +48,16 @@ profile_args() {
   if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
 }
 
-# raft_scrape PORT...: the rocketmq_raft_* samples (no buckets) of the nodes' metrics endpoints, summed over
-# the nodes, one "series value" a line.
+# raft_scrape PORT...: the rocketmq_raft_* and rocketmq_storage_warm_* samples (no buckets) of the nodes'
+# metrics endpoints, summed over the nodes, one "series value" a line. The labels every broker series carries (cluster, node_id, node_type:
+# broker/metrics.go) are dropped, so a series reads as its name and its own labels, e.g.
+# rocketmq_raft_store_entries_count{role="follower"}.
 raft_scrape() {
   local p
   for p in "$@"; do curl -fsS "http://127.0.0.1:$p/metrics" || true; done |
-    awk '/^rocketmq_raft_/ && $1 !~ /_bucket/ { sum[$1] += $2 } END { for (k in sum) printf "%s %.9g\n", k, sum[k] }'
+    awk '/^rocketmq_(raft|storage_warm)_/ && $1 !~ /_bucket/ {
+      k = $1; gsub(/(cluster|node_id|node_type)="[^"]*",?/, "", k); sub(/,}$/, "}", k); sub(/\{\}$/, "", k)
+      sum[k] += $2 } END { for (k in sum) printf "%s %.9g\n", k, sum[k] }'
 }
 
 # raft_delta BEFORE AFTER SERIES: AFTER's value of SERIES minus BEFORE's (0 when absent).
@@ -69,6 +74,9 @@ raft_summary() {
   fsyncs="$(raft_delta "$b" "$a" rocketmq_raft_fsyncs_total)"
   fcalls="$(raft_delta "$b" "$a" 'rocketmq_raft_store_entries_count{role="follower"}')"
   fentries="$(raft_delta "$b" "$a" 'rocketmq_raft_store_entries_sum{role="follower"}')"
+  local wbytes wstalls
+  wbytes="$(raft_delta "$b" "$a" rocketmq_storage_warm_bytes_total)"
+  wstalls="$(raft_delta "$b" "$a" rocketmq_storage_warm_stalls_total)"
   local stages="" st n sum
   for st in queue dispatch store replicate apply answer; do
     n="$(raft_delta "$b" "$a" "rocketmq_raft_send_stage_seconds_count{stage=\"$st\"}")"
@@ -78,6 +86,7 @@ raft_summary() {
   RAFT_LINE[$1]="$(awk -v m="$msgs" -v e="$entries" -v f="$fsyncs" -v c="$fcalls" -v fe="$fentries" 'BEGIN {
     printf "msgs/entry %s  fsyncs/msg %s  fsyncs %d  entries/follower append %s", (e > 0 ? sprintf("%.1f", m/e) : "-"),
       (m > 0 ? sprintf("%.3f", f/m) : "-"), f, (c > 0 ? sprintf("%.2f", fe/c) : "-") }')  stage means ms:$stages"
+  RAFT_LINE[$1]+="  warmed MiB $(awk -v w="$wbytes" 'BEGIN { printf "%.0f", w / 1048576 }') (flushes that warmed first: ${wstalls%.*})"
 }
 
 # record KEY JSON: keeps a summary's figures.

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // allocator is RocketMQ's AllocateMappedFileService: when the CommitLog asks for file N it
 // also queues file N+1, so by the time N fills up the next file already exists (created,
-// sized, mapped, warmed when configured (written with zeros and synced, see warmFrom) and given
+// sized, mapped, warmed when configured (its head, or all of it, written with zeros and
+// synced, see warmTo) and given
 // a transient pool buffer) and the writer does not wait for the file system. Start also queues
 // the file after the last one. Before Start and after Close it creates inline.
 type allocator struct {
@@ -20,10 +22,14 @@ type allocator struct {
 	fileSize    int64
 	preallocate bool
 	warm        bool
-	pool        *transientPool
-	fastFail    bool
-	log         *slog.Logger
-	wake        chan struct{}
+	// warmAhead is how much of the head of a new file is warmed (0: all of it); warmBytes,
+	// when set, counts the zeros written (Stats.WarmBytes).
+	warmAhead int64
+	warmBytes *atomic.Int64
+	pool      *transientPool
+	fastFail  bool
+	log       *slog.Logger
+	wake      chan struct{}
 	// made, when set, runs after each file is made (the store checks the disk).
 	made func()
 
@@ -48,8 +54,8 @@ type allocRequest struct {
 
 var errAllocatorStopped = errors.New("store: allocate service stopped")
 
-func newAllocator(dir string, fileSize int64, preallocate, warm bool, pool *transientPool, fastFail bool, log *slog.Logger) *allocator {
-	a := &allocator{dir: dir, fileSize: fileSize, preallocate: preallocate, warm: warm, pool: pool,
+func newAllocator(dir string, fileSize int64, preallocate, warm bool, warmAhead int64, pool *transientPool, fastFail bool, log *slog.Logger) *allocator {
+	a := &allocator{dir: dir, fileSize: fileSize, preallocate: preallocate, warm: warm, warmAhead: warmAhead, pool: pool,
 		fastFail: fastFail, log: log, wake: make(chan struct{}, 1)}
 	a.mu.reqs = make(map[string]*allocRequest)
 	return a
@@ -79,7 +85,10 @@ func (a *allocator) make(path string, from int64) (*mappedFile, error) {
 	}
 	if a.warm {
 		start := time.Now()
-		n, err := mf.warmFrom(0)
+		n, err := mf.warmTo(warmTarget(0, a.warmAhead, mf.size))
+		if a.warmBytes != nil {
+			a.warmBytes.Add(n)
+		}
 		if err != nil {
 			_ = mf.destroy(true)
 			if buf != nil {

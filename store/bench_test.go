@@ -208,7 +208,7 @@ func BenchmarkSyncFlushScaling(b *testing.B) {
 
 // BenchmarkSyncFlushDuringWarm measures what the allocate service's warm-up of the next
 // file costs the writers of the current one: each round runs 16 SYNC_FLUSH writers for 3200
-// puts alone, then again while a 256 MiB file is being warmed (warmFrom, restarted until the
+// puts alone, then again while a 256 MiB file is being warmed (fillHoles, restarted until the
 // phase ends), and reports both rates.
 func BenchmarkSyncFlushDuringWarm(b *testing.B) {
 	s := benchStore(b, SyncFlush, nil)
@@ -233,7 +233,7 @@ func BenchmarkSyncFlushDuringWarm(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				_, err = mf.warmFrom(0)
+				_, err = mf.fillHoles(0, mf.size)
 				_ = mf.destroy(true)
 				if err != nil {
 					b.Error(err)

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/netip"
 	"path/filepath"
@@ -37,6 +38,17 @@ type commitLog struct {
 	// staged keeps records in putMu.stage until the flusher writes them (SYNC_FLUSH).
 	staged bool
 	stager stager
+	// warmAhead is how far the warm frontier is kept ahead of the writes (staged writes
+	// only, 0 otherwise; see warm.go); warmWake wakes the warm service. warmBytes counts the
+	// zeros written ahead, warmStalls the staged writes that had to warm first.
+	warmAhead             int64
+	warmWake              chan struct{}
+	warmBytes, warmStalls atomic.Int64
+	log                   *slog.Logger
+	// beforeWrite (tests) runs in writeStage just before staged records go to their file.
+	beforeWrite func(f *mappedFile, pos, n int64)
+	// beforeWarm (tests) runs in the warm service before it moves a frontier.
+	beforeWarm func()
 	// faultInBeforeLock: see faultIn (SYNC_FLUSH writes through the mapping).
 	faultInBeforeLock bool
 	// readLimit is where reads of records stop: math.MaxInt64, or in framed mode the
@@ -63,7 +75,8 @@ func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFi
 	c := &commitLog{q: q, fileSize: cfg.MappedFileSizeCommitLog, maxMessageSize: cfg.MaxMessageSize,
 		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.pwriteCommitLog(),
 		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.pwriteCommitLog(),
-		staged:            cfg.syncFlushFiles()}
+		staged:            cfg.syncFlushFiles(), warmAhead: cfg.warmAheadBytes(), warmWake: make(chan struct{}, 1),
+		log: slog.Default()}
 	var hb [hostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)
@@ -189,6 +202,7 @@ func (c *commitLog) finishLocked(f *mappedFile, pos int64, buf []byte, end int64
 	case f.writeBuf != nil:
 	case c.staged:
 		f.wrote.Store(end)
+		c.wakeWarmLocked(f, end)
 		return nil
 	case c.writeWithoutMmap:
 		if _, err := f.file.WriteAt(buf, pos); err != nil {

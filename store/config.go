@@ -76,7 +76,7 @@ type Config struct {
 	WriteWithoutMmap bool `mapstructure:"writeWithoutMmap"`
 	// WarmMapedFileEnable writes zeros over every new CommitLog file and syncs them before the
 	// file takes records (RocketMQ's warm-up; RocketMQ's spelling). Always on with SYNC_FLUSH
-	// (see syncFlushFiles).
+	// (see syncFlushFiles), where only a frontier 16 MiB ahead of the writes is warm.
 	WarmMapedFileEnable bool `mapstructure:"warmMapedFileEnable"`
 
 	// FileReservedTime is how long CommitLog files are kept, in hours (72).
@@ -137,10 +137,13 @@ type Config struct {
 	// sparseSyncFlush (benchmarks only) keeps SYNC_FLUSH on sparse files written through the
 	// mapping, as this store did before syncFlushFiles.
 	sparseSyncFlush bool
+	// warmAhead (tests) replaces defaultWarmAhead when positive.
+	warmAhead int64
 }
 
 // syncFlushFiles reports whether the CommitLog is written the SYNC_FLUSH way: every file
-// warmed (written with zeros and synced before it takes records) and records staged in
+// warmed ahead of the writes (written with zeros and synced before it takes records there,
+// see warmAheadBytes) and records staged in
 // memory by the puts, then written with pwrite by the group-commit flusher (stage.go). Measured here (BenchmarkRawSyncWrite, BenchmarkSyncFlushVariants): an fdatasync
 // after appending into a sparse file allocates blocks and commits the ext4 journal, about
 // twice the cost of one that only overwrites written blocks once 16 records are flushed
@@ -150,6 +153,21 @@ func (c Config) syncFlushFiles() bool { return c.FlushDiskType == SyncFlush && !
 
 // warmCommitLog reports whether new CommitLog files are warmed.
 func (c Config) warmCommitLog() bool { return c.WarmMapedFileEnable || c.syncFlushFiles() }
+
+// warmAheadBytes is how far ahead of the writes CommitLog files are kept warm: with
+// SYNC_FLUSH (staged writes, the only path that checks the frontier before it writes)
+// defaultWarmAhead, capped at the file size; 0 means files are warmed in full when made
+// (warmMapedFileEnable with ASYNC_FLUSH).
+func (c Config) warmAheadBytes() int64 {
+	if !c.syncFlushFiles() {
+		return 0
+	}
+	ahead := int64(defaultWarmAhead)
+	if c.warmAhead > 0 {
+		ahead = c.warmAhead
+	}
+	return min(ahead, c.MappedFileSizeCommitLog)
+}
 
 // pwriteCommitLog reports whether CommitLog records are written with pwrite.
 func (c Config) pwriteCommitLog() bool { return c.WriteWithoutMmap || c.syncFlushFiles() }

@@ -18,7 +18,10 @@ const reputPollInterval = 100 * time.Millisecond
 // listener. from only grows, except in recovery.
 type reputService struct {
 	// mu is held by each dispatch run, and by TruncateCommitLog to keep dispatch out.
-	mu                 sync.Mutex
+	mu sync.Mutex
+	// patch is the copy of an entry's records dispatchFramed writes the queue offsets into
+	// before one pwrite puts it back (guarded by mu).
+	patch              []byte
 	from               atomic.Int64
 	lastStoreTimestamp atomic.Int64
 	wake               chan struct{}

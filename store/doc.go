@@ -46,14 +46,23 @@
 //
 // A record never spans two files: when one does not fit (with 8 bytes to spare), the rest of
 // the file gets a blank record, totalSize = bytes left and magic 0xCBD43194, and the record
-// goes to the next file. With ASYNC_FLUSH files are sparse, as in RocketMQ; with SYNC_FLUSH
-// (or warmMapedFileEnable) every file is warmed before it takes records: zeros written over
-// it with pwrite and synced, by the allocate service for the next file, at Open for the first
-// file of an empty master store or the tail of the last file (recovery after a clean Close
-// leaves a warm tail alone; a cut tail is rewritten with zeros), and disk use is measured
-// after each new file. Open of an empty SYNC_FLUSH store thus writes one file of zeros
-// (3.4 s for 1 GiB measured here). A write fault on a full disk is caught and turns the
-// store read-only, and puts are refused with ErrDiskFull well before the disk is full.
+// goes to the next file. With ASYNC_FLUSH files are sparse, as in RocketMQ. With SYNC_FLUSH
+// records are only ever written where the file is warm (zeros written with pwrite and
+// synced, so no block is allocated by a record's fdatasync): each file has a warm frontier
+// (warm.go) kept 16 MiB (defaultWarmAhead) ahead of the writes. The allocate service warms
+// the head of the next file, Open the head of an empty master store's first file or the
+// 16 MiB after the end of the last file (a no-op when they are warm already), and the warm
+// service moves the frontier in bursts once the writes come within 8 MiB of it; should the
+// writes outrun it, the flusher warms up to the end of the records it is about to write
+// before writing them (Stats.WarmStalls counts those), so the frontier is a guarantee, not
+// a race. A cut tail has its written parts rewritten with zeros (holes read as zeros). Open
+// of an empty SYNC_FLUSH store thus writes 16 MiB of zeros, and the allocate service another
+// 16 MiB at the head of the next file, not two whole files (1 GiB took
+// 3.4 s here, and three Raft nodes starting at once spent up to 28 s electing a leader
+// behind it). warmMapedFileEnable with ASYNC_FLUSH (writes that do not check the frontier)
+// still warms each file in full when it is made. Disk use is measured after each new file.
+// A write fault on a full disk is caught and turns the store read-only, and puts are
+// refused with ErrDiskFull well before the disk is full.
 //
 // # ConsumeQueue unit (consumequeue/TOPIC/QUEUEID/, 300,000 units per file by default)
 //
@@ -131,7 +140,7 @@
 // (measured faster here than msync of the dirty range) and completes every waiter it
 // covers. Staging keeps system calls out of the put lock: the writers a flush releases are
 // back in the queue sooner, so the next flush serves them all. The flusher also asks the
-// kernel to read the next 4 MiB of a warm file ahead (a partial-page pwrite into a page not
+// kernel to read the next 4 MiB of a file ahead (a partial-page pwrite into a page not
 // cached must read it first, which after a reboot would be a disk read per flush).
 //
 // Why SYNC_FLUSH warms files and writes with pwrite (measured, see Config.syncFlushFiles):

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,11 @@ type mappedFile struct {
 	storeTimestamp atomic.Int64
 	// lastFlushTimestamp is the store time covered by the last flush.
 	lastFlushTimestamp atomic.Int64
+
+	// warmed is the warm frontier: every block before it is written and synced (see
+	// warmTo, which alone moves it, under warmMu).
+	warmMu sync.Mutex
+	warmed atomic.Int64
 
 	refs        atomic.Int64
 	available   atomic.Bool
@@ -338,7 +344,8 @@ func (f *mappedFile) flush(leastPages int, mode flushMode) (int64, error) {
 
 // zeroFrom clears the file from pos to its end, so nothing stale past a truncation point can
 // be read back as data. The page-aligned part is zeroed with fallocate when supported, or,
-// for a warm file (see warmFrom), written with zeros so it stays warm.
+// for a warm file (see warmTo), its written parts are written with zeros so they stay warm
+// (the holes past the warm frontier read as zeros already).
 func (f *mappedFile) zeroFrom(pos int64, warm bool) error {
 	if pos >= f.size {
 		return nil
@@ -348,7 +355,7 @@ func (f *mappedFile) zeroFrom(pos int64, warm bool) error {
 	if edge < f.size {
 		var err error
 		if warm {
-			err = f.writeZeros(edge, f.size)
+			err = f.zeroData(edge, f.size)
 		} else {
 			err = unix.Fallocate(int(f.file.Fd()), unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, edge, f.size-edge)
 		}

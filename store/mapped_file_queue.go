@@ -21,7 +21,7 @@ type mappedFileQueue struct {
 	dir         string
 	fileSize    int64
 	preallocate bool
-	// warm files are kept warm: a truncated tail is zeroed by writing zeros (see warmFrom).
+	// warm files are kept warm: a truncated tail is zeroed by writing zeros (see zeroFrom).
 	warm      bool
 	flushMode flushMode
 	log       *slog.Logger

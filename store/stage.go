@@ -104,6 +104,10 @@ func (c *commitLog) takeStageLocked() stagedWrites {
 func (c *commitLog) writeStage(st stagedWrites) error {
 	var err error
 	for _, sg := range st.segs {
+		c.ensureWarm(sg.f, sg.pos, int64(sg.n))
+		if c.beforeWrite != nil {
+			c.beforeWrite(sg.f, sg.pos, int64(sg.n))
+		}
 		if _, werr := sg.f.file.WriteAt(st.buf[sg.off:sg.off+sg.n], sg.pos); werr != nil {
 			err = fmt.Errorf("%w: write %s at %d: %v", errWriteFault, sg.f.path, sg.pos, werr)
 			break

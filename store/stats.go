@@ -116,6 +116,10 @@ type Stats struct {
 	// SyncFlushWaiters the puts they served, and GatherTimeouts the flushes that started
 	// before as many puts as the previous flush saw had queued (see waitForBatch).
 	SyncFlushBatches, SyncFlushWaiters, GatherTimeouts int64
+	// WarmBytes counts the zeros written to warm CommitLog files ahead of the writes (by the
+	// warm service, at Open and in a flush); WarmStalls the SYNC_FLUSH flushes that found
+	// the warm frontier behind their records and warmed first (see warm.go).
+	WarmBytes, WarmStalls int64
 	// FlushLagBytes is written but not yet durable; CommitLagBytes is in the transient pool
 	// but not yet in the file; DispatchBehindBytes is not yet in the ConsumeQueues.
 	FlushLagBytes, CommitLagBytes, DispatchBehindBytes int64
@@ -155,6 +159,8 @@ func (s *Store) Stats() Stats {
 		DiskFull:            s.diskFull.Load(),
 		Writable:            !s.notWritable.Load(),
 		TransientPoolFree:   -1,
+		WarmBytes:           s.commitLog.warmBytes.Load(),
+		WarmStalls:          s.commitLog.warmStalls.Load(),
 	}
 	if s.pool != nil {
 		out.TransientPoolFree = s.pool.available()

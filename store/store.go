@@ -252,12 +252,14 @@ func (s *Store) open() error {
 	}
 	q := newMappedFileQueue(cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, preallocateFiles, s.log)
 	q.warm = cfg.warmCommitLog()
-	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.warmCommitLog(), s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
+	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.warmCommitLog(), cfg.warmAheadBytes(), s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
 	q.create = s.alloc.get
 	// A new file is where disk use jumps (a whole file when it is warmed): measure it then,
 	// not only every cleanResourceInterval.
 	s.alloc.made = func() { s.checkDisk() }
 	s.commitLog = newCommitLog(cfg, s.opts.StoreHost, s.clock, q)
+	s.commitLog.log = s.log
+	s.alloc.warmBytes = &s.commitLog.warmBytes
 	s.cqs = newConsumeQueueTable(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.log)
 	if cfg.MessageIndexEnable {
 		s.index = newIndexService(cfg.indexDir(), cfg.MaxHashSlotNum, cfg.MaxIndexNum, s.clock, s.log)
@@ -318,6 +320,9 @@ func (s *Store) Start() error {
 	}
 	if s.pool != nil {
 		s.goService(ctx, "commitCommitLog", s.runCommit)
+	}
+	if s.commitLog.warmAhead > 0 {
+		s.goService(ctx, "warm", s.runWarm)
 	}
 	return nil
 }

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -71,7 +74,7 @@ func TestSyncFlushWarmsFiles(t *testing.T) {
 // made durable with fdatasync, batch records per fdatasync (1 as one writer, 16 as a full
 // group commit), into a file prepared four ways: sparse (as RocketMQ creates files),
 // fallocated, zeroed with fallocate(FALLOC_FL_ZERO_RANGE), or written with zeros and synced
-// (warmFrom). The ratio batch=16 / batch=1 in msgs/s is the ceiling of what a group commit
+// (fillHoles). The ratio batch=16 / batch=1 in msgs/s is the ceiling of what a group commit
 // of 16 writers can gain over one writer on this disk.
 func BenchmarkRawSyncWrite(b *testing.B) {
 	rec, err := EncodeRecord(nil, &MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost})
@@ -129,7 +132,7 @@ func prepareFile(b *testing.B, path string, size int64, prep string) *os.File {
 	case "zeros":
 		if err = f.Truncate(size); err == nil {
 			mf := &mappedFile{path: path, size: size, file: f}
-			_, err = mf.warmFrom(0)
+			_, err = mf.fillHoles(0, size)
 		}
 	}
 	if err == nil {
@@ -139,4 +142,126 @@ func prepareFile(b *testing.B, path string, size int64, prep string) *os.File {
 		b.Fatalf("prepare %s: %v", prep, err)
 	}
 	return f
+}
+
+// With SYNC_FLUSH and files much larger than the warm distance, start-up warms only the head
+// of the first file, every staged write lands where the file has no hole (looked up with
+// SEEK_HOLE at the moment of the write, through real puts from concurrent writers), the warm
+// service keeps the frontier ahead of the writes without warming whole files, writes that
+// outrun a stalled warm service warm in the flush path first, and the records read back
+// intact, before and after a reopen.
+func TestSyncFlushWarmFrontier(t *testing.T) {
+	const size, ahead = 8 << 20, 2 << 20
+	cfg := smallConfig(t)
+	cfg.FlushDiskType = SyncFlush
+	cfg.MappedFileSizeCommitLog = size
+	cfg.MaxMessageSize = 128 << 10
+	cfg.warmAhead = ahead
+
+	var writes, cold atomic.Int64
+	var coldAt atomic.Value
+	var stall sync.RWMutex // held by the test to stop the warm service
+	open := func() *Store {
+		s, err := Open(cfg, testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.commitLog.beforeWrite = func(f *mappedFile, pos, n int64) {
+			writes.Add(1)
+			hole, err := unix.Seek(int(f.file.Fd()), pos, unix.SEEK_HOLE)
+			if err != nil || hole < pos+n {
+				cold.Add(1)
+				coldAt.Store(fmt.Sprintf("%s [%d, %d): hole at %d (%v)", f.path, pos, pos+n, hole, err))
+			}
+		}
+		s.commitLog.beforeWarm = func() { stall.RLock(); stall.RUnlock() }
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s := open()
+	first := filepath.Join(cfg.commitLogDir(), offsetFileName(0))
+	if hole := firstHole(t, first, 0); hole < ahead || hole >= size {
+		t.Fatalf("first file after Open: first hole at %d, want the head warm, in [%d, %d)", hole, ahead, size)
+	}
+
+	var mu sync.Mutex
+	var puts []putRecord
+	putUntil := func(s *Store, end int64) {
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func(q int32) {
+				defer wg.Done()
+				for i := 0; s.MaxPhyOffset() < end; i++ {
+					body := bodyOf(i, 16<<10+int(q)*997+i*4099%(48<<10))
+					m := testMessage("Warm", q, body, map[string]string{PropertyTags: "T"})
+					res, err := s.PutMessage(context.Background(), m)
+					if err != nil || res.Status != PutOK {
+						t.Errorf("put: %v %v", res.Status, err)
+						return
+					}
+					mu.Lock()
+					puts = append(puts, putRecord{"Warm", q, body, "T", res})
+					mu.Unlock()
+				}
+			}(int32(w))
+		}
+		wg.Wait()
+	}
+	checkFrontier := func(s *Store) {
+		t.Helper()
+		end := s.MaxPhyOffset()
+		path, pos := recordFile(cfg, end)
+		want := min(pos+ahead/2, size)
+		waitFor(t, "the warm frontier to move ahead of the writes", func() bool { return firstHole(t, path, pos) >= want })
+		if hole := firstHole(t, path, pos); pos+ahead+warmChunk < size && hole >= size {
+			t.Fatalf("%s warmed in full with the writes at %d", path, pos)
+		}
+		next := filepath.Join(cfg.commitLogDir(), offsetFileName(end-pos+size))
+		waitFor(t, "the next file to be made ahead", func() bool { return s.alloc.nextPending() == nil })
+		if hole := firstHole(t, next, 0); hole < ahead || hole >= size {
+			t.Fatalf("next file %s: first hole at %d, want the head warm, in [%d, %d)", next, hole, ahead, size)
+		}
+	}
+
+	putUntil(s, 2*size+size/2)
+	if writes.Load() == 0 || cold.Load() != 0 {
+		t.Fatalf("%d of %d staged writes landed in a hole, e.g. %v", cold.Load(), writes.Load(), coldAt.Load())
+	}
+	checkFrontier(s)
+	st := s.Stats()
+	if st.WarmBytes <= 0 || st.WarmBytes > 4*size {
+		t.Fatalf("WarmBytes %d for %d bytes written", st.WarmBytes, s.MaxPhyOffset())
+	}
+	t.Logf("%d staged writes, %d MiB warmed, %d warmed in the flush path", writes.Load(), st.WarmBytes>>20, st.WarmStalls)
+	waitDispatched(t, s)
+	checkAll(t, s, puts)
+
+	stall.Lock()
+	stalls := st.WarmStalls
+	putUntil(s, 3*size+size/4)
+	stall.Unlock()
+	if cold.Load() != 0 {
+		t.Fatalf("%d of %d staged writes landed in a hole with the warm service stalled, e.g. %v", cold.Load(), writes.Load(), coldAt.Load())
+	}
+	if got := s.Stats().WarmStalls; got <= stalls {
+		t.Fatalf("WarmStalls %d -> %d: the writes outran a stalled warm service without warming first", stalls, got)
+	}
+	checkFrontier(s)
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	checkFrontier(s)
+	putUntil(s, 4*size+size/4)
+	if cold.Load() != 0 {
+		t.Fatalf("%d of %d staged writes landed in a hole after a reopen, e.g. %v", cold.Load(), writes.Load(), coldAt.Load())
+	}
+	checkFrontier(s)
+	waitDispatched(t, s)
+	checkAll(t, s, puts)
 }
