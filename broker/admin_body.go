@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // The bodies of the admin answers that mqadmin reads (RocketMQ's TopicStatsTable, ConsumeStats,
@@ -17,20 +19,6 @@ import (
 //
 // That is not JSON, but it is what Java admin tools and clients parse, and the official Go client parses
 // it too (ResetOffsetBody.Decode); so these bodies are written the same way, keys in fastjson's field order.
-
-// TopicOffset is one queue's entry in a TopicStatsTable (GET_TOPIC_STATS_INFO).
-type TopicOffset struct {
-	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"` // store time of the last message, 0 when empty
-	MaxOffset           int64 `json:"maxOffset"`
-	MinOffset           int64 `json:"minOffset"`
-}
-
-// OffsetWrapper is one queue's entry in a ConsumeStats (GET_CONSUME_STATS).
-type OffsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`   // the queue's max offset
-	ConsumerOffset int64 `json:"consumerOffset"` // the group's committed offset (0 when none)
-	LastTimestamp  int64 `json:"lastTimestamp"`  // store time of the last consumed message, 0 when unknown
-}
 
 // Connection is one client connection in a ConsumerConnection or ProducerConnection.
 type Connection struct {
@@ -61,7 +49,7 @@ type GroupList struct {
 
 // queueEntry is one entry of a MessageQueue-keyed table.
 type queueEntry[V any] struct {
-	mq MessageQueue
+	mq protocol.MessageQueue
 	v  V
 }
 
@@ -94,7 +82,7 @@ func appendQueueTable[V any](dst []byte, entries []queueEntry[V]) ([]byte, error
 }
 
 // appendQueueKey appends mq as fastjson writes it: fields in alphabetical order.
-func appendQueueKey(dst []byte, mq MessageQueue) []byte {
+func appendQueueKey(dst []byte, mq protocol.MessageQueue) []byte {
 	name, _ := json.Marshal(mq.BrokerName) // strings always encode
 	topic, _ := json.Marshal(mq.Topic)
 	dst = append(append(dst, `{"brokerName":`...), name...)
@@ -113,6 +101,6 @@ func queueTableBody[V any](prefix string, entries []queueEntry[V]) ([]byte, erro
 }
 
 // consumeStatsBody is a ConsumeStats: {"consumeTps":1.5,"offsetTable":{...}}.
-func consumeStatsBody(tps float64, entries []queueEntry[OffsetWrapper]) ([]byte, error) {
+func consumeStatsBody(tps float64, entries []queueEntry[protocol.OffsetWrapper]) ([]byte, error) {
 	return queueTableBody(`"consumeTps":`+strconv.FormatFloat(tps, 'f', -1, 64)+",", entries)
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -102,7 +103,7 @@ func (b *Broker) fetchFromMaster(ctx context.Context, addr string, code remoting
 }
 
 func (b *Broker) syncTopics(ctx context.Context, addr string) error {
-	var w TopicConfigWrapper
+	var w protocol.TopicConfigSerializeWrapper
 	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllTopicConfig, &w); err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (b *Broker) syncDelayOffsets(ctx context.Context, addr string) error {
 // replaceFrom replaces the table with values (nil ones skipped) and takes version, unless version
 // is the table's already (RocketMQ's slave sync of topics and subscription groups). It reports
 // whether it replaced anything.
-func (t *versionedTable[T]) replaceFrom(values map[string]*T, version DataVersion) bool {
+func (t *versionedTable[T]) replaceFrom(values map[string]*T, version protocol.DataVersion) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if version == t.version {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/rocketraft/rocketraft/ha"
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -96,7 +98,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 func putN(t *testing.T, st *store.Store, topic string, queue int32, n int) {
 	t.Helper()
 	for i := range n {
-		m := &store.Message{Topic: topic, QueueID: queue, Body: []byte("m" + strconv.Itoa(i)),
+		m := &message.Message{Topic: topic, QueueID: queue, Body: []byte("m" + strconv.Itoa(i)),
 			BornTimestamp: time.Now().UnixMilli(), BornHost: netip.MustParseAddrPort("127.0.0.1:5000")}
 		if _, err := st.PutMessage(context.Background(), m); err != nil {
 			t.Fatal(err)
@@ -111,7 +113,7 @@ func TestConsumerLagSeriesAreBounded(t *testing.T) {
 	cfg.MetricsQueueLagSeriesLimit = 3
 	b := startMetricsBroker(t, cfg)
 	const topic = "LagTopic"
-	if _, err := b.topics.createIfAbsent(topic, 4, PermRead|PermWrite, 0); err != nil {
+	if _, err := b.topics.createIfAbsent(topic, 4, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		t.Fatal(err)
 	}
 	for q := range int32(4) {
@@ -154,7 +156,7 @@ func TestConsumerLagSeriesAreBounded(t *testing.T) {
 func TestStoreSeriesAndTopicCounters(t *testing.T) {
 	b := startMetricsBroker(t, metricsTestConfig(t))
 	const topic = "CountTopic"
-	if _, err := b.topics.createIfAbsent(topic, 1, PermRead|PermWrite, 0); err != nil {
+	if _, err := b.topics.createIfAbsent(topic, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		t.Fatal(err)
 	}
 	putN(t, b.store, topic, 0, 5)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // TestTimerSkipsRecordNoLongerStored: a timer message whose CommitLog record is gone (its file expired or
@@ -34,8 +34,8 @@ func TestTimerSkipsRecordNoLongerStored(t *testing.T) {
 	const topic = "TimerGone"
 	putTimer := func(due int64) {
 		t.Helper()
-		m := &store.Message{Topic: topic, Body: []byte("due " + strconv.FormatInt(due, 10)),
-			Properties: store.PropertyTimerDeliverMs + "\x01" + strconv.FormatInt(due, 10) + "\x02"}
+		m := &message.Message{Topic: topic, Body: []byte("due " + strconv.FormatInt(due, 10)),
+			Properties: message.PropertyTimerDeliverMs + "\x01" + strconv.FormatInt(due, 10) + "\x02"}
 		if _, err := b.put(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -45,7 +46,7 @@ func putN(t testing.TB, s *store.Store, topic, tag string, n, size int) {
 	for i := range n {
 		body := []byte(fmt.Sprintf("%s-%d-", tag, i))
 		body = append(body, bytes.Repeat([]byte{'.'}, max(size-len(body), 0))...)
-		if _, err := s.PutMessage(context.Background(), &store.Message{Topic: topic, QueueID: 0, Body: body,
+		if _, err := s.PutMessage(context.Background(), &message.Message{Topic: topic, QueueID: 0, Body: body,
 			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), BornTimestamp: 1}); err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
 	"github.com/rocketraft/rocketraft/internal/peertls"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -348,7 +349,7 @@ func (c *cluster) running() []*tnode {
 
 // put proposes msgs on whichever node leads, retrying where the outcome says nothing was
 // stored (not the leader, shut down); an unknown outcome (leadership lost) is returned.
-func (c *cluster) put(ctx context.Context, msgs []*store.Message) (store.PutResult, error) {
+func (c *cluster) put(ctx context.Context, msgs []*message.Message) (store.PutResult, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return store.PutResult{}, err
@@ -473,7 +474,7 @@ func (c *cluster) checkIdentical(queues map[string]int32) {
 // acked is what a put was answered with, to find its messages afterwards.
 type acked struct {
 	res  store.PutResult
-	msgs []*store.Message
+	msgs []*message.Message
 }
 
 // checkAcked checks every acknowledged message is readable on every running node at the
@@ -514,10 +515,10 @@ func (c *cluster) checkAcked(acks []acked) {
 	}
 }
 
-func testMsg(topic string, q int32, body string) *store.Message {
-	return &store.Message{Topic: topic, QueueID: q, Body: []byte(body), BornTimestamp: 1700000000000,
+func testMsg(topic string, q int32, body string) *message.Message {
+	return &message.Message{Topic: topic, QueueID: q, Body: []byte(body), BornTimestamp: 1700000000000,
 		BornHost:   netip.MustParseAddrPort("192.168.3.4:5000"),
-		Properties: store.EncodeProperties(map[string]string{store.PropertyKeys: body})}
+		Properties: message.EncodeProperties(map[string]string{message.PropertyKeys: body})}
 }
 
 // raftTestLogLevel is the level of the nodes' logs in tests.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -203,12 +204,12 @@ func randomBytes(rng *rand.Rand, n int) []byte {
 func messageData(rng *rand.Rand, n int) []byte {
 	data := []byte{KindMessages}
 	for range n {
-		m := &store.MessageExt{
-			Message: store.Message{
+		m := &message.MessageExt{
+			Message: message.Message{
 				Topic:         fmt.Sprintf("Topic%d", rng.IntN(3)),
 				QueueID:       int32(rng.IntN(4)),
 				Body:          randomBytes(rng, rng.IntN(1500)),
-				Properties:    store.EncodeProperties(map[string]string{store.PropertyKeys: fmt.Sprintf("k%d", rng.IntN(1000))}),
+				Properties:    message.EncodeProperties(map[string]string{message.PropertyKeys: fmt.Sprintf("k%d", rng.IntN(1000))}),
 				BornTimestamp: 1700000000000,
 				BornHost:      netip.MustParseAddrPort("192.168.0.9:4000"),
 			},
@@ -217,7 +218,7 @@ func messageData(rng *rand.Rand, n int) []byte {
 			QueueOffset:    int64(rng.IntN(100)), // the store zeroes it
 		}
 		var err error
-		if data, err = store.EncodeRecord(data, m); err != nil {
+		if data, err = message.EncodeRecord(data, m); err != nil {
 			panic(err)
 		}
 	}

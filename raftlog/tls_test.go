@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/internal/peertls/peertlstest"
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // lineLog keeps every log line of the nodes (and passes them to t.Log).
@@ -87,7 +87,7 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range 20 {
-		if _, err := c.put(ctx, []*store.Message{testMsg("A", int32(i%2), fmt.Sprintf("m%d", i))}); err != nil {
+		if _, err := c.put(ctx, []*message.Message{testMsg("A", int32(i%2), fmt.Sprintf("m%d", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,7 +103,7 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 		return false
 	})
 	c.heal()
-	if _, err := c.put(ctx, []*store.Message{testMsg("A", 0, "after the partition")}); err != nil {
+	if _, err := c.put(ctx, []*message.Message{testMsg("A", 0, "after the partition")}); err != nil {
 		t.Fatal(err)
 	}
 	c.converge()
@@ -273,7 +273,7 @@ func TestRogueCannotMoveAPeerTLSGroup(t *testing.T) {
 	// The group still works.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := c.put(ctx, []*store.Message{testMsg("A", 0, "after")}); err != nil {
+	if _, err := c.put(ctx, []*message.Message{testMsg("A", 0, "after")}); err != nil {
 		t.Fatal(err)
 	}
 	unmoved(t, c)

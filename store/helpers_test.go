@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // testWriter sends log lines to t.Log until the test ends.
@@ -86,19 +88,19 @@ func openStore(t testing.TB, cfg Config, opts Options) *Store {
 	return s
 }
 
-func testMessage(topic string, queueID int32, body string, props map[string]string) *Message {
-	return &Message{
+func testMessage(topic string, queueID int32, body string, props map[string]string) *message.Message {
+	return &message.Message{
 		Topic:         topic,
 		QueueID:       queueID,
 		Flag:          7,
 		Body:          []byte(body),
-		Properties:    EncodeProperties(props),
+		Properties:    message.EncodeProperties(props),
 		BornTimestamp: 1700000000000,
 		BornHost:      netip.MustParseAddrPort("192.168.1.20:50000"),
 	}
 }
 
-func mustPut(t testing.TB, s *Store, m *Message) PutResult {
+func mustPut(t testing.TB, s *Store, m *message.Message) PutResult {
 	t.Helper()
 	res, err := s.PutMessage(context.Background(), m)
 	if err != nil {
@@ -129,9 +131,9 @@ func waitDispatched(t testing.TB, s *Store) {
 }
 
 // readQueue reads a whole queue from offset 0 and returns the decoded messages.
-func readQueue(t testing.TB, s *Store, topic string, queueID int32) []*MessageExt {
+func readQueue(t testing.TB, s *Store, topic string, queueID int32) []*message.MessageExt {
 	t.Helper()
-	var out []*MessageExt
+	var out []*message.MessageExt
 	off := s.MinOffsetInQueue(topic, queueID)
 	for {
 		r, err := s.GetMessage("g", topic, queueID, off, 32, 1<<20, nil)
@@ -139,7 +141,7 @@ func readQueue(t testing.TB, s *Store, topic string, queueID int32) []*MessageEx
 			t.Fatalf("GetMessage: %v", err)
 		}
 		for _, rec := range r.Records {
-			m, err := DecodeMessage(rec, true)
+			m, err := message.DecodeMessage(rec, true)
 			if err != nil {
 				t.Fatalf("DecodeMessage: %v", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/message"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,7 +75,7 @@ func TestSyncFlushWarmsFiles(t *testing.T) {
 // (warmFrom). The ratio batch=16 / batch=1 in msgs/s is the ceiling of what a group commit
 // of 16 writers can gain over one writer on this disk.
 func BenchmarkRawSyncWrite(b *testing.B) {
-	rec, err := EncodeRecord(nil, &MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost})
+	rec, err := message.EncodeRecord(nil, &message.MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost})
 	if err != nil {
 		b.Fatal(err)
 	}

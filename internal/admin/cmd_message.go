@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // messagesResult is one or more messages printed in full.
@@ -33,7 +33,7 @@ func (r *messagesResult) writeText(w io.Writer) error {
 }
 
 // present finishes the views of found messages: bodies saved under bodyDir when set, consumption tracks.
-func (r *runner) present(ctx context.Context, msgs []*store.MessageExt, bodyDir string) (*messagesResult, error) {
+func (r *runner) present(ctx context.Context, msgs []*message.MessageExt, bodyDir string) (*messagesResult, error) {
 	res := &messagesResult{Messages: []*messageView{}}
 	for i, m := range msgs {
 		v := newMessageView(m)
@@ -62,7 +62,7 @@ func queryMsgByIdCmd() *command {
 			if err := errors.Join(f.needs("consumerGroup", "clientId"), f.needs("clientId", "consumerGroup")); err != nil {
 				return nil, err
 			}
-			var msgs []*store.MessageExt
+			var msgs []*message.MessageExt
 			for _, id := range strings.Split(ids, ",") {
 				if id = strings.TrimSpace(id); id == "" {
 					continue
@@ -87,9 +87,9 @@ func queryMsgByIdCmd() *command {
 // findByID finds a message by its offset id (which names the broker and the CommitLog offset) or, with a
 // topic, by its unique id. Both are 32 hex digits, so an id that decodes as an offset id but is not one is
 // looked up as a unique id, as RocketMQ's admin does.
-func (r *runner) findByID(ctx context.Context, id, topic string) (*store.MessageExt, error) {
+func (r *runner) findByID(ctx context.Context, id, topic string) (*message.MessageExt, error) {
 	var viewErr error
-	if _, _, err := store.DecodeOffsetMsgID(id); err == nil {
+	if _, _, err := message.DecodeOffsetMsgID(id); err == nil {
 		m, err := r.viewMessage(ctx, id)
 		if err == nil && (topic == "" || m.Topic == topic) {
 			return m, nil
@@ -243,10 +243,10 @@ func sendMessageCmd() *command {
 			}
 			props := map[string]string{}
 			if keys != "" {
-				props[store.PropertyKeys] = keys
+				props[message.PropertyKeys] = keys
 			}
 			if tags != "" {
-				props[store.PropertyTags] = tags
+				props[message.PropertyTags] = tags
 			}
 			start := rand.IntN(len(queues))
 			var errs []error

@@ -23,7 +23,7 @@ import (
 // -b may be any node: a follower's status names no broker address of the leader, so the leader is then
 // found through the name servers (the master of the node's brokerName), as transferLeadership does.
 
-// raftMember is one server of a group's Raft configuration (broker.RaftMember).
+// raftMember is one server of a group's Raft configuration (protocol.RaftMember).
 type raftMember struct {
 	ID       string `json:"id"`
 	Addr     string `json:"addr"`
