@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"encoding/json"
-	"sort"
 	"strconv"
 
 	"github.com/rocketraft/rocketraft/protocol"
@@ -47,53 +45,10 @@ type GroupList struct {
 	GroupList []string `json:"groupList"`
 }
 
-// queueEntry is one entry of a MessageQueue-keyed table.
-type queueEntry[V any] struct {
-	mq protocol.MessageQueue
-	v  V
-}
-
-// appendQueueTable appends entries as a fastjson object with MessageQueue keys, sorted by topic, broker
-// name and queue id.
-func appendQueueTable[V any](dst []byte, entries []queueEntry[V]) ([]byte, error) {
-	sort.Slice(entries, func(i, j int) bool {
-		a, b := entries[i].mq, entries[j].mq
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		if a.BrokerName != b.BrokerName {
-			return a.BrokerName < b.BrokerName
-		}
-		return a.QueueID < b.QueueID
-	})
-	dst = append(dst, '{')
-	for i, e := range entries {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendQueueKey(dst, e.mq)
-		v, err := json.Marshal(e.v)
-		if err != nil {
-			return nil, err
-		}
-		dst = append(append(dst, ':'), v...)
-	}
-	return append(dst, '}'), nil
-}
-
-// appendQueueKey appends mq as fastjson writes it: fields in alphabetical order.
-func appendQueueKey(dst []byte, mq protocol.MessageQueue) []byte {
-	name, _ := json.Marshal(mq.BrokerName) // strings always encode
-	topic, _ := json.Marshal(mq.Topic)
-	dst = append(append(dst, `{"brokerName":`...), name...)
-	dst = strconv.AppendInt(append(dst, `,"queueId":`...), int64(mq.QueueID), 10)
-	return append(append(append(dst, `,"topic":`...), topic...), '}')
-}
-
 // queueTableBody is {"offsetTable":<table>} preceded by prefix fields (already encoded, each ending in ',').
-func queueTableBody[V any](prefix string, entries []queueEntry[V]) ([]byte, error) {
+func queueTableBody[V any](prefix string, entries []protocol.QueueEntry[V]) ([]byte, error) {
 	b := append([]byte("{"+prefix), `"offsetTable":`...)
-	b, err := appendQueueTable(b, entries)
+	b, err := protocol.AppendQueueTable(b, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +56,6 @@ func queueTableBody[V any](prefix string, entries []queueEntry[V]) ([]byte, erro
 }
 
 // consumeStatsBody is a ConsumeStats: {"consumeTps":1.5,"offsetTable":{...}}.
-func consumeStatsBody(tps float64, entries []queueEntry[protocol.OffsetWrapper]) ([]byte, error) {
+func consumeStatsBody(tps float64, entries []protocol.QueueEntry[protocol.OffsetWrapper]) ([]byte, error) {
 	return queueTableBody(`"consumeTps":`+strconv.FormatFloat(tps, 'f', -1, 64)+",", entries)
 }

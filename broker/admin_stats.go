@@ -20,7 +20,7 @@ func (b *Broker) processGetTopicStatsInfo(ctx context.Context, conn *remoting.Co
 	if tc == nil {
 		return errResponse(remoting.TopicNotExist, "topic[%s] not exist", topic)
 	}
-	entries := make([]queueEntry[protocol.TopicOffset], 0, tc.WriteQueueNums)
+	entries := make([]protocol.QueueEntry[protocol.TopicOffset], 0, tc.WriteQueueNums)
 	for q := range tc.WriteQueueNums {
 		minOff := max(b.store.MinOffsetInQueue(topic, q), 0)
 		maxOff := max(b.store.MaxOffsetInQueue(topic, q), 0)
@@ -28,7 +28,7 @@ func (b *Broker) processGetTopicStatsInfo(ctx context.Context, conn *remoting.Co
 		if maxOff > 0 {
 			last, _ = b.store.MessageStoreTime(topic, q, maxOff-1) // 0 when the record is gone
 		}
-		entries = append(entries, queueEntry[protocol.TopicOffset]{b.queue(topic, q), protocol.TopicOffset{
+		entries = append(entries, protocol.QueueEntry[protocol.TopicOffset]{MQ: b.queue(topic, q), Value: protocol.TopicOffset{
 			LastUpdateTimestamp: last, MaxOffset: maxOff, MinOffset: minOff}})
 	}
 	return bodyResponse(queueTableBody("", entries))
@@ -49,7 +49,7 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 	}
 	subscribed := b.clients.subscribedTopics(group)
 	var (
-		entries []queueEntry[protocol.OffsetWrapper]
+		entries []protocol.QueueEntry[protocol.OffsetWrapper]
 		tps     float64
 	)
 	for _, topic := range topics {
@@ -67,7 +67,7 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1) // 0 when gone
 			}
-			entries = append(entries, queueEntry[protocol.OffsetWrapper]{b.queue(topic, q), w})
+			entries = append(entries, protocol.QueueEntry[protocol.OffsetWrapper]{MQ: b.queue(topic, q), Value: w})
 		}
 		tps += b.admin.rates.consumeTPS(topic, group)
 	}

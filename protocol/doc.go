@@ -2,9 +2,10 @@
 // reads or writes: the name server's route data (route.go), topic configs with their DataVersion and the
 // topic-name rule (topic.go), REGISTER_BROKER's body in its JSON and compressed forms (register.go), the
 // bodies of the admin answers tools read (admin_body.go: MessageQueue, TopicStatsTable and ConsumeStats
-// entries, SubscriptionGroupConfig), RocketRaft's own Raft status bodies (raft.go), and the permission
-// bits (perm.go). The frame, the codes and the header fields are package remoting's; the stored-message
-// record is package message's.
+// entries, SubscriptionGroupConfig), RocketRaft's own Raft status bodies (raft.go), the permission bits
+// (perm.go), and fastjson both ways for the MessageQueue-keyed tables and bare integer keys that Java
+// brokers write (fastjson.go). The frame, the codes and the header fields are package remoting's; the
+// stored-message record is package message's.
 //
 // It is a leaf: it imports only the standard library, so the name server, the broker and the client
 // tools (mqadmin, mqbench, the chaos workload, the console) share one declaration of each type, and the

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -21,8 +22,8 @@ import (
 // holds, and returns the owner's address (the client id's part before '@', as RocketMQ shows it). Clients
 // that do not answer are left out, as in RocketMQ's tool. (The official Go client often cannot answer: it
 // fails to encode its own report when a rate is NaN, and sends SUCCESS with an empty body.)
-func (r *runner) queueOwners(ctx context.Context, group string) map[messageQueue]string {
-	owners := map[messageQueue]string{}
+func (r *runner) queueOwners(ctx context.Context, group string) map[protocol.MessageQueue]string {
+	owners := map[protocol.MessageQueue]string{}
 	refs, err := r.groupBrokers(ctx, group)
 	if err != nil || len(refs) == 0 {
 		return owners
@@ -38,9 +39,9 @@ func (r *runner) queueOwners(ctx context.Context, group string) map[messageQueue
 			continue
 		}
 		var info struct {
-			MQTable queueTable[json.RawMessage] `json:"mqTable"`
+			MQTable protocol.QueueTable[json.RawMessage] `json:"mqTable"`
 		}
-		if decodeFastJSON(resp.Body, &info) != nil {
+		if protocol.UnmarshalFastJSON(resp.Body, &info) != nil {
 			continue
 		}
 		ip, _, _ := strings.Cut(c.ClientID, "@")

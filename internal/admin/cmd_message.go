@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -182,7 +183,7 @@ func queryMsgByOffsetCmd() *command {
 				return nil, err
 			}
 			if status != pullFound || len(msgs) == 0 {
-				return nil, fmt.Errorf("no message at offset %d of %s (%s)", offset, q.messageQueue, status)
+				return nil, fmt.Errorf("no message at offset %d of %s (%s)", offset, mqString(q.MessageQueue), status)
 			}
 			return r.present(ctx, msgs[:1], bodyDir)
 		}
@@ -283,11 +284,11 @@ func where(brokerName string, qid int) string {
 
 // consumedQueue is what consumeMessage read from one queue.
 type consumedQueue struct {
-	Queue    messageQueue   `json:"queue"`
-	From     int64          `json:"from"`
-	To       int64          `json:"to"` // exclusive
-	Status   pullStatus     `json:"status"`
-	Messages []*messageView `json:"messages"`
+	Queue    protocol.MessageQueue `json:"queue"`
+	From     int64                 `json:"from"`
+	To       int64                 `json:"to"` // exclusive
+	Status   pullStatus            `json:"status"`
+	Messages []*messageView        `json:"messages"`
 }
 
 type consumeMessageResult struct {
@@ -308,7 +309,7 @@ func (r *consumeMessageResult) writeText(w io.Writer) error {
 			t.printf("MSGID: %s %s BODY: %s\n", m.MsgID, m, body)
 		}
 		if q.Status != pullFound { // as RocketMQ: a queue read to its end says so; one cut by -c or -e does not
-			t.printf("%s print msg finished. status=%s, offset=%d\n", q.Queue, q.Status, q.To)
+			t.printf("%s print msg finished. status=%s, offset=%d\n", mqString(q.Queue), q.Status, q.To)
 		}
 	}
 	return t.err
@@ -395,7 +396,7 @@ func parseWindow(begin, end string) (timeWindow, error) {
 // consumeQueue pulls q's messages in the window, from offset when >= 0, taking at most *left. The status is
 // the last pull's, NO_NEW_MSG once the queue was read to its end.
 func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w timeWindow, offset int64, left *int64) (consumedQueue, error) {
-	cq := consumedQueue{Queue: q.messageQueue, Messages: []*messageView{}}
+	cq := consumedQueue{Queue: q.MessageQueue, Messages: []*messageView{}}
 	var err error
 	code, ts := remoting.GetMinOffset, int64(0)
 	if w.begin > 0 {

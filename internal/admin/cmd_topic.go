@@ -364,13 +364,6 @@ func (r *topicStatusResult) writeText(w io.Writer) error {
 	return tb.write(w)
 }
 
-// topicOffset is a TopicStatsTable entry.
-type topicOffset struct {
-	MinOffset           int64 `json:"minOffset"`
-	MaxOffset           int64 `json:"maxOffset"`
-	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
-}
-
 func topicStatusCmd() *command {
 	return &command{name: "topicStatus", desc: "Examine topic Status info", setup: func(f *flags) runFunc {
 		var topic string
@@ -410,15 +403,15 @@ func (r *runner) topicStatus(ctx context.Context, route *protocol.TopicRouteData
 }
 
 // topicStats is GET_TOPIC_STATS_INFO at one broker.
-func (r *runner) topicStats(ctx context.Context, addr, topic string) (queueTable[topicOffset], error) {
+func (r *runner) topicStats(ctx context.Context, addr, topic string) (protocol.QueueTable[protocol.TopicOffset], error) {
 	resp, err := r.c.invoke(ctx, addr, remoting.GetTopicStatsInfo, map[string]string{"topic": topic}, nil)
 	if err != nil {
 		return nil, err
 	}
 	var body struct {
-		OffsetTable queueTable[topicOffset] `json:"offsetTable"`
+		OffsetTable protocol.QueueTable[protocol.TopicOffset] `json:"offsetTable"`
 	}
-	if err := decodeFastJSON(resp.Body, &body); err != nil {
+	if err := protocol.UnmarshalFastJSON(resp.Body, &body); err != nil {
 		return nil, fmt.Errorf("topic stats from %s: %w", addr, err)
 	}
 	return body.OffsetTable, nil

@@ -25,9 +25,12 @@ const toolsConsumerGroup = "TOOLS_CONSUMER"
 
 // queueRef is one queue of a topic with the address of the broker that serves it.
 type queueRef struct {
-	messageQueue
+	protocol.MessageQueue
 	addr string
 }
+
+// String is the queue as RocketMQ's MessageQueue.toString writes it.
+func (q queueRef) String() string { return mqString(q.MessageQueue) }
 
 // routeQueues lists a route's queues on brokers with a master, sorted: the write queues of writable
 // brokers (write true) or the read queues of readable ones. brokerName != "" keeps that broker's only.
@@ -47,10 +50,10 @@ func routeQueues(route *protocol.TopicRouteData, topic, brokerName string, write
 			continue
 		}
 		for q := range n {
-			out = append(out, queueRef{messageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: q}, addr})
+			out = append(out, queueRef{protocol.MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: q}, addr})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].less(out[j].messageQueue) })
+	sort.Slice(out, func(i, j int) bool { return out[i].MessageQueue.Less(out[j].MessageQueue) })
 	return out
 }
 
@@ -95,7 +98,7 @@ func (r *runner) pull(ctx context.Context, group string, q queueRef, offset int6
 	switch remoting.ResponseCode(resp.Code) {
 	case remoting.Success:
 		if nerr != nil {
-			return "", nil, offset, fmt.Errorf("pull %s: %w", q.messageQueue, nerr)
+			return "", nil, offset, fmt.Errorf("pull %s: %w", mqString(q.MessageQueue), nerr)
 		}
 		msgs, err := decodeMessages(resp.Body)
 		return pullFound, msgs, next, err

@@ -20,7 +20,7 @@ const (
 
 // nativeConsumer pulls with our own remoting.Client: every read queue of the topic is owned by one of
 // cfg.Threads workers, which keeps one long-polling PULL_MESSAGE outstanding per queue (subscription "*"
-// carried in the request, so no heartbeat is needed) and decodes the answers with store.DecodeMessage.
+// carried in the request, so no heartbeat is needed) and decodes the answers with message.DecodeMessage.
 // Offsets start at the group's committed offset (else the queue's min or max, per --from) and are committed
 // with every pull and at the end.
 type nativeConsumer struct {
