@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -105,13 +106,7 @@ func TestFilterGetMessage(t *testing.T) {
 			want = append(want, body)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for s.MaxOffsetInQueue("FilterTopic", 0) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("messages not dispatched: max offset %d", s.MaxOffsetInQueue("FilterTopic", 0))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 20*time.Second, "the messages dispatched", func() bool { return s.MaxOffsetInQueue("FilterTopic", 0) >= n })
 
 	f := NewFilter(mustCompile(t, "TAGS = 'TagB' AND seq >= 10 AND region IS NULL"))
 	var got []string

@@ -163,7 +163,7 @@ func TestRealStoreDivergentSlave(t *testing.T) {
 					conns[0].AckOffset == master.MaxPhyOffset()
 			}, "the slave streaming from at most the common offset %d, caught up", common)
 			waitStoresIdentical(t, master, slave, "T")
-			if sink.count("diverged", fmt.Sprintf("from=%d", before)) != 1 {
+			if sink.Count("diverged", fmt.Sprintf("from=%d", before)) != 1 {
 				t.Fatal("the truncation was not logged once")
 			}
 			if m, err := slave.LookMessageByOffset(common); err != nil || !bytes.HasPrefix(m.Body, []byte("master-0-")) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -164,16 +165,10 @@ func (f *fixture) route(topic string) (protocol.TopicRouteData, string, bool) {
 	return protocol.TopicRouteData{}, "", false
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor is testutil.WaitFor with this package's deadline.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, what, cond)
 }
 
 var brokerA = broker{cluster: "DefaultCluster", name: "broker-a", addr: "10.0.0.5:10911", topics: topicsOf("TopicTest", "TBW102"), version: 1}

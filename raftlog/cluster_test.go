@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
 	"github.com/rocketraft/rocketraft/internal/peertls"
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -278,16 +279,10 @@ func (c *cluster) stop(i int) {
 	}
 }
 
-// waitFor polls cond until it holds; the deadline only guards against a hang.
+// waitFor is testutil.WaitFor with this package's deadline.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 60*time.Second, what, cond)
 }
 
 // leader waits for a running node that is the ready leader and returns its index.

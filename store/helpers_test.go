@@ -10,34 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
 )
 
-// testWriter sends log lines to t.Log until the test ends.
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
 
 var testStoreHost = netip.MustParseAddrPort("10.0.0.5:10911")
 
@@ -112,16 +89,10 @@ func mustPut(t testing.TB, s *Store, m *message.Message) PutResult {
 	return res
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor is testutil.WaitFor with this package's deadline.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // waitDispatched waits until dispatch reached the CommitLog end.
