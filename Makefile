@@ -11,7 +11,7 @@ TESTSUM  ?= $(GO) tool gotestsum --format testname
 # by the wire-level tests in broker/, namesrv/ and remoting/.
 RACE_PKGS ?= $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build run run-ha bench-ha bench-compare bench-scale test test-deps vet unit fuzz bench clean deploy-check \
+.PHONY: all build run run-ha bench-ha bench-compare bench-scale test test-deps cross vet unit fuzz bench clean deploy-check \
 	deploy-local deploy-local-raft
 
 all: build
@@ -66,9 +66,16 @@ vet:
 # through password-less sudo; go mod download), vet, every package's tests under -race, then the end-to-end
 # tests with the official Go client. It builds bin/ first: internal/chaos's short suite runs those binaries
 # (CHAOS_BIN). deploy-check: the Ansible playbooks of deploy/.
-test: test-deps vet build deploy-check
+test: test-deps vet build cross deploy-check
 	CHAOS_BIN=$(CURDIR)/$(BIN) $(TESTSUM) -- -race -count=1 -timeout 15m $(RACE_PKGS)
 	$(TESTSUM) -- -count=1 -timeout 12m ./e2e
+
+# make cross: the client tools build for the platforms operators run them on (internal/archtest keeps the servers
+# and hashicorp/raft out of them; the store calls Linux-only x/sys functions).
+CROSS_TOOLS := ./cmd/mqadmin ./cmd/mqbench
+cross:
+	CGO_ENABLED=0 GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null $(CROSS_TOOLS)
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null $(CROSS_TOOLS)
 
 # make test-deps: ansible-core and Chromium from the Debian packages when missing, then go mod download
 # (scripts/test-deps.sh).

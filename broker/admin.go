@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -16,13 +17,13 @@ func (b *Broker) processUpdateAndCreateTopic(ctx context.Context, conn *remoting
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "%v", err)
 	}
-	if err := ValidateTopicName(topic); err != nil {
+	if err := protocol.ValidateTopicName(topic); err != nil {
 		return errResponse(remoting.InvalidParameter, "%v", err)
 	}
 	if topic == b.cfg.BrokerClusterName || topic == TopicAutoCreate {
 		return errResponse(remoting.InvalidParameter, "the topic[%s] is conflict with system topic", topic)
 	}
-	tc := &TopicConfig{TopicName: topic, TopicFilterType: req.OptString("topicFilterType", "SINGLE_TAG")}
+	tc := &protocol.TopicConfig{TopicName: topic, TopicFilterType: req.OptString("topicFilterType", "SINGLE_TAG")}
 	var perr error
 	get32 := func(key string, def int32) int32 {
 		v, err := req.OptInt32(key, def)
@@ -33,7 +34,7 @@ func (b *Broker) processUpdateAndCreateTopic(ctx context.Context, conn *remoting
 	}
 	tc.ReadQueueNums = get32("readQueueNums", 8)
 	tc.WriteQueueNums = get32("writeQueueNums", 8)
-	tc.Perm = get32("perm", PermRead|PermWrite)
+	tc.Perm = get32("perm", protocol.PermRead|protocol.PermWrite)
 	tc.TopicSysFlag = get32("topicSysFlag", 0)
 	if tc.Order, err = req.OptBool("order", false); err != nil && perr == nil {
 		perr = err
@@ -51,7 +52,7 @@ func (b *Broker) processUpdateAndCreateTopic(ctx context.Context, conn *remoting
 	return remoting.NewResponse(remoting.Success, "")
 }
 
-func validateQueueNums(tc *TopicConfig) error {
+func validateQueueNums(tc *protocol.TopicConfig) error {
 	const limit = 1024
 	if tc.ReadQueueNums < 1 || tc.ReadQueueNums > limit {
 		return fmt.Errorf("readQueueNums %d is not within 1..%d", tc.ReadQueueNums, limit)
@@ -59,7 +60,7 @@ func validateQueueNums(tc *TopicConfig) error {
 	if tc.WriteQueueNums < 1 || tc.WriteQueueNums > limit {
 		return fmt.Errorf("writeQueueNums %d is not within 1..%d", tc.WriteQueueNums, limit)
 	}
-	if tc.Perm&^(PermPriority|PermRead|PermWrite|PermInherit) != 0 {
+	if tc.Perm&^(protocol.PermPriority|protocol.PermRead|protocol.PermWrite|protocol.PermInherit) != 0 {
 		return fmt.Errorf("perm %d has bits other than 8|4|2|1", tc.Perm)
 	}
 	return nil
@@ -110,7 +111,7 @@ func (b *Broker) processGetAllDelayOffset(ctx context.Context, conn *remoting.Co
 }
 
 func (b *Broker) processUpdateSubscriptionGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var g SubscriptionGroupConfig
+	var g protocol.SubscriptionGroupConfig
 	if err := json.Unmarshal(req.Body, &g); err != nil {
 		return errResponse(remoting.InvalidParameter, "bad subscription group body: %v", err)
 	}

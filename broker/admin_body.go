@@ -1,9 +1,9 @@
 package broker
 
 import (
-	"encoding/json"
-	"sort"
 	"strconv"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // The bodies of the admin answers that mqadmin reads (RocketMQ's TopicStatsTable, ConsumeStats,
@@ -17,20 +17,6 @@ import (
 //
 // That is not JSON, but it is what Java admin tools and clients parse, and the official Go client parses
 // it too (ResetOffsetBody.Decode); so these bodies are written the same way, keys in fastjson's field order.
-
-// TopicOffset is one queue's entry in a TopicStatsTable (GET_TOPIC_STATS_INFO).
-type TopicOffset struct {
-	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"` // store time of the last message, 0 when empty
-	MaxOffset           int64 `json:"maxOffset"`
-	MinOffset           int64 `json:"minOffset"`
-}
-
-// OffsetWrapper is one queue's entry in a ConsumeStats (GET_CONSUME_STATS).
-type OffsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`   // the queue's max offset
-	ConsumerOffset int64 `json:"consumerOffset"` // the group's committed offset (0 when none)
-	LastTimestamp  int64 `json:"lastTimestamp"`  // store time of the last consumed message, 0 when unknown
-}
 
 // Connection is one client connection in a ConsumerConnection or ProducerConnection.
 type Connection struct {
@@ -59,53 +45,10 @@ type GroupList struct {
 	GroupList []string `json:"groupList"`
 }
 
-// queueEntry is one entry of a MessageQueue-keyed table.
-type queueEntry[V any] struct {
-	mq MessageQueue
-	v  V
-}
-
-// appendQueueTable appends entries as a fastjson object with MessageQueue keys, sorted by topic, broker
-// name and queue id.
-func appendQueueTable[V any](dst []byte, entries []queueEntry[V]) ([]byte, error) {
-	sort.Slice(entries, func(i, j int) bool {
-		a, b := entries[i].mq, entries[j].mq
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		if a.BrokerName != b.BrokerName {
-			return a.BrokerName < b.BrokerName
-		}
-		return a.QueueID < b.QueueID
-	})
-	dst = append(dst, '{')
-	for i, e := range entries {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendQueueKey(dst, e.mq)
-		v, err := json.Marshal(e.v)
-		if err != nil {
-			return nil, err
-		}
-		dst = append(append(dst, ':'), v...)
-	}
-	return append(dst, '}'), nil
-}
-
-// appendQueueKey appends mq as fastjson writes it: fields in alphabetical order.
-func appendQueueKey(dst []byte, mq MessageQueue) []byte {
-	name, _ := json.Marshal(mq.BrokerName) // strings always encode
-	topic, _ := json.Marshal(mq.Topic)
-	dst = append(append(dst, `{"brokerName":`...), name...)
-	dst = strconv.AppendInt(append(dst, `,"queueId":`...), int64(mq.QueueID), 10)
-	return append(append(append(dst, `,"topic":`...), topic...), '}')
-}
-
 // queueTableBody is {"offsetTable":<table>} preceded by prefix fields (already encoded, each ending in ',').
-func queueTableBody[V any](prefix string, entries []queueEntry[V]) ([]byte, error) {
+func queueTableBody[V any](prefix string, entries []protocol.QueueEntry[V]) ([]byte, error) {
 	b := append([]byte("{"+prefix), `"offsetTable":`...)
-	b, err := appendQueueTable(b, entries)
+	b, err := protocol.AppendQueueTable(b, entries)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +56,6 @@ func queueTableBody[V any](prefix string, entries []queueEntry[V]) ([]byte, erro
 }
 
 // consumeStatsBody is a ConsumeStats: {"consumeTps":1.5,"offsetTable":{...}}.
-func consumeStatsBody(tps float64, entries []queueEntry[OffsetWrapper]) ([]byte, error) {
+func consumeStatsBody(tps float64, entries []protocol.QueueEntry[protocol.OffsetWrapper]) ([]byte, error) {
 	return queueTableBody(`"consumeTps":`+strconv.FormatFloat(tps, 'f', -1, 64)+",", entries)
 }

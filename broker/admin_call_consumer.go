@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // Admin requests the broker passes on to one consumer client (RocketMQ's callConsumer): the admin tool
@@ -32,7 +32,7 @@ func (b *Broker) processConsumeMessageDirectly(ctx context.Context, conn *remoti
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "%v", err)
 	}
-	_, phy, err := store.DecodeOffsetMsgID(id)
+	_, phy, err := message.DecodeOffsetMsgID(id)
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "msgId %s is not an offset message id: %v", id, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -40,7 +41,7 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 	if tc == nil {
 		return errResponse(remoting.TopicNotExist, "[reset-offset] reset offset failed, no topic in this broker. topic=%s", topic)
 	}
-	entries := make([]queueEntry[int64], 0, tc.QueueNums())
+	entries := make([]protocol.QueueEntry[int64], 0, tc.QueueNums())
 	for q := range tc.QueueNums() {
 		target := b.store.MaxOffsetInQueue(topic, q)
 		if ts != -1 {
@@ -51,7 +52,7 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 			target = cur
 		}
 		b.offsets.commit(group, topic, q, target)
-		entries = append(entries, queueEntry[int64]{b.queue(topic, q), target})
+		entries = append(entries, protocol.QueueEntry[int64]{MQ: b.queue(topic, q), Value: target})
 	}
 	body, err := queueTableBody("", entries)
 	if err != nil {

@@ -3,6 +3,8 @@ package broker
 import (
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 func TestTPSSampler(t *testing.T) {
@@ -47,9 +49,9 @@ func TestConsumeRates(t *testing.T) {
 }
 
 func TestQueueTableBodies(t *testing.T) {
-	body, err := consumeStatsBody(1.5, []queueEntry[OffsetWrapper]{
-		{MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, OffsetWrapper{BrokerOffset: 5, ConsumerOffset: 3}},
-		{MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, OffsetWrapper{BrokerOffset: 2, ConsumerOffset: 2, LastTimestamp: 7}},
+	body, err := consumeStatsBody(1.5, []protocol.QueueEntry[protocol.OffsetWrapper]{
+		{MQ: protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, Value: protocol.OffsetWrapper{BrokerOffset: 5, ConsumerOffset: 3}},
+		{MQ: protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, Value: protocol.OffsetWrapper{BrokerOffset: 2, ConsumerOffset: 2, LastTimestamp: 7}},
 	})
 	want := `{"consumeTps":1.5,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":2,"consumerOffset":2,"lastTimestamp":7},` +
 		`{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":0}}}`
@@ -57,11 +59,11 @@ func TestQueueTableBodies(t *testing.T) {
 		t.Fatalf("ConsumeStats body\n%s\nwant\n%s", body, want)
 	}
 	// The reset body in exactly the shape the official Go client's ResetOffsetBody.Decode splits.
-	body, err = queueTableBody("", []queueEntry[int64]{{MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, 11110}})
+	body, err = queueTableBody("", []protocol.QueueEntry[int64]{{MQ: protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, Value: 11110}})
 	if want := `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:11110}}`; err != nil || string(body) != want {
 		t.Fatalf("ResetOffsetBody %s, want %s", body, want)
 	}
-	if body, _ := queueTableBody("", []queueEntry[int64]{}); string(body) != `{"offsetTable":{}}` {
+	if body, _ := queueTableBody("", []protocol.QueueEntry[int64]{}); string(body) != `{"offsetTable":{}}` {
 		t.Fatalf("empty table %s", body)
 	}
 }

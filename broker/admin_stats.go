@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -19,7 +20,7 @@ func (b *Broker) processGetTopicStatsInfo(ctx context.Context, conn *remoting.Co
 	if tc == nil {
 		return errResponse(remoting.TopicNotExist, "topic[%s] not exist", topic)
 	}
-	entries := make([]queueEntry[TopicOffset], 0, tc.WriteQueueNums)
+	entries := make([]protocol.QueueEntry[protocol.TopicOffset], 0, tc.WriteQueueNums)
 	for q := range tc.WriteQueueNums {
 		minOff := max(b.store.MinOffsetInQueue(topic, q), 0)
 		maxOff := max(b.store.MaxOffsetInQueue(topic, q), 0)
@@ -27,7 +28,7 @@ func (b *Broker) processGetTopicStatsInfo(ctx context.Context, conn *remoting.Co
 		if maxOff > 0 {
 			last, _ = b.store.MessageStoreTime(topic, q, maxOff-1) // 0 when the record is gone
 		}
-		entries = append(entries, queueEntry[TopicOffset]{b.queue(topic, q), TopicOffset{
+		entries = append(entries, protocol.QueueEntry[protocol.TopicOffset]{MQ: b.queue(topic, q), Value: protocol.TopicOffset{
 			LastUpdateTimestamp: last, MaxOffset: maxOff, MinOffset: minOff}})
 	}
 	return bodyResponse(queueTableBody("", entries))
@@ -48,7 +49,7 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 	}
 	subscribed := b.clients.subscribedTopics(group)
 	var (
-		entries []queueEntry[OffsetWrapper]
+		entries []protocol.QueueEntry[protocol.OffsetWrapper]
 		tps     float64
 	)
 	for _, topic := range topics {
@@ -61,12 +62,12 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 			continue
 		}
 		for q := range tc.ReadQueueNums {
-			w := OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0),
+			w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0),
 				ConsumerOffset: max(b.offsets.query(group, topic, q), 0)}
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1) // 0 when gone
 			}
-			entries = append(entries, queueEntry[OffsetWrapper]{b.queue(topic, q), w})
+			entries = append(entries, protocol.QueueEntry[protocol.OffsetWrapper]{MQ: b.queue(topic, q), Value: w})
 		}
 		tps += b.admin.rates.consumeTPS(topic, group)
 	}
@@ -74,8 +75,8 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 }
 
 // queue names queue q of topic on this broker.
-func (b *Broker) queue(topic string, q int32) MessageQueue {
-	return MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}
+func (b *Broker) queue(topic string, q int32) protocol.MessageQueue {
+	return protocol.MessageQueue{BrokerName: b.cfg.BrokerName, QueueID: q, Topic: topic}
 }
 
 // bodyResponse answers SUCCESS with body, or SYSTEM_ERROR when encoding failed.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -69,30 +70,17 @@ func TestHasAndAddProperty(t *testing.T) {
 	}
 	b := &Broker{cfg: DefaultConfig(), uniqIDs: newUniqIDGenerator(netip.MustParseAddr("127.0.0.1"))}
 	out := b.addBrokerProperties(props)
-	m := store.ParseProperties(out)
+	m := message.ParseProperties(out)
 	if m["CLUSTER"] != "DefaultCluster" || len(m["UNIQ_KEY"]) != 32 || m["KEYS"] != "k1" || m["TAGS"] != "A" {
 		t.Fatalf("properties after the broker's additions: %v", m)
 	}
 	// Without the trailing separator the Go client's encoder always writes.
-	m = store.ParseProperties(b.addBrokerProperties("TAGS\x01A"))
+	m = message.ParseProperties(b.addBrokerProperties("TAGS\x01A"))
 	if m["TAGS"] != "A" || m["CLUSTER"] == "" {
 		t.Fatalf("properties %v", m)
 	}
 	// A UNIQ_KEY the producer set is kept.
-	if m := store.ParseProperties(b.addBrokerProperties("UNIQ_KEY\x01abc\x02")); m["UNIQ_KEY"] != "abc" {
+	if m := message.ParseProperties(b.addBrokerProperties("UNIQ_KEY\x01abc\x02")); m["UNIQ_KEY"] != "abc" {
 		t.Fatalf("producer's UNIQ_KEY replaced: %v", m)
-	}
-}
-
-func TestValidateTopicName(t *testing.T) {
-	for _, ok := range []string{"T", "Topic_1", "%RETRY%group-a", "a|b", strings.Repeat("x", 127)} {
-		if err := ValidateTopicName(ok); err != nil {
-			t.Errorf("%q refused: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "a b", "topic!", "tópico", "a/b", strings.Repeat("x", 128), "a\x00"} {
-		if err := ValidateTopicName(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
 	}
 }

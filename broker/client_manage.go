@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -24,7 +25,7 @@ func (b *Broker) processHeartbeat(ctx context.Context, conn *remoting.Conn, req 
 		retry := RetryGroupPrefix + cd.GroupName
 		if b.topics.get(retry) == nil {
 			queues := max(sg.RetryQueueNums, 1)
-			if _, err := b.topics.createIfAbsent(retry, queues, PermRead|PermWrite, 0); err != nil {
+			if _, err := b.topics.createIfAbsent(retry, queues, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 				b.log.Error("create retry topic", "topic", retry, "err", err)
 			}
 		}

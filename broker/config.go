@@ -13,6 +13,7 @@ import (
 	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/internal/peertls"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -116,7 +117,7 @@ func DefaultConfig() Config {
 		BrokerName:                   host,
 		BrokerID:                     0,
 		ListenPort:                   10911,
-		BrokerPermission:             PermRead | PermWrite,
+		BrokerPermission:             protocol.PermRead | protocol.PermWrite,
 		AutoCreateTopicEnable:        true,
 		AutoCreateSubscriptionGroup:  true,
 		DefaultTopicQueueNums:        8,
@@ -174,7 +175,7 @@ func (c Config) Validate() error {
 	if c.BrokerClusterName == "" {
 		bad("brokerClusterName", "must not be empty")
 	}
-	if err := ValidateTopicName(c.BrokerName); c.BrokerName == "" || err != nil {
+	if err := protocol.ValidateTopicName(c.BrokerName); c.BrokerName == "" || err != nil {
 		bad("brokerName", "%q must be 1..127 characters of %%|a-zA-Z0-9_-", c.BrokerName)
 	}
 	if c.BrokerID < 0 {
@@ -203,7 +204,7 @@ func (c Config) Validate() error {
 	default:
 		bad("brokerRole", "%q is not ASYNC_MASTER, SYNC_MASTER or SLAVE", c.BrokerRole)
 	}
-	if c.BrokerPermission&^(PermRead|PermWrite|PermInherit|PermPriority) != 0 {
+	if c.BrokerPermission&^(protocol.PermRead|protocol.PermWrite|protocol.PermInherit|protocol.PermPriority) != 0 {
 		bad("brokerPermission", "%d has bits other than 8|4|2|1", c.BrokerPermission)
 	}
 	if c.DefaultTopicQueueNums < 1 || c.DefaultTopicQueueNums > 1024 {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/rocketraft/rocketraft/filter"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -18,7 +19,7 @@ func splitTags(expr string) []string {
 	return out
 }
 
-func tagsHash(tag string) int64 { return store.TagsHash(tag) }
+func tagsHash(tag string) int64 { return message.TagsHash(tag) }
 
 // tagFilter matches ConsumeQueue units by tag hash, as RocketMQ's ExpressionMessageFilter does for TAG
 // subscriptions. Hash collisions are resolved by the client, which filters again by the tag string.

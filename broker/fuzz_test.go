@@ -3,6 +3,8 @@ package broker
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // FuzzDecodeBatch: a SEND_BATCH_MESSAGE body comes from any client. The decoder never panics; what it
@@ -49,8 +51,8 @@ func FuzzFastJSONBodies(f *testing.F) {
 		var offsets struct {
 			OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
 		}
-		_ = decodeFastJSON(b, &offsets)
+		_ = protocol.UnmarshalBareIntKeys(b, &offsets)
 		var any map[string]any
-		_ = decodeFastJSON(b, &any)
+		_ = protocol.UnmarshalBareIntKeys(b, &any)
 	})
 }

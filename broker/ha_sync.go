@@ -2,11 +2,10 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -95,14 +94,14 @@ func (b *Broker) fetchFromMaster(ctx context.Context, addr string, code remoting
 	if err != nil {
 		return err
 	}
-	if err := decodeFastJSON(resp.Body, v); err != nil {
+	if err := protocol.UnmarshalBareIntKeys(resp.Body, v); err != nil {
 		return fmt.Errorf("decode %s answer: %w", code, err)
 	}
 	return nil
 }
 
 func (b *Broker) syncTopics(ctx context.Context, addr string) error {
-	var w TopicConfigWrapper
+	var w protocol.TopicConfigSerializeWrapper
 	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllTopicConfig, &w); err != nil {
 		return err
 	}
@@ -147,7 +146,7 @@ func (b *Broker) syncDelayOffsets(ctx context.Context, addr string) error {
 // replaceFrom replaces the table with values (nil ones skipped) and takes version, unless version
 // is the table's already (RocketMQ's slave sync of topics and subscription groups). It reports
 // whether it replaced anything.
-func (t *versionedTable[T]) replaceFrom(values map[string]*T, version DataVersion) bool {
+func (t *versionedTable[T]) replaceFrom(values map[string]*T, version protocol.DataVersion) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if version == t.version {
@@ -163,24 +162,4 @@ func (t *versionedTable[T]) replaceFrom(values map[string]*T, version DataVersio
 	t.table = table
 	t.version = version
 	return true
-}
-
-// bareIntKey finds object keys written without quotes: fastjson (RocketMQ's brokers) writes the
-// int keys of offset tables that way ({"t@g":{0:5}}), which encoding/json refuses.
-var bareIntKey = regexp.MustCompile(`([{,]\s*)(-?[0-9]+)(\s*:)`)
-
-// decodeFastJSON decodes JSON, accepting fastjson's bare integer keys. Only a body the strict
-// decoder refuses is rewritten; topic and group names cannot hold ':' or ',', so the rewrite can
-// only touch a string value that itself holds such a pattern (a topic attribute, say).
-func decodeFastJSON(body []byte, v any) error {
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	if fixed := bareIntKey.ReplaceAll(body, []byte(`$1"$2"$3`)); len(fixed) != len(body) {
-		if json.Unmarshal(fixed, v) == nil {
-			return nil
-		}
-	}
-	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/ha"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -150,7 +151,7 @@ func TestHAReplicaIsByteIdentical(t *testing.T) {
 	cluster.Eventually(t, 10*time.Second, func() bool {
 		resp := sw.call(remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "CG", "topic": "HA", "queueId": "2"}, nil)
 		var groups broker.SubscriptionGroupWrapper
-		var topics broker.TopicConfigWrapper
+		var topics protocol.TopicConfigSerializeWrapper
 		_ = json.Unmarshal(sw.call(remoting.GetAllSubscriptionGroupConfig, nil, nil).Body, &groups)
 		_ = json.Unmarshal(sw.call(remoting.GetAllTopicConfig, nil, nil).Body, &topics)
 		return resp.ExtFields["offset"] == "17" && groups.SubscriptionGroupTable["CG_SLOW"] != nil && topics.TopicConfigTable["HA"] != nil

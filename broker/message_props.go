@@ -3,19 +3,19 @@ package broker
 import (
 	"strings"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // propValue finds key in an encoded properties string ("k\x01v\x02..."), without allocating.
 func propValue(props, key string) (string, bool) {
 	for len(props) > 0 {
 		item := props
-		if i := strings.IndexByte(props, store.PropertySeparator); i >= 0 {
+		if i := strings.IndexByte(props, message.PropertySeparator); i >= 0 {
 			item, props = props[:i], props[i+1:]
 		} else {
 			props = ""
 		}
-		if k, v, ok := strings.Cut(item, string(store.NameValueSeparator)); ok && k == key {
+		if k, v, ok := strings.Cut(item, string(message.NameValueSeparator)); ok && k == key {
 			return v, true
 		}
 	}
@@ -31,7 +31,7 @@ func hasProperty(props, key string) bool {
 // editProperties decodes props, lets edit change the map, and encodes it again (sorted keys). For the
 // paths that rewrite messages (delay, retry, transactions); plain sends never re-encode.
 func editProperties(props string, edit func(m map[string]string)) string {
-	m := store.ParseProperties(props)
+	m := message.ParseProperties(props)
 	edit(m)
-	return store.EncodeProperties(m)
+	return message.EncodeProperties(m)
 }

@@ -12,33 +12,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/freeport"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rocketraft/rocketraft/ha"
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/store"
 )
-
-// freePort is a TCP port free on 127.0.0.1 at the time of the call (internal/cluster imports this package).
-func freePort(t *testing.T) int {
-	t.Helper()
-	port, err := freeport.One()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
 
 // metricsTestConfig is a broker on loopback with no name server, small files and a metrics port.
 func metricsTestConfig(t *testing.T) Config {
 	cfg := DefaultConfig()
 	cfg.BrokerName = "broker-m"
 	cfg.BrokerIP1 = "127.0.0.1"
-	cfg.ListenPort = freePort(t)
-	cfg.Replication.HAListenPort = freePort(t)
-	cfg.MetricsPort = freePort(t)
+	cfg.ListenPort = testutil.FreePort(t)
+	cfg.Replication.HAListenPort = testutil.FreePort(t)
+	cfg.MetricsPort = testutil.FreePort(t)
 	cfg.StorePathRootDir = filepath.Join(t.TempDir(), "store")
 	cfg.MappedFileSizeCommitLog = 4 << 20
 	cfg.MaxMessageSize = 64 << 10
@@ -83,21 +74,10 @@ func gather(t *testing.T, reg *prometheus.Registry) metrics.Families {
 	return f
 }
 
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func putN(t *testing.T, st *store.Store, topic string, queue int32, n int) {
 	t.Helper()
 	for i := range n {
-		m := &store.Message{Topic: topic, QueueID: queue, Body: []byte("m" + strconv.Itoa(i)),
+		m := &message.Message{Topic: topic, QueueID: queue, Body: []byte("m" + strconv.Itoa(i)),
 			BornTimestamp: time.Now().UnixMilli(), BornHost: netip.MustParseAddrPort("127.0.0.1:5000")}
 		if _, err := st.PutMessage(context.Background(), m); err != nil {
 			t.Fatal(err)
@@ -112,13 +92,13 @@ func TestConsumerLagSeriesAreBounded(t *testing.T) {
 	cfg.MetricsQueueLagSeriesLimit = 3
 	b := startMetricsBroker(t, cfg)
 	const topic = "LagTopic"
-	if _, err := b.topics.createIfAbsent(topic, 4, PermRead|PermWrite, 0); err != nil {
+	if _, err := b.topics.createIfAbsent(topic, 4, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		t.Fatal(err)
 	}
 	for q := range int32(4) {
 		putN(t, b.store, topic, q, int(q)+1) // queue q holds q+1 messages
 	}
-	waitFor(t, func() bool { return b.store.MaxOffsetInQueue(topic, 3) == 4 }, "dispatch of queue 3")
+	testutil.WaitFor(t, 20*time.Second, "dispatch of queue 3", func() bool { return b.store.MaxOffsetInQueue(topic, 3) == 4 })
 	for q := range int32(4) {
 		b.offsets.commit("G1", topic, q, 0)
 	}
@@ -155,7 +135,7 @@ func TestConsumerLagSeriesAreBounded(t *testing.T) {
 func TestStoreSeriesAndTopicCounters(t *testing.T) {
 	b := startMetricsBroker(t, metricsTestConfig(t))
 	const topic = "CountTopic"
-	if _, err := b.topics.createIfAbsent(topic, 1, PermRead|PermWrite, 0); err != nil {
+	if _, err := b.topics.createIfAbsent(topic, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		t.Fatal(err)
 	}
 	putN(t, b.store, topic, 0, 5)

@@ -13,6 +13,7 @@ import (
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -68,9 +69,9 @@ func TestNamesrvACLBrokersRegisterForgersDoNot(t *testing.T) {
 	}
 	before := route()
 
-	body, _ := json.Marshal(namesrv.RegisterBrokerBody{FilterServerList: []string{}, TopicConfigSerializeWrapper: namesrv.TopicConfigSerializeWrapper{
-		TopicConfigTable: map[string]namesrv.TopicConfig{"Guarded": {TopicName: "Guarded", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6}},
-		DataVersion:      namesrv.DataVersion{Timestamp: time.Now().UnixMilli(), Counter: 1 << 40}}})
+	body, _ := json.Marshal(protocol.RegisterBrokerBody{FilterServerList: []string{}, TopicConfigSerializeWrapper: protocol.TopicConfigSerializeWrapper{
+		TopicConfigTable: map[string]*protocol.TopicConfig{"Guarded": {TopicName: "Guarded", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6}},
+		DataVersion:      protocol.DataVersion{Timestamp: time.Now().UnixMilli(), Counter: 1 << 40}}})
 	ext := map[string]string{"brokerName": b.Config().BrokerName, "brokerAddr": "127.0.0.66:10911", "clusterName": b.Config().BrokerClusterName,
 		"haServerAddr": "127.0.0.66:10912", "brokerId": "0", "compressed": "false",
 		"bodyCrc32": strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)&0x7FFFFFFF), 10)}

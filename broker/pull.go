@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -72,7 +73,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "bad pull header: %v", err)
 	}
-	if b.permission()&PermRead == 0 {
+	if b.permission()&protocol.PermRead == 0 {
 		return errResponse(remoting.NoPermission, "the broker[%s] pulling message is forbidden (brokerPermission %d)", b.addr, b.permission())
 	}
 	group := b.groups.find(h.group)
@@ -86,7 +87,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if tc == nil {
 		return errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.topic)
 	}
-	if tc.Perm&PermRead == 0 {
+	if tc.Perm&protocol.PermRead == 0 {
 		return errResponse(remoting.NoPermission, "the topic[%s] pulling message is forbidden (perm %d)", h.topic, tc.Perm)
 	}
 	if h.queueID < 0 || h.queueID >= tc.ReadQueueNums {
@@ -144,7 +145,7 @@ const maxPullBytes = 4 << 20
 
 // pullSubscription finds the subscription to filter with: from the request when it carries one, else from
 // the group's heartbeat.
-func (b *Broker) pullSubscription(h *pullHeader, group *SubscriptionGroupConfig) (*subscriptionInfo, *remoting.Command) {
+func (b *Broker) pullSubscription(h *pullHeader, group *protocol.SubscriptionGroupConfig) (*subscriptionInfo, *remoting.Command) {
 	if h.expressionType != "" && h.expressionType != "TAG" && !b.cfg.EnablePropertyFilter {
 		return nil, errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s (enablePropertyFilter=false)", h.expressionType)
 	}
@@ -202,7 +203,7 @@ func pullResponseCode(st store.GetStatus, requested int64) (remoting.ResponseCod
 // slaveReadEnable, the group's whichBrokerWhenConsumeSlowly when the consumer is so far behind that
 // its data is likely out of memory (the store's accessMessageInMemoryMaxRatio rule), else the group's
 // brokerId; without it, always the master (0).
-func (b *Broker) suggestBrokerID(group *SubscriptionGroupConfig, res *store.GetResult) int64 {
+func (b *Broker) suggestBrokerID(group *protocol.SubscriptionGroupConfig, res *store.GetResult) int64 {
 	if !b.cfg.Replication.SlaveReadEnable {
 		return 0
 	}

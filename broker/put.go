@@ -6,16 +6,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
 // Delivery-time properties besides DELAY (RocketMQ 5.x timer messages and the older start-deliver time).
 const (
-	propTimerDeliverMs   = store.PropertyTimerDeliverMs // absolute ms
-	propTimerDelaySec    = store.PropertyTimerDelaySec  // relative seconds
-	propTimerDelayMs     = "TIMER_DELAY_MS"             // relative ms
-	propStartDeliverTime = "__STARTDELIVERTIME"         // absolute ms
-	propTimerOutMs       = "TIMER_OUT_MS"               // set by the broker: when a timer message is due
+	propTimerDeliverMs   = message.PropertyTimerDeliverMs // absolute ms
+	propTimerDelaySec    = message.PropertyTimerDelaySec  // relative seconds
+	propTimerDelayMs     = "TIMER_DELAY_MS"               // relative ms
+	propStartDeliverTime = "__STARTDELIVERTIME"           // absolute ms
+	propTimerOutMs       = "TIMER_OUT_MS"                 // set by the broker: when a timer message is due
 )
 
 // putError is a message the broker refuses before it reaches the store.
@@ -27,14 +28,14 @@ func (e *putError) Error() string { return e.msg }
 // goes to SCHEDULE_TOPIC_XXXX queue level-1, and one with a delivery time to the timer topic, each with its
 // real topic and queue kept in REAL_TOPIC / REAL_QID. Half and rolled-back transaction messages are
 // never delayed.
-func (b *Broker) prepare(m *store.Message, now time.Time) error {
-	if tran := m.SysFlag & store.SysFlagTransactionMask; tran == store.SysFlagTransactionPrepared || tran == store.SysFlagTransactionRollback {
+func (b *Broker) prepare(m *message.Message, now time.Time) error {
+	if tran := m.SysFlag & message.SysFlagTransactionMask; tran == message.SysFlagTransactionPrepared || tran == message.SysFlagTransactionRollback {
 		return nil
 	}
 	if m.Topic == TopicSchedule || m.Topic == TopicTimer {
 		return nil
 	}
-	if v, ok := propValue(m.Properties, store.PropertyDelayLevel); ok {
+	if v, ok := propValue(m.Properties, message.PropertyDelayLevel); ok {
 		level, err := strconv.Atoi(v)
 		if err != nil {
 			return &putError{fmt.Sprintf("property DELAY=%q is not a delay level (1..%d)", v, len(b.delayLevels))}
@@ -43,9 +44,9 @@ func (b *Broker) prepare(m *store.Message, now time.Time) error {
 			level = min(level, len(b.delayLevels))
 			realTopic, realQID := m.Topic, m.QueueID
 			m.Properties = editProperties(m.Properties, func(p map[string]string) {
-				p[store.PropertyDelayLevel] = strconv.Itoa(level)
-				p[store.PropertyRealTopic] = realTopic
-				p[store.PropertyRealQueueID] = strconv.Itoa(int(realQID))
+				p[message.PropertyDelayLevel] = strconv.Itoa(level)
+				p[message.PropertyRealTopic] = realTopic
+				p[message.PropertyRealQueueID] = strconv.Itoa(int(realQID))
 			})
 			m.Topic, m.QueueID = TopicSchedule, int32(level-1)
 			return nil
@@ -63,8 +64,8 @@ func (b *Broker) prepare(m *store.Message, now time.Time) error {
 	}
 	realTopic, realQID := m.Topic, m.QueueID
 	m.Properties = editProperties(m.Properties, func(p map[string]string) {
-		p[store.PropertyRealTopic] = realTopic
-		p[store.PropertyRealQueueID] = strconv.Itoa(int(realQID))
+		p[message.PropertyRealTopic] = realTopic
+		p[message.PropertyRealQueueID] = strconv.Itoa(int(realQID))
 		p[propTimerOutMs] = strconv.FormatInt(due, 10)
 	})
 	m.Topic, m.QueueID = TopicTimer, 0
@@ -102,7 +103,7 @@ func deliveryTime(props string, now time.Time) (int64, bool, error) {
 }
 
 // putAsync prepares and stores m; done runs once (maybe on the store's flusher: it must not block).
-func (b *Broker) putAsync(m *store.Message, done func(store.PutResult, error)) {
+func (b *Broker) putAsync(m *message.Message, done func(store.PutResult, error)) {
 	if err := b.prepare(m, time.Now()); err != nil {
 		done(store.PutResult{}, err)
 		return
@@ -111,7 +112,7 @@ func (b *Broker) putAsync(m *store.Message, done func(store.PutResult, error)) {
 }
 
 // put prepares and stores m, waiting for the store's durability policy.
-func (b *Broker) put(ctx context.Context, m *store.Message) (store.PutResult, error) {
+func (b *Broker) put(ctx context.Context, m *message.Message) (store.PutResult, error) {
 	if err := b.prepare(m, time.Now()); err != nil {
 		return store.PutResult{}, err
 	}
@@ -123,7 +124,7 @@ func (b *Broker) put(ctx context.Context, m *store.Message) (store.PutResult, er
 func (b *Broker) scheduleTagsCode(topic string, props map[string]string, storeTimestamp int64) (int64, bool) {
 	switch topic {
 	case TopicSchedule:
-		level, err := strconv.Atoi(props[store.PropertyDelayLevel])
+		level, err := strconv.Atoi(props[message.PropertyDelayLevel])
 		if err != nil || level < 1 {
 			return storeTimestamp, true
 		}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // TestRaftFollowerForwards, over the wire: a follower forwards a send and an offset commit to the master
@@ -49,7 +49,7 @@ func TestRaftFollowerForwards(t *testing.T) {
 		t.Fatalf("the master's message at queue offset 3: %v %q", err, msg.Body)
 	}
 	// The answer is the master's: its message id names the master's store host and the offset.
-	if id := resp.OptString("msgId", ""); id != store.CreateOffsetMsgID(netip.MustParseAddrPort(master.Addr()), u.PhysicalOffset) {
+	if id := resp.OptString("msgId", ""); id != message.CreateOffsetMsgID(netip.MustParseAddrPort(master.Addr()), u.PhysicalOffset) {
 		t.Fatalf("forwarded send: msgId %q, want the master's (%s) id of physical offset %d", id, master.Addr(), u.PhysicalOffset)
 	}
 

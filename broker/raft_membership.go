@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -19,16 +20,9 @@ import (
 // refuses to remove itself (transfer leadership first: mqadmin removeRaftPeer does). With ACL on, both
 // need an admin account.
 
-// RaftMember is one server of the group's latest Raft configuration.
-type RaftMember struct {
-	ID       string `json:"id"`       // dLegerSelfId
-	Addr     string `json:"addr"`     // Raft address (host:port)
-	Suffrage string `json:"suffrage"` // Voter, Nonvoter, Staging
-}
-
 // raftMembers is the latest configuration this node knows (from state it holds: hashicorp/raft answers
 // GetConfiguration without the Raft loop), in the order of the configuration.
-func (b *Broker) raftMembers() []RaftMember {
+func (b *Broker) raftMembers() []protocol.RaftMember {
 	r := b.raft.node.Raft()
 	if r == nil {
 		return nil
@@ -37,18 +31,18 @@ func (b *Broker) raftMembers() []RaftMember {
 	if f.Error() != nil {
 		return nil
 	}
-	var out []RaftMember
+	var out []protocol.RaftMember
 	for _, s := range f.Configuration().Servers {
-		out = append(out, RaftMember{ID: string(s.ID), Addr: string(s.Address), Suffrage: s.Suffrage.String()})
+		out = append(out, protocol.RaftMember{ID: string(s.ID), Addr: string(s.Address), Suffrage: s.Suffrage.String()})
 	}
 	return out
 }
 
 // raftMembershipResult is the JSON body of the answer to ADD_RAFT_PEER and REMOVE_RAFT_PEER.
 type raftMembershipResult struct {
-	Group   string       `json:"group"`
-	Leader  string       `json:"leader"` // dLegerSelfId of the leader that made the change
-	Members []RaftMember `json:"members"`
+	Group   string                `json:"group"`
+	Leader  string                `json:"leader"` // dLegerSelfId of the leader that made the change
+	Members []protocol.RaftMember `json:"members"`
 }
 
 // registerRaftMembership adds remoting.AddRaftPeer and remoting.RemoveRaftPeer to pool (the Raft admin

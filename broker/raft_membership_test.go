@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -71,7 +72,7 @@ func TestRaftMembershipRefusals(t *testing.T) {
 		map[string]string{"peerId": "n9", "peerAddr": "nowhere"}), remoting.InvalidParameter, "host:port")
 	resp := admin(follower.Addr(), remoting.GetRaftStatus, nil)
 	expectCode(t, "status", resp, remoting.Success)
-	var st broker.RaftStatus
+	var st protocol.RaftStatus
 	if err := json.Unmarshal(resp.Body, &st); err != nil || len(st.Members) != 3 {
 		t.Fatalf("status members: %+v %v", st.Members, err)
 	}

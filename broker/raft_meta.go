@@ -9,6 +9,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/raftlog"
 )
 
@@ -39,10 +40,10 @@ const (
 
 // metaCmd is one metadata command.
 type metaCmd struct {
-	Op    string                   `json:"op"`
-	Topic *TopicConfig             `json:"topic,omitempty"`
-	Group *SubscriptionGroupConfig `json:"group,omitempty"`
-	Name  string                   `json:"name,omitempty"`
+	Op    string                            `json:"op"`
+	Topic *protocol.TopicConfig             `json:"topic,omitempty"`
+	Group *protocol.SubscriptionGroupConfig `json:"group,omitempty"`
+	Name  string                            `json:"name,omitempty"`
 	// Origin is the proposing node's incarnation (offsets only): the node skips its own offset
 	// entries, its local table being at least as new.
 	Origin         string                     `json:"origin,omitempty"`
@@ -59,25 +60,25 @@ type metaCmd struct {
 
 // metaSnapshot is the metadata in a Raft snapshot.
 type metaSnapshot struct {
-	Topics  map[string]*TopicConfig             `json:"topics"`
-	Groups  map[string]*SubscriptionGroupConfig `json:"groups"`
-	Offsets map[string]map[int32]int64          `json:"offsets"`
-	Delay   map[int]int64                       `json:"delay"`
-	Timer   *TimerCheckpoint                    `json:"timer,omitempty"`
-	Leader  *leaderAnnouncement                 `json:"leader,omitempty"`
+	Topics  map[string]*protocol.TopicConfig             `json:"topics"`
+	Groups  map[string]*protocol.SubscriptionGroupConfig `json:"groups"`
+	Offsets map[string]map[int32]int64                   `json:"offsets"`
+	Delay   map[int]int64                                `json:"delay"`
+	Timer   *TimerCheckpoint                             `json:"timer,omitempty"`
+	Leader  *leaderAnnouncement                          `json:"leader,omitempty"`
 }
 
 // topicRaft and groupRaft are the Raft mode's side of the topic and subscription group managers: in the
 // Raft mode their changes are proposals (the managers' raft field), implemented by the Broker below.
 type topicRaft interface {
-	raftTopicCreate(tc *TopicConfig) (*TopicConfig, error)
-	raftTopicPut(tc *TopicConfig) error
+	raftTopicCreate(tc *protocol.TopicConfig) (*protocol.TopicConfig, error)
+	raftTopicPut(tc *protocol.TopicConfig) error
 	raftTopicDelete(topic string) (bool, error)
 }
 
 type groupRaft interface {
-	raftGroupCreate(g *SubscriptionGroupConfig) *SubscriptionGroupConfig
-	raftGroupPut(g *SubscriptionGroupConfig) error
+	raftGroupCreate(g *protocol.SubscriptionGroupConfig) *protocol.SubscriptionGroupConfig
+	raftGroupPut(g *protocol.SubscriptionGroupConfig) error
 	raftGroupDelete(group string) (bool, error)
 }
 
@@ -253,7 +254,7 @@ func (a *raftMeta) PersistMeta() error {
 // one when another proposal created it first). On a follower the topic is not created: the config
 // is returned unstored, so a caller there (a heartbeat creating a retry topic) goes on; the master
 // creates it when the client reaches it.
-func (b *Broker) raftTopicCreate(tc *TopicConfig) (*TopicConfig, error) {
+func (b *Broker) raftTopicCreate(tc *protocol.TopicConfig) (*protocol.TopicConfig, error) {
 	resp, err := b.proposeMeta(&metaCmd{Op: metaTopicCreate, Topic: tc})
 	if errors.Is(err, raftlog.ErrNotLeader) {
 		return tc, nil
@@ -261,7 +262,7 @@ func (b *Broker) raftTopicCreate(tc *TopicConfig) (*TopicConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft: create topic %s: %w", tc.TopicName, err)
 	}
-	if got, ok := resp.(*TopicConfig); ok {
+	if got, ok := resp.(*protocol.TopicConfig); ok {
 		c := *got
 		return &c, nil
 	}
@@ -269,7 +270,7 @@ func (b *Broker) raftTopicCreate(tc *TopicConfig) (*TopicConfig, error) {
 }
 
 // raftTopicPut proposes a topic's config (create or replace).
-func (b *Broker) raftTopicPut(tc *TopicConfig) error {
+func (b *Broker) raftTopicPut(tc *protocol.TopicConfig) error {
 	_, err := b.proposeMeta(&metaCmd{Op: metaTopicPut, Topic: tc})
 	return err
 }
@@ -283,7 +284,7 @@ func (b *Broker) raftTopicDelete(topic string) (bool, error) {
 
 // raftGroupCreate proposes a subscription group unless it exists (a follower returns it unstored,
 // as raftTopicCreate).
-func (b *Broker) raftGroupCreate(g *SubscriptionGroupConfig) *SubscriptionGroupConfig {
+func (b *Broker) raftGroupCreate(g *protocol.SubscriptionGroupConfig) *protocol.SubscriptionGroupConfig {
 	resp, err := b.proposeMeta(&metaCmd{Op: metaGroupCreate, Group: g})
 	if err != nil {
 		if !errors.Is(err, raftlog.ErrNotLeader) {
@@ -291,7 +292,7 @@ func (b *Broker) raftGroupCreate(g *SubscriptionGroupConfig) *SubscriptionGroupC
 		}
 		return g
 	}
-	if got, ok := resp.(*SubscriptionGroupConfig); ok {
+	if got, ok := resp.(*protocol.SubscriptionGroupConfig); ok {
 		c := *got
 		return &c
 	}
@@ -299,7 +300,7 @@ func (b *Broker) raftGroupCreate(g *SubscriptionGroupConfig) *SubscriptionGroupC
 }
 
 // raftGroupPut proposes a subscription group's config.
-func (b *Broker) raftGroupPut(g *SubscriptionGroupConfig) error {
+func (b *Broker) raftGroupPut(g *protocol.SubscriptionGroupConfig) error {
 	_, err := b.proposeMeta(&metaCmd{Op: metaGroupPut, Group: g})
 	return err
 }

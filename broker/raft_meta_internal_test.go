@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -52,9 +53,9 @@ func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 		t.Fatalf("follower n1 registers as brokerId %d, want 2 (position + 1)", got)
 	}
 	cmds := []metaCmd{
-		{Op: metaTopicPut, Topic: &TopicConfig{TopicName: "T1", ReadQueueNums: 4, WriteQueueNums: 4, Perm: PermRead | PermWrite}},
-		{Op: metaTopicCreate, Topic: &TopicConfig{TopicName: "T1", ReadQueueNums: 1, WriteQueueNums: 1, Perm: PermRead}},
-		{Op: metaTopicPut, Topic: &TopicConfig{TopicName: "Gone", ReadQueueNums: 1, WriteQueueNums: 1}},
+		{Op: metaTopicPut, Topic: &protocol.TopicConfig{TopicName: "T1", ReadQueueNums: 4, WriteQueueNums: 4, Perm: protocol.PermRead | protocol.PermWrite}},
+		{Op: metaTopicCreate, Topic: &protocol.TopicConfig{TopicName: "T1", ReadQueueNums: 1, WriteQueueNums: 1, Perm: protocol.PermRead}},
+		{Op: metaTopicPut, Topic: &protocol.TopicConfig{TopicName: "Gone", ReadQueueNums: 1, WriteQueueNums: 1}},
 		{Op: metaTopicDelete, Name: "Gone"},
 		{Op: metaGroupPut, Group: defaultSubscriptionGroup("G1", 3)},
 		{Op: metaOffsets, Origin: "n0/x", Offsets: map[string]map[int32]int64{"T1@G1": {0: 5, 1: 9}}, Delay: map[int]int64{1: 7}},
@@ -85,7 +86,7 @@ func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 	}
 
 	b2, m2 := raftTestBroker(t)
-	applyMeta(t, m2, 1, metaCmd{Op: metaTopicPut, Topic: &TopicConfig{TopicName: "OnlyHere", ReadQueueNums: 1, WriteQueueNums: 1}})
+	applyMeta(t, m2, 1, metaCmd{Op: metaTopicPut, Topic: &protocol.TopicConfig{TopicName: "OnlyHere", ReadQueueNums: 1, WriteQueueNums: 1}})
 	if err := m2.RestoreMeta(snap); err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +121,10 @@ func TestRaftFollowerRefusesWrites(t *testing.T) {
 			t.Errorf("%v: %s, want SERVICE_NOT_AVAILABLE", err, remoting.ResponseCode(resp.Code))
 		}
 	}
-	if err := b.topics.update(&TopicConfig{TopicName: "X", ReadQueueNums: 1, WriteQueueNums: 1}); !errors.Is(err, raftlog.ErrNotLeader) {
+	if err := b.topics.update(&protocol.TopicConfig{TopicName: "X", ReadQueueNums: 1, WriteQueueNums: 1}); !errors.Is(err, raftlog.ErrNotLeader) {
 		t.Fatalf("topic update on a follower: %v", err)
 	}
-	tc, err := b.topics.createIfAbsent("%RETRY%G", 1, PermRead|PermWrite, 0)
+	tc, err := b.topics.createIfAbsent("%RETRY%G", 1, protocol.PermRead|protocol.PermWrite, 0)
 	if err != nil || tc == nil || b.topics.get("%RETRY%G") != nil {
 		t.Fatalf("retry topic on a follower: %+v, %v, stored %v", tc, err, b.topics.get("%RETRY%G"))
 	}

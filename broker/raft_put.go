@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -15,10 +16,10 @@ import (
 // batches, retry and dead-letter messages, delay and timer deliveries, transactions' half and op
 // messages.
 type messagePutter interface {
-	PutMessage(ctx context.Context, m *store.Message) (store.PutResult, error)
-	PutMessages(ctx context.Context, msgs []*store.Message) (store.PutResult, error)
-	PutMessageAsync(m *store.Message, done func(store.PutResult, error))
-	PutMessagesAsync(msgs []*store.Message, done func(store.PutResult, error))
+	PutMessage(ctx context.Context, m *message.Message) (store.PutResult, error)
+	PutMessages(ctx context.Context, msgs []*message.Message) (store.PutResult, error)
+	PutMessageAsync(m *message.Message, done func(store.PutResult, error))
+	PutMessagesAsync(msgs []*message.Message, done func(store.PutResult, error))
 }
 
 var (

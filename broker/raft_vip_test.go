@@ -11,8 +11,8 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 func TestMasterVipConfigErrorsNameTheKey(t *testing.T) {
@@ -108,7 +108,7 @@ func TestRaftMasterVipFollowsLeadership(t *testing.T) {
 	storedBy := func(resp *remoting.Command) string {
 		t.Helper()
 		expectCode(t, "send through the virtual address", resp, remoting.Success)
-		host, _, err := store.DecodeOffsetMsgID(resp.OptString("msgId", ""))
+		host, _, err := message.DecodeOffsetMsgID(resp.OptString("msgId", ""))
 		if err != nil {
 			t.Fatal(err)
 		}

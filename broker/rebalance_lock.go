@@ -6,21 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// MessageQueue names one queue, in the client's JSON shape.
-type MessageQueue struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int32  `json:"queueId"`
-}
-
 type lockBatchBody struct {
-	ConsumerGroup  string         `json:"consumerGroup"`
-	ClientID       string         `json:"clientId"`
-	OnlyThisBroker bool           `json:"onlyThisBroker"`
-	MQSet          []MessageQueue `json:"mqSet"`
+	ConsumerGroup  string                  `json:"consumerGroup"`
+	ClientID       string                  `json:"clientId"`
+	OnlyThisBroker bool                    `json:"onlyThisBroker"`
+	MQSet          []protocol.MessageQueue `json:"mqSet"`
 }
 
 type lockEntry struct {
@@ -33,24 +27,24 @@ type lockEntry struct {
 type rebalanceLockManager struct {
 	lease time.Duration
 	mu    sync.Mutex
-	table map[string]map[MessageQueue]*lockEntry // group -> queue -> holder; guarded by mu
+	table map[string]map[protocol.MessageQueue]*lockEntry // group -> queue -> holder; guarded by mu
 }
 
 func newRebalanceLockManager(lease time.Duration) *rebalanceLockManager {
-	return &rebalanceLockManager{lease: lease, table: map[string]map[MessageQueue]*lockEntry{}}
+	return &rebalanceLockManager{lease: lease, table: map[string]map[protocol.MessageQueue]*lockEntry{}}
 }
 
 // tryLock locks every queue it can for clientID and returns those now held by it.
-func (m *rebalanceLockManager) tryLock(group, clientID string, mqs []MessageQueue) []MessageQueue {
+func (m *rebalanceLockManager) tryLock(group, clientID string, mqs []protocol.MessageQueue) []protocol.MessageQueue {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.table[group]
 	if g == nil {
-		g = map[MessageQueue]*lockEntry{}
+		g = map[protocol.MessageQueue]*lockEntry{}
 		m.table[group] = g
 	}
-	locked := make([]MessageQueue, 0, len(mqs))
+	locked := make([]protocol.MessageQueue, 0, len(mqs))
 	for _, mq := range mqs {
 		e := g[mq]
 		switch {
@@ -67,7 +61,7 @@ func (m *rebalanceLockManager) tryLock(group, clientID string, mqs []MessageQueu
 }
 
 // unlock releases the queues clientID holds.
-func (m *rebalanceLockManager) unlock(group, clientID string, mqs []MessageQueue) {
+func (m *rebalanceLockManager) unlock(group, clientID string, mqs []protocol.MessageQueue) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.table[group]
@@ -107,7 +101,7 @@ func (b *Broker) processLockBatchMQ(ctx context.Context, conn *remoting.Conn, re
 	}
 	locked := b.locks.tryLock(body.ConsumerGroup, body.ClientID, body.MQSet)
 	return remoting.NewJSONResponse(struct {
-		LockOKMQSet []MessageQueue `json:"lockOKMQSet"`
+		LockOKMQSet []protocol.MessageQueue `json:"lockOKMQSet"`
 	}{locked})
 }
 

@@ -7,14 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
-
-// registerBrokerBody is REGISTER_BROKER's body (RegisterBrokerBody, uncompressed JSON form).
-type registerBrokerBody struct {
-	TopicConfigSerializeWrapper TopicConfigWrapper `json:"topicConfigSerializeWrapper"`
-	FilterServerList            []string           `json:"filterServerList"`
-}
 
 // registerResult is what the name servers told a registration.
 type registerResult struct {
@@ -26,14 +21,14 @@ type registerResult struct {
 // and returns what the first successful answer said. Failures are logged; the next period retries.
 func (b *Broker) registerAll(ctx context.Context) (registerResult, error) {
 	topics := b.topics.snapshot()
-	if perm := b.permission(); perm&PermRead == 0 || perm&PermWrite == 0 {
+	if perm := b.permission(); perm&protocol.PermRead == 0 || perm&protocol.PermWrite == 0 {
 		// A broker that may not be read or written advertises its permission on every topic, so clients
 		// route around it instead of finding out from refused requests (as RocketMQ's registerBrokerAll).
 		for _, tc := range topics.TopicConfigTable {
 			tc.Perm = perm
 		}
 	}
-	body, err := json.Marshal(registerBrokerBody{TopicConfigSerializeWrapper: topics, FilterServerList: []string{}})
+	body, err := json.Marshal(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: topics, FilterServerList: []string{}})
 	if err != nil {
 		return registerResult{}, err
 	}

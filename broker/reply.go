@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -24,7 +25,7 @@ func (b *Broker) processSendReply(ctx context.Context, conn *remoting.Conn, req 
 	if resp != nil {
 		return resp
 	}
-	m := &store.Message{Topic: h.topic, QueueID: qid, Flag: h.flag, Body: req.Body, Properties: h.properties,
+	m := &message.Message{Topic: h.topic, QueueID: qid, Flag: h.flag, Body: req.Body, Properties: h.properties,
 		SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp, BornHost: addrPortOf(b.clientAddr(conn, req)), ReconsumeTimes: h.reconsumeTimes}
 	pushErr := b.pushReply(ctx, h, m)
 	if !b.cfg.StoreReplyMessageEnable {
@@ -45,8 +46,8 @@ func (b *Broker) processSendReply(ctx context.Context, conn *remoting.Conn, req 
 }
 
 // pushReply sends the reply to the connection of the client named by REPLY_TO_CLIENT.
-func (b *Broker) pushReply(ctx context.Context, h *sendHeader, m *store.Message) error {
-	clientID, ok := propValue(m.Properties, store.PropertyReplyToClient)
+func (b *Broker) pushReply(ctx context.Context, h *sendHeader, m *message.Message) error {
+	clientID, ok := propValue(m.Properties, message.PropertyReplyToClient)
 	if !ok || clientID == "" {
 		return &putError{"the reply message has no REPLY_TO_CLIENT property"}
 	}
@@ -56,7 +57,7 @@ func (b *Broker) pushReply(ctx context.Context, h *sendHeader, m *store.Message)
 	}
 	now := time.Now().UnixMilli()
 	props := editProperties(m.Properties, func(p map[string]string) {
-		p[store.PropertyPushReplyTime] = strconv.FormatInt(now, 10)
+		p[message.PropertyPushReplyTime] = strconv.FormatInt(now, 10)
 	})
 	ext := map[string]string{
 		"producerGroup":         h.producerGroup,

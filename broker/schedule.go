@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -203,7 +204,7 @@ func (s *scheduleService) deliver(phy int64) error {
 		}
 		return err
 	}
-	real := restoreReal(m, store.PropertyDelayLevel)
+	real := restoreReal(m, message.PropertyDelayLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = s.b.put(ctx, real)
@@ -213,12 +214,12 @@ func (s *scheduleService) deliver(phy int64) error {
 // restoreReal rebuilds the message parked under SCHEDULE_TOPIC_XXXX, the timer topic or the transaction
 // half topic: its REAL_TOPIC and REAL_QID become topic and queue again, and the properties named in drop
 // (what parked it) go.
-func restoreReal(m *store.MessageExt, drop ...string) *store.Message {
+func restoreReal(m *message.MessageExt, drop ...string) *message.Message {
 	var topic string
 	qid := int32(0)
 	props := editProperties(m.Properties, func(p map[string]string) {
-		topic = p[store.PropertyRealTopic]
-		if n, err := strconv.Atoi(p[store.PropertyRealQueueID]); err == nil {
+		topic = p[message.PropertyRealTopic]
+		if n, err := strconv.Atoi(p[message.PropertyRealQueueID]); err == nil {
 			qid = int32(n)
 		}
 		for _, k := range drop {

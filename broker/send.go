@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -92,17 +94,17 @@ func errResponse(code remoting.ResponseCode, format string, args ...any) *remoti
 // checkWritable is RocketMQ's msgCheck for the broker side: role, permission, topic name, topic existence
 // (creating it from the template when allowed) and queue id. It returns the topic config and the queue id
 // to use, or the response to send.
-func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*TopicConfig, int32, *remoting.Command) {
+func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*protocol.TopicConfig, int32, *remoting.Command) {
 	if resp := b.raftRefuseSend(); resp != nil {
 		return nil, 0, resp
 	}
 	if b.cfg.BrokerRole == RoleSlave {
 		return nil, 0, errResponse(remoting.ServiceNotAvailable, "broker %s is a slave (brokerId %d) and does not accept messages; send to its master", b.addr, b.cfg.BrokerID)
 	}
-	if b.permission()&PermWrite == 0 {
+	if b.permission()&protocol.PermWrite == 0 {
 		return nil, 0, errResponse(remoting.NoPermission, "the broker[%s] sending message is forbidden (brokerPermission %d)", b.addr, b.permission())
 	}
-	if err := ValidateTopicName(h.topic); err != nil {
+	if err := protocol.ValidateTopicName(h.topic); err != nil {
 		return nil, 0, errResponse(remoting.InvalidParameter, "%v", err)
 	}
 	if notAllowedSendTopics[h.topic] {
@@ -113,7 +115,7 @@ func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*TopicConfig, in
 		var err error
 		switch {
 		case strings.HasPrefix(h.topic, RetryGroupPrefix):
-			tc, err = b.topics.createIfAbsent(h.topic, 1, PermRead|PermWrite, 0)
+			tc, err = b.topics.createIfAbsent(h.topic, 1, protocol.PermRead|protocol.PermWrite, 0)
 		case b.cfg.AutoCreateTopicEnable && h.defaultTopic != "":
 			tc, err = b.topics.createInSendMessage(h.topic, h.defaultTopic, h.defaultTopicQueueNums, 0)
 		default:
@@ -123,7 +125,7 @@ func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*TopicConfig, in
 			return nil, 0, errResponse(remoting.TopicNotExist, "topic[%s] not exist and cannot be created: %v", h.topic, err)
 		}
 	}
-	if tc.Perm&PermWrite == 0 {
+	if tc.Perm&protocol.PermWrite == 0 {
 		return nil, 0, errResponse(remoting.NoPermission, "the topic[%s] is not writable (perm %d)", h.topic, tc.Perm)
 	}
 	qid := h.queueID
@@ -150,7 +152,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if resp != nil {
 		return resp
 	}
-	if h.sysFlag&store.SysFlagTransactionPrepared != 0 && b.cfg.RejectTransactionMessage {
+	if h.sysFlag&message.SysFlagTransactionPrepared != 0 && b.cfg.RejectTransactionMessage {
 		return errResponse(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden (rejectTransactionMessage=true)", b.addr)
 	}
 	bornHost := addrPortOf(b.clientAddr(conn, req))
@@ -178,7 +180,7 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		b.putter.PutMessagesAsync(msgs, done)
 		return nil
 	}
-	m := &store.Message{
+	m := &message.Message{
 		Topic:          h.topic,
 		QueueID:        qid,
 		Flag:           h.flag,
@@ -189,14 +191,14 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		BornHost:       bornHost,
 		ReconsumeTimes: h.reconsumeTimes,
 	}
-	if id, ok := propValue(m.Properties, store.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
+	if id, ok := propValue(m.Properties, message.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
 		// (a forwarded request came on another broker's connection, not the requester's)
 		b.clients.rememberClient(id, conn) // a request: its reply may come before the requester's heartbeat
 	}
 	if resp := b.redirectRetry(h, m, req.Version); resp != nil {
 		return resp
 	}
-	if h.sysFlag&store.SysFlagTransactionMask == store.SysFlagTransactionPrepared {
+	if h.sysFlag&message.SysFlagTransactionMask == message.SysFlagTransactionPrepared {
 		if err := b.toHalf(m); err != nil {
 			return errResponse(remoting.SystemError, "park the half message: %v", err)
 		}
@@ -219,24 +221,24 @@ func (b *Broker) addBrokerProperties(props string) string {
 	var sb strings.Builder
 	sb.Grow(len(props) + 64)
 	sb.WriteString(props)
-	if !hasProperty(props, store.PropertyCluster) {
-		appendProperty(&sb, store.PropertyCluster, b.cfg.BrokerClusterName)
+	if !hasProperty(props, message.PropertyCluster) {
+		appendProperty(&sb, message.PropertyCluster, b.cfg.BrokerClusterName)
 	}
-	if !hasProperty(props, store.PropertyUniqKey) {
-		appendProperty(&sb, store.PropertyUniqKey, b.uniqIDs.next())
+	if !hasProperty(props, message.PropertyUniqKey) {
+		appendProperty(&sb, message.PropertyUniqKey, b.uniqIDs.next())
 	}
 	return sb.String()
 }
 
 func appendProperty(sb *strings.Builder, k, v string) {
 	s := sb.String()
-	if len(s) > 0 && s[len(s)-1] != store.PropertySeparator {
-		sb.WriteByte(store.PropertySeparator)
+	if len(s) > 0 && s[len(s)-1] != message.PropertySeparator {
+		sb.WriteByte(message.PropertySeparator)
 	}
 	sb.WriteString(k)
-	sb.WriteByte(store.NameValueSeparator)
+	sb.WriteByte(message.NameValueSeparator)
 	sb.WriteString(v)
-	sb.WriteByte(store.PropertySeparator)
+	sb.WriteByte(message.PropertySeparator)
 }
 
 // sendResponse turns a store result into SEND_MESSAGE's answer.
@@ -292,8 +294,8 @@ func putErrorResponse(err error, topic string) *remoting.Command {
 
 // decodeBatch splits a SEND_BATCH_MESSAGE body into messages that share topic and queue.
 // Each record: totalSize int32 | magic int32 | bodyCRC int32 | flag int32 | bodyLen int32 | body | propsLen int16 | props.
-func decodeBatch(body []byte, h *sendHeader, qid int32, bornHost netip.AddrPort) ([]*store.Message, error) {
-	var out []*store.Message
+func decodeBatch(body []byte, h *sendHeader, qid int32, bornHost netip.AddrPort) ([]*message.Message, error) {
+	var out []*message.Message
 	for off := 0; off < len(body); {
 		if len(body)-off < 22 {
 			return nil, fmt.Errorf("message %d: %d bytes left, a record needs at least 22", len(out), len(body)-off)
@@ -312,7 +314,7 @@ func decodeBatch(body []byte, h *sendHeader, qid int32, bornHost netip.AddrPort)
 		if 22+bodyLen+propsLen != total {
 			return nil, fmt.Errorf("message %d: record of %d bytes does not match body %d + properties %d", len(out), total, bodyLen, propsLen)
 		}
-		out = append(out, &store.Message{
+		out = append(out, &message.Message{
 			Topic:          h.topic,
 			QueueID:        qid,
 			Flag:           flag,

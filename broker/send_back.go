@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -37,7 +39,7 @@ func (b *Broker) processConsumerSendMsgBack(ctx context.Context, conn *remoting.
 	if sg == nil {
 		return errResponse(remoting.SubscriptionGroupNotExist, "subscription group not exist, %s", group)
 	}
-	if b.permission()&PermWrite == 0 {
+	if b.permission()&protocol.PermWrite == 0 {
 		return errResponse(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.addr)
 	}
 	if sg.RetryQueueNums <= 0 {
@@ -51,7 +53,7 @@ func (b *Broker) processConsumerSendMsgBack(ctx context.Context, conn *remoting.
 		maxTimes = sg.RetryMaxTimes
 	}
 	out, resp := b.retryOrDLQ(group, sg, &msg.Message, msg.ReconsumeTimes, delayLevel, maxTimes,
-		req.OptString("originMsgId", ""), store.CreateOffsetMsgID(msg.StoreHost, msg.PhysicalOffset))
+		req.OptString("originMsgId", ""), message.CreateOffsetMsgID(msg.StoreHost, msg.PhysicalOffset))
 	if resp != nil {
 		return resp
 	}
@@ -74,8 +76,8 @@ const versionV3_4_9 = 121
 // times unless the consumer chose one), or to %DLQ%<group> when reconsumeTimes reached maxTimes or
 // delayLevel < 0. The copy's reconsume times is one more than the original's; RETRY_TOPIC keeps the topic
 // it was first sent to and ORIGIN_MESSAGE_ID the first message's id.
-func (b *Broker) retryOrDLQ(group string, sg *SubscriptionGroupConfig, orig *store.Message, reconsumeTimes, delayLevel, maxTimes int32,
-	originMsgID, offsetMsgID string) (*store.Message, *remoting.Command) {
+func (b *Broker) retryOrDLQ(group string, sg *protocol.SubscriptionGroupConfig, orig *message.Message, reconsumeTimes, delayLevel, maxTimes int32,
+	originMsgID, offsetMsgID string) (*message.Message, *remoting.Command) {
 	topic := RetryGroupPrefix + group
 	queues := max(sg.RetryQueueNums, 1)
 	dlq := reconsumeTimes >= maxTimes || delayLevel < 0
@@ -84,32 +86,32 @@ func (b *Broker) retryOrDLQ(group string, sg *SubscriptionGroupConfig, orig *sto
 	} else if delayLevel == 0 {
 		delayLevel = 3 + reconsumeTimes
 	}
-	perm := int32(PermRead | PermWrite)
+	perm := int32(protocol.PermRead | protocol.PermWrite)
 	if _, err := b.topics.createIfAbsent(topic, queues, perm, 0); err != nil {
 		return nil, errResponse(remoting.SystemError, "topic[%s] not exist and cannot be created: %v", topic, err)
 	}
 	props := editProperties(orig.Properties, func(p map[string]string) {
-		if _, ok := p[store.PropertyRetryTopic]; !ok && !strings.HasPrefix(orig.Topic, RetryGroupPrefix) {
-			p[store.PropertyRetryTopic] = orig.Topic
+		if _, ok := p[message.PropertyRetryTopic]; !ok && !strings.HasPrefix(orig.Topic, RetryGroupPrefix) {
+			p[message.PropertyRetryTopic] = orig.Topic
 		}
-		if _, ok := p[store.PropertyOriginMessageID]; !ok {
+		if _, ok := p[message.PropertyOriginMessageID]; !ok {
 			if originMsgID == "" {
 				originMsgID = offsetMsgID
 			}
-			p[store.PropertyOriginMessageID] = originMsgID
+			p[message.PropertyOriginMessageID] = originMsgID
 		}
-		delete(p, store.PropertyDelayLevel)
-		delete(p, store.PropertyRealTopic)
-		delete(p, store.PropertyRealQueueID)
+		delete(p, message.PropertyDelayLevel)
+		delete(p, message.PropertyRealTopic)
+		delete(p, message.PropertyRealQueueID)
 		if dlq {
-			p[store.PropertyDLQOriginTopic] = p[store.PropertyRetryTopic]
-			p[store.PropertyDLQOriginMessageID] = p[store.PropertyOriginMessageID]
+			p[message.PropertyDLQOriginTopic] = p[message.PropertyRetryTopic]
+			p[message.PropertyDLQOriginMessageID] = p[message.PropertyOriginMessageID]
 		} else {
-			p[store.PropertyDelayLevel] = strconv.Itoa(int(delayLevel))
+			p[message.PropertyDelayLevel] = strconv.Itoa(int(delayLevel))
 		}
 	})
 	firstTopic := orig.Topic
-	if t, ok := propValue(orig.Properties, store.PropertyRetryTopic); ok {
+	if t, ok := propValue(orig.Properties, message.PropertyRetryTopic); ok {
 		firstTopic = t
 	}
 	b.stats.recordSendBack(firstTopic, group, dlq)
@@ -121,7 +123,7 @@ func (b *Broker) retryOrDLQ(group string, sg *SubscriptionGroupConfig, orig *sto
 	out.QueueID = rand.Int32N(queues)
 	out.Properties = props
 	out.ReconsumeTimes = reconsumeTimes + 1
-	out.SysFlag &^= store.SysFlagTransactionMask
+	out.SysFlag &^= message.SysFlagTransactionMask
 	out.PreparedTransactionOffset = 0
 	return &out, nil
 }
@@ -129,7 +131,7 @@ func (b *Broker) retryOrDLQ(group string, sg *SubscriptionGroupConfig, orig *sto
 // redirectRetry applies RocketMQ's handleRetryAndDLQ to a SEND_MESSAGE addressed to %RETRY%<group> (the
 // client's fallback when CONSUMER_SEND_MSG_BACK failed): past the group's retry budget, the message goes
 // to %DLQ%<group> instead, undelayed.
-func (b *Broker) redirectRetry(h *sendHeader, m *store.Message, version int32) *remoting.Command {
+func (b *Broker) redirectRetry(h *sendHeader, m *message.Message, version int32) *remoting.Command {
 	if !strings.HasPrefix(h.topic, RetryGroupPrefix) {
 		return nil
 	}
@@ -146,11 +148,11 @@ func (b *Broker) redirectRetry(h *sendHeader, m *store.Message, version int32) *
 		return nil
 	}
 	dlq := DLQGroupPrefix + group
-	if _, err := b.topics.createIfAbsent(dlq, dlqQueueNums, PermRead|PermWrite, 0); err != nil {
+	if _, err := b.topics.createIfAbsent(dlq, dlqQueueNums, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		return errResponse(remoting.SystemError, "topic[%s] not exist and cannot be created: %v", dlq, err)
 	}
 	m.Topic, m.QueueID = dlq, 0
-	m.Properties = editProperties(m.Properties, func(p map[string]string) { delete(p, store.PropertyDelayLevel) })
+	m.Properties = editProperties(m.Properties, func(p map[string]string) { delete(p, message.PropertyDelayLevel) })
 	b.log.Info("retry message moved to the dead letter queue", "group", group, "reconsumeTimes", h.reconsumeTimes, "max", maxTimes)
 	return nil
 }

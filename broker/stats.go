@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // brokerStats counts what passes through the processors: the totals behind the admin TPS figures, the
@@ -111,13 +111,13 @@ const (
 // messageTypeOf is RocketMQ's TopicMessageType of a send: transaction when prepared, fifo with a sharding
 // key, delay with any delivery-time property, else normal.
 func messageTypeOf(props string) string {
-	if v, _ := propValue(props, store.PropertyTransactionPrepared); v == "true" {
+	if v, _ := propValue(props, message.PropertyTransactionPrepared); v == "true" {
 		return messageTransaction
 	}
-	if hasProperty(props, store.PropertyShardingKey) {
+	if hasProperty(props, message.PropertyShardingKey) {
 		return messageFIFO
 	}
-	for _, k := range []string{store.PropertyDelayLevel, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs, propStartDeliverTime} {
+	for _, k := range []string{message.PropertyDelayLevel, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs, propStartDeliverTime} {
 		if hasProperty(props, k) {
 			return messageDelay
 		}

@@ -5,36 +5,25 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
-// SubscriptionGroupConfig is one consumer group's settings, in RocketMQ's JSON shape.
-type SubscriptionGroupConfig struct {
-	GroupName                      string `json:"groupName"`
-	ConsumeEnable                  bool   `json:"consumeEnable"`
-	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
-	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
-	RetryQueueNums                 int32  `json:"retryQueueNums"`
-	RetryMaxTimes                  int32  `json:"retryMaxTimes"`
-	BrokerID                       int64  `json:"brokerId"`
-	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
-	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
-}
-
-func defaultSubscriptionGroup(name string, retryMax int32) *SubscriptionGroupConfig {
-	return &SubscriptionGroupConfig{GroupName: name, ConsumeEnable: true, ConsumeFromMinEnable: true,
+func defaultSubscriptionGroup(name string, retryMax int32) *protocol.SubscriptionGroupConfig {
+	return &protocol.SubscriptionGroupConfig{GroupName: name, ConsumeEnable: true, ConsumeFromMinEnable: true,
 		ConsumeBroadcastEnable: true, RetryQueueNums: 1, RetryMaxTimes: retryMax, BrokerID: 0,
 		WhichBrokerWhenConsumeSlowly: 1, NotifyConsumerIdsChangedEnable: true}
 }
 
 // SubscriptionGroupWrapper is subscriptionGroup.json and the GET_ALL_SUBSCRIPTIONGROUP_CONFIG body.
 type SubscriptionGroupWrapper struct {
-	SubscriptionGroupTable map[string]*SubscriptionGroupConfig `json:"subscriptionGroupTable"`
-	DataVersion            DataVersion                         `json:"dataVersion"`
+	SubscriptionGroupTable map[string]*protocol.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+	DataVersion            protocol.DataVersion                         `json:"dataVersion"`
 }
 
 // subscriptionGroupManager owns the consumer-group table and subscriptionGroup.json.
 type subscriptionGroupManager struct {
-	versionedTable[SubscriptionGroupConfig]
+	versionedTable[protocol.SubscriptionGroupConfig]
 	path       string
 	log        *slog.Logger
 	autoCreate bool
@@ -45,7 +34,7 @@ type subscriptionGroupManager struct {
 
 func newSubscriptionGroupManager(cfg *Config, log *slog.Logger) *subscriptionGroupManager {
 	m := &subscriptionGroupManager{
-		versionedTable: newVersionedTable[SubscriptionGroupConfig](),
+		versionedTable: newVersionedTable[protocol.SubscriptionGroupConfig](),
 		path:           filepath.Join(cfg.StorePathRootDir, "config", "subscriptionGroup.json"),
 		log:            log,
 		autoCreate:     cfg.AutoCreateSubscriptionGroup,
@@ -71,14 +60,14 @@ func (m *subscriptionGroupManager) load() error {
 
 // find returns a copy of the group's config; with autoCreateSubscriptionGroup an unknown group is
 // created (and persisted) on first use. nil means the group does not exist and may not be created.
-func (m *subscriptionGroupManager) find(group string) *SubscriptionGroupConfig {
+func (m *subscriptionGroupManager) find(group string) *protocol.SubscriptionGroupConfig {
 	if g := m.get(group); g != nil || !m.autoCreate {
 		return g
 	}
 	if m.raft != nil {
 		return m.raft.raftGroupCreate(defaultSubscriptionGroup(group, m.retryMax))
 	}
-	g, created := m.putIfAbsent(group, func() *SubscriptionGroupConfig { return defaultSubscriptionGroup(group, m.retryMax) })
+	g, created := m.putIfAbsent(group, func() *protocol.SubscriptionGroupConfig { return defaultSubscriptionGroup(group, m.retryMax) })
 	if created {
 		m.log.Info("subscription group created", "group", group)
 		if err := m.persist(); err != nil {
@@ -88,7 +77,7 @@ func (m *subscriptionGroupManager) find(group string) *SubscriptionGroupConfig {
 	return g
 }
 
-func (m *subscriptionGroupManager) update(g *SubscriptionGroupConfig) error {
+func (m *subscriptionGroupManager) update(g *protocol.SubscriptionGroupConfig) error {
 	if m.raft != nil {
 		return m.raft.raftGroupPut(g)
 	}

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // TestTimerSkipsRecordNoLongerStored: a timer message whose CommitLog record is gone (its file expired or
@@ -17,8 +18,8 @@ func TestTimerSkipsRecordNoLongerStored(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.StorePathRootDir = t.TempDir()
 	cfg.BrokerIP1 = "127.0.0.1"
-	cfg.ListenPort = freePort(t)
-	cfg.Replication.HAListenPort = freePort(t)
+	cfg.ListenPort = testutil.FreePort(t)
+	cfg.Replication.HAListenPort = testutil.FreePort(t)
 	cfg.MetricsPort = 0
 	cfg.MappedFileSizeCommitLog = 1 << 20
 	cfg.MaxMessageSize = 64 << 10
@@ -34,20 +35,10 @@ func TestTimerSkipsRecordNoLongerStored(t *testing.T) {
 	const topic = "TimerGone"
 	putTimer := func(due int64) {
 		t.Helper()
-		m := &store.Message{Topic: topic, Body: []byte("due " + strconv.FormatInt(due, 10)),
-			Properties: store.PropertyTimerDeliverMs + "\x01" + strconv.FormatInt(due, 10) + "\x02"}
+		m := &message.Message{Topic: topic, Body: []byte("due " + strconv.FormatInt(due, 10)),
+			Properties: message.PropertyTimerDeliverMs + "\x01" + strconv.FormatInt(due, 10) + "\x02"}
 		if _, err := b.put(context.Background(), m); err != nil {
 			t.Fatal(err)
-		}
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting: %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	loaded := func(queueOffset int64) func() bool {
@@ -65,7 +56,7 @@ func TestTimerSkipsRecordNoLongerStored(t *testing.T) {
 
 	now := time.Now().UnixMilli()
 	putTimer(now + 2*timerPrecisionMs)
-	waitFor("the first timer message in the heap", loaded(0))
+	testutil.WaitFor(t, 20*time.Second, "the first timer message in the heap", loaded(0))
 	// Its record goes: point the loaded unit at a position the CommitLog does not hold, as after the file
 	// holding it was deleted (LookMessageByOffset answers store.ErrNotFound for both).
 	gone := b.store.MaxPhyOffset() + 64<<20
@@ -81,11 +72,11 @@ func TestTimerSkipsRecordNoLongerStored(t *testing.T) {
 	b.timer.mu.Unlock()
 
 	putTimer(now + 2*timerPrecisionMs + 200)
-	waitFor("the second timer message delivered to its topic", func() bool { return b.store.MaxOffsetInQueue(topic, 0) >= 1 })
+	testutil.WaitFor(t, 20*time.Second, "the second timer message delivered to its topic", func() bool { return b.store.MaxOffsetInQueue(topic, 0) >= 1 })
 	if n := b.store.MaxOffsetInQueue(topic, 0); n != 1 {
 		t.Fatalf("%d messages delivered to %s, want 1 (the first one's record is gone)", n, topic)
 	}
-	waitFor("both timer units past the checkpoint's low water", func() bool {
+	testutil.WaitFor(t, 20*time.Second, "both timer units past the checkpoint's low water", func() bool {
 		b.timer.mu.Lock()
 		defer b.timer.mu.Unlock()
 		return b.timer.lowWater == 2

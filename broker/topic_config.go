@@ -6,93 +6,33 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-)
 
-// Topic permission bits (PermName). Wire format: never change.
-const (
-	PermPriority = 8
-	PermRead     = 4
-	PermWrite    = 2
-	PermInherit  = 1
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // System topic names, as RocketMQ spells them.
 const (
-	TopicAutoCreate    = "TBW102"
-	TopicSelfTest      = "SELF_TEST_TOPIC"
-	TopicOffsetMoved   = "OFFSET_MOVED_EVENT"
-	TopicSchedule      = "SCHEDULE_TOPIC_XXXX"
-	TopicTrace         = "RMQ_SYS_TRACE_TOPIC"
-	TopicTimer         = "rmq_sys_wheel_timer"
-	TopicTransHalf     = "RMQ_SYS_TRANS_HALF_TOPIC"
-	TopicTransOpHalf   = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	TopicReplySuffix   = "_REPLY_TOPIC"
-	RetryGroupPrefix   = "%RETRY%"
-	DLQGroupPrefix     = "%DLQ%"
-	maxTopicNameLength = 127
+	TopicAutoCreate  = "TBW102"
+	TopicSelfTest    = "SELF_TEST_TOPIC"
+	TopicOffsetMoved = "OFFSET_MOVED_EVENT"
+	TopicSchedule    = "SCHEDULE_TOPIC_XXXX"
+	TopicTrace       = "RMQ_SYS_TRACE_TOPIC"
+	TopicTimer       = "rmq_sys_wheel_timer"
+	TopicTransHalf   = "RMQ_SYS_TRANS_HALF_TOPIC"
+	TopicTransOpHalf = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+	TopicReplySuffix = "_REPLY_TOPIC"
+	RetryGroupPrefix = "%RETRY%"
+	DLQGroupPrefix   = "%DLQ%"
 )
-
-// ValidateTopicName checks a topic name the way RocketMQ's TopicValidator does.
-func ValidateTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("the topic name is empty")
-	case len(name) > maxTopicNameLength:
-		return fmt.Errorf("the topic name %q is %d bytes, longer than the limit of %d", name, len(name), maxTopicNameLength)
-	}
-	for i := 0; i < len(name); i++ {
-		if !topicChar[name[i]] {
-			return fmt.Errorf("the topic name %q contains characters other than %%|a-zA-Z0-9_-", name)
-		}
-	}
-	return nil
-}
-
-// topicChar marks the bytes a topic name may hold: ^[%|a-zA-Z0-9_-]+$ (checked on every send, so a
-// table rather than a regexp).
-var topicChar = func() (t [256]bool) {
-	for _, c := range "%|_-" {
-		t[c] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	return t
-}()
 
 // notAllowedSendTopics may not be produced to directly by clients (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
 var notAllowedSendTopics = map[string]bool{
 	TopicSchedule: true, TopicTransHalf: true, TopicTransOpHalf: true, TopicAutoCreate: true, TopicTimer: true,
 }
 
-// TopicConfig is one topic's configuration, in RocketMQ's JSON shape (topics.json, registration bodies,
-// GET_ALL_TOPIC_CONFIG answers).
-type TopicConfig struct {
-	TopicName       string            `json:"topicName"`
-	ReadQueueNums   int32             `json:"readQueueNums"`
-	WriteQueueNums  int32             `json:"writeQueueNums"`
-	Perm            int32             `json:"perm"`
-	TopicFilterType string            `json:"topicFilterType"`
-	TopicSysFlag    int32             `json:"topicSysFlag"`
-	Order           bool              `json:"order"`
-	Attributes      map[string]string `json:"attributes"`
-}
-
-// QueueNums is the number of queues a consumer or producer may address: max(read, write).
-func (t *TopicConfig) QueueNums() int32 { return max(t.ReadQueueNums, t.WriteQueueNums) }
-
-// TopicConfigWrapper is topics.json and the GET_ALL_TOPIC_CONFIG body.
-type TopicConfigWrapper struct {
-	TopicConfigTable map[string]*TopicConfig `json:"topicConfigTable"`
-	DataVersion      DataVersion             `json:"dataVersion"`
-}
-
 // topicConfigManager owns the topic table and topics.json.
 type topicConfigManager struct {
-	versionedTable[TopicConfig]
+	versionedTable[protocol.TopicConfig]
 	path      string
 	log       *slog.Logger
 	onChange  func()     // called (outside the lock) after every change: the broker re-registers
@@ -102,38 +42,38 @@ type topicConfigManager struct {
 
 func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
 	m := &topicConfigManager{
-		versionedTable: newVersionedTable[TopicConfig](),
+		versionedTable: newVersionedTable[protocol.TopicConfig](),
 		path:           filepath.Join(cfg.StorePathRootDir, "config", "topics.json"),
 		log:            log,
 	}
 	sys := func(name string, queues int32, perm int32) {
-		m.table[name] = &TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
+		m.table[name] = &protocol.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
 			TopicFilterType: "SINGLE_TAG", Attributes: map[string]string{}}
 	}
-	sys(TopicSelfTest, 1, PermRead|PermWrite)
+	sys(TopicSelfTest, 1, protocol.PermRead|protocol.PermWrite)
 	if cfg.AutoCreateTopicEnable {
-		sys(TopicAutoCreate, int32(cfg.DefaultTopicQueueNums), PermInherit|PermRead|PermWrite)
+		sys(TopicAutoCreate, int32(cfg.DefaultTopicQueueNums), protocol.PermInherit|protocol.PermRead|protocol.PermWrite)
 	}
 	if cfg.ClusterTopicEnable {
-		sys(cfg.BrokerClusterName, 16, PermInherit|PermRead|PermWrite)
+		sys(cfg.BrokerClusterName, 16, protocol.PermInherit|protocol.PermRead|protocol.PermWrite)
 	}
 	if cfg.BrokerTopicEnable {
-		sys(cfg.BrokerName, 1, PermInherit|PermRead|PermWrite)
+		sys(cfg.BrokerName, 1, protocol.PermInherit|protocol.PermRead|protocol.PermWrite)
 	}
-	sys(TopicOffsetMoved, 1, PermRead|PermWrite)
+	sys(TopicOffsetMoved, 1, protocol.PermRead|protocol.PermWrite)
 	levels, _ := parseDelayLevels(cfg.MessageDelayLevel) // validated with the config
-	sys(TopicSchedule, int32(max(len(levels), 1)), PermRead|PermWrite)
-	sys(TopicTimer, 1, PermRead|PermWrite)
+	sys(TopicSchedule, int32(max(len(levels), 1)), protocol.PermRead|protocol.PermWrite)
+	sys(TopicTimer, 1, protocol.PermRead|protocol.PermWrite)
 	if cfg.TraceTopicEnable {
-		sys(TopicTrace, 1, PermRead|PermWrite)
+		sys(TopicTrace, 1, protocol.PermRead|protocol.PermWrite)
 	}
-	sys(cfg.BrokerClusterName+TopicReplySuffix, 1, PermRead|PermWrite)
+	sys(cfg.BrokerClusterName+TopicReplySuffix, 1, protocol.PermRead|protocol.PermWrite)
 	return m
 }
 
 // load reads topics.json over the built-in system topics.
 func (m *topicConfigManager) load() error {
-	var w TopicConfigWrapper
+	var w protocol.TopicConfigSerializeWrapper
 	found, err := loadJSON(m.path, &w)
 	if err != nil || !found {
 		return err
@@ -164,13 +104,13 @@ func (m *topicConfigManager) persist() error {
 }
 
 // snapshot returns a deep copy of the table and its version, in the topics.json shape.
-func (m *topicConfigManager) snapshot() TopicConfigWrapper {
+func (m *topicConfigManager) snapshot() protocol.TopicConfigSerializeWrapper {
 	table, version := m.versionedTable.snapshot()
-	return TopicConfigWrapper{TopicConfigTable: table, DataVersion: version}
+	return protocol.TopicConfigSerializeWrapper{TopicConfigTable: table, DataVersion: version}
 }
 
 // update creates or replaces a topic, persists and notifies.
-func (m *topicConfigManager) update(tc *TopicConfig) error {
+func (m *topicConfigManager) update(tc *protocol.TopicConfig) error {
 	c := *tc
 	if c.Attributes == nil {
 		c.Attributes = map[string]string{}
@@ -206,7 +146,7 @@ func (m *topicConfigManager) changed() error {
 
 // createInSendMessage creates topic from the template topic (TBW102) the producer named, as RocketMQ's
 // createTopicInSendMessageMethod does. It returns the existing config when another request created it first.
-func (m *topicConfigManager) createInSendMessage(topic, template string, clientQueueNums int32, topicSysFlag int32) (*TopicConfig, error) {
+func (m *topicConfigManager) createInSendMessage(topic, template string, clientQueueNums int32, topicSysFlag int32) (*protocol.TopicConfig, error) {
 	if tc := m.get(topic); tc != nil {
 		return tc, nil
 	}
@@ -214,12 +154,12 @@ func (m *topicConfigManager) createInSendMessage(topic, template string, clientQ
 	if tmpl == nil {
 		return nil, fmt.Errorf("the template topic %s does not exist on this broker", template)
 	}
-	if tmpl.Perm&PermInherit == 0 {
+	if tmpl.Perm&protocol.PermInherit == 0 {
 		return nil, fmt.Errorf("the template topic %s has no INHERIT permission (perm %d)", template, tmpl.Perm)
 	}
 	queues := max(min(clientQueueNums, tmpl.WriteQueueNums), 1)
-	mk := func() *TopicConfig {
-		return &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: tmpl.Perm &^ PermInherit,
+	mk := func() *protocol.TopicConfig {
+		return &protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: tmpl.Perm &^ protocol.PermInherit,
 			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
 	}
 	if m.raft != nil {
@@ -234,9 +174,9 @@ func (m *topicConfigManager) createInSendMessage(topic, template string, clientQ
 }
 
 // createIfAbsent creates a system-managed topic (retry, DLQ, transaction) with the given queues and perm.
-func (m *topicConfigManager) createIfAbsent(topic string, queues int32, perm int32, topicSysFlag int32) (*TopicConfig, error) {
-	mk := func() *TopicConfig {
-		return &TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
+func (m *topicConfigManager) createIfAbsent(topic string, queues int32, perm int32, topicSysFlag int32) (*protocol.TopicConfig, error) {
+	mk := func() *protocol.TopicConfig {
+		return &protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
 			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
 	}
 	if m.raft != nil {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -23,17 +25,17 @@ const (
 // toHalf parks a transaction's half message in RMQ_SYS_TRANS_HALF_TOPIC queue 0, keeping its real topic
 // and queue in REAL_TOPIC / REAL_QID. It is stored as a plain message so the half queue is readable;
 // consumers of the real topic never see it.
-func (b *Broker) toHalf(m *store.Message) error {
-	if _, err := b.topics.createIfAbsent(TopicTransHalf, 1, PermRead|PermWrite, 0); err != nil {
+func (b *Broker) toHalf(m *message.Message) error {
+	if _, err := b.topics.createIfAbsent(TopicTransHalf, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		return err
 	}
 	realTopic, realQID := m.Topic, m.QueueID
 	m.Properties = editProperties(m.Properties, func(p map[string]string) {
-		p[store.PropertyRealTopic] = realTopic
-		p[store.PropertyRealQueueID] = strconv.Itoa(int(realQID))
+		p[message.PropertyRealTopic] = realTopic
+		p[message.PropertyRealQueueID] = strconv.Itoa(int(realQID))
 	})
 	m.Topic, m.QueueID = TopicTransHalf, 0
-	m.SysFlag &^= store.SysFlagTransactionMask
+	m.SysFlag &^= message.SysFlagTransactionMask
 	return nil
 }
 
@@ -79,8 +81,8 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 		return errResponse(remoting.InvalidParameter, "bad END_TRANSACTION header: %v", err)
 	}
 	tran := h.commitOrRollback
-	if tran != store.SysFlagTransactionCommit && tran != store.SysFlagTransactionRollback {
-		if tran != store.SysFlagTransactionNotType {
+	if tran != message.SysFlagTransactionCommit && tran != message.SysFlagTransactionRollback {
+		if tran != message.SysFlagTransactionNotType {
 			return errResponse(remoting.InvalidParameter, "commitOrRollback %d is not 0, 8 (commit) or 12 (rollback)", tran)
 		}
 		b.log.Debug("transaction state unknown; the check-back will ask again", "group", h.producerGroup, "msgId", h.msgID, "fromCheck", h.fromTransactionCheck)
@@ -93,17 +95,17 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 	if resp := checkHalf(half, h); resp != nil {
 		return resp
 	}
-	realTopic, _ := propValue(half.Properties, store.PropertyRealTopic)
+	realTopic, _ := propValue(half.Properties, message.PropertyRealTopic)
 	born := time.UnixMilli(half.BornTimestamp)
-	if tran == store.SysFlagTransactionRollback {
+	if tran == message.SysFlagTransactionRollback {
 		if err := b.writeOp(ctx, half.QueueOffset); err != nil {
 			return errResponse(remoting.SystemError, "record the rollback: %v", err)
 		}
 		b.stats.recordEnd(realTopic, false, born)
 		return remoting.NewResponse(remoting.Success, "")
 	}
-	final := restoreReal(half, store.PropertyRealTopic, store.PropertyRealQueueID, store.PropertyTransactionPrepared)
-	final.SysFlag = final.SysFlag&^store.SysFlagTransactionMask | store.SysFlagTransactionCommit
+	final := restoreReal(half, message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)
+	final.SysFlag = final.SysFlag&^message.SysFlagTransactionMask | message.SysFlagTransactionCommit
 	final.PreparedTransactionOffset = h.commitLogOffset
 	b.putAsync(final, func(res store.PutResult, err error) {
 		resp := remoting.NewResponse(remoting.Success, "")
@@ -124,13 +126,13 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 
 // checkHalf verifies that END_TRANSACTION names the half message it points at (RocketMQ's
 // checkPrepareMessage).
-func checkHalf(half *store.MessageExt, h *endTransactionHeader) *remoting.Command {
-	props := store.ParseProperties(half.Properties)
+func checkHalf(half *message.MessageExt, h *endTransactionHeader) *remoting.Command {
+	props := message.ParseProperties(half.Properties)
 	switch {
 	case half.Topic != TopicTransHalf:
 		return errResponse(remoting.SystemError, "the message at commitLogOffset %d is in topic %s, not a prepared transaction message", h.commitLogOffset, half.Topic)
-	case props[store.PropertyProducerGroup] != h.producerGroup:
-		return errResponse(remoting.SystemError, "the producer group wrong: the half message belongs to %q, not %q", props[store.PropertyProducerGroup], h.producerGroup)
+	case props[message.PropertyProducerGroup] != h.producerGroup:
+		return errResponse(remoting.SystemError, "the producer group wrong: the half message belongs to %q, not %q", props[message.PropertyProducerGroup], h.producerGroup)
 	case half.QueueOffset != h.tranStateTableOffset:
 		return errResponse(remoting.SystemError, "the transaction state table offset wrong: %d, the half message is at %d", h.tranStateTableOffset, half.QueueOffset)
 	}
@@ -139,11 +141,11 @@ func checkHalf(half *store.MessageExt, h *endTransactionHeader) *remoting.Comman
 
 // writeOp records in RMQ_SYS_TRANS_OP_HALF_TOPIC that the half message at halfOffset is resolved.
 func (b *Broker) writeOp(ctx context.Context, halfOffset int64) error {
-	if _, err := b.topics.createIfAbsent(TopicTransOpHalf, 1, PermRead|PermWrite, 0); err != nil {
+	if _, err := b.topics.createIfAbsent(TopicTransOpHalf, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		return err
 	}
-	m := &store.Message{Topic: TopicTransOpHalf, QueueID: 0, Body: []byte(strconv.FormatInt(halfOffset, 10)),
-		Properties:    store.EncodeProperties(map[string]string{store.PropertyTags: opRemoveTag}),
+	m := &message.Message{Topic: TopicTransOpHalf, QueueID: 0, Body: []byte(strconv.FormatInt(halfOffset, 10)),
+		Properties:    message.EncodeProperties(map[string]string{message.PropertyTags: opRemoveTag}),
 		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost}
 	_, err := b.putter.PutMessage(ctx, m)
 	return err
@@ -237,20 +239,20 @@ func (c *transactionChecker) check() {
 			c.log.Warn("half message unreadable; skipped", "offset", off, "err", err)
 			continue
 		}
-		props := store.ParseProperties(half.Properties)
-		checks, _ := strconv.Atoi(props[store.PropertyTransactionCheckTimes])
+		props := message.ParseProperties(half.Properties)
+		checks, _ := strconv.Atoi(props[message.PropertyTransactionCheckTimes])
 		if checks >= b.cfg.TransactionCheckMax {
 			c.giveUp(half, checks)
 			continue
 		}
 		immunity := ms(b.cfg.TransactionTimeOut)
-		if s, err := strconv.Atoi(props[store.PropertyCheckImmunityTimeInSeconds]); err == nil && s > 0 {
+		if s, err := strconv.Atoi(props[message.PropertyCheckImmunityTimeInSeconds]); err == nil && s > 0 {
 			immunity = time.Duration(s) * time.Second
 		}
 		if now.Sub(time.UnixMilli(half.BornTimestamp)) < immunity {
 			break // younger ones follow
 		}
-		if len(b.clients.producerConns(props[store.PropertyProducerGroup])) > 0 {
+		if len(b.clients.producerConns(props[message.PropertyProducerGroup])) > 0 {
 			checks++ // a check counts only when a producer can be asked
 		}
 		if err := c.putBackAndAsk(half, props, checks); err != nil {
@@ -273,12 +275,12 @@ func (c *transactionChecker) check() {
 // putBackAndAsk appends a copy of the half message with its check count set to checks, then asks a
 // producer of its group, if one is connected, for the transaction's state; the answer (END_TRANSACTION)
 // names the copy.
-func (c *transactionChecker) putBackAndAsk(half *store.MessageExt, props map[string]string, checks int) error {
+func (c *transactionChecker) putBackAndAsk(half *message.MessageExt, props map[string]string, checks int) error {
 	b := c.b
-	group := props[store.PropertyProducerGroup]
+	group := props[message.PropertyProducerGroup]
 	cp := half.Message
 	cp.Properties = editProperties(half.Properties, func(p map[string]string) {
-		p[store.PropertyTransactionCheckTimes] = strconv.Itoa(checks)
+		p[message.PropertyTransactionCheckTimes] = strconv.Itoa(checks)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -288,21 +290,21 @@ func (c *transactionChecker) putBackAndAsk(half *store.MessageExt, props map[str
 	}
 	conns := b.clients.producerConns(group)
 	if len(conns) == 0 {
-		c.log.Warn("no producer of the group is connected to ask about a transaction", "group", group, "msgId", props[store.PropertyUniqKey])
+		c.log.Warn("no producer of the group is connected to ask about a transaction", "group", group, "msgId", props[message.PropertyUniqKey])
 		return nil
 	}
-	ext := &store.MessageExt{Message: cp, QueueOffset: res.QueueOffset, PhysicalOffset: res.PhysicalOffset,
+	ext := &message.MessageExt{Message: cp, QueueOffset: res.QueueOffset, PhysicalOffset: res.PhysicalOffset,
 		StoreTimestamp: res.StoreTimestamp, StoreHost: b.storeHost}
-	ext.Topic = props[store.PropertyRealTopic]
-	if q, err := strconv.Atoi(props[store.PropertyRealQueueID]); err == nil {
+	ext.Topic = props[message.PropertyRealTopic]
+	if q, err := strconv.Atoi(props[message.PropertyRealQueueID]); err == nil {
 		ext.QueueID = int32(q)
 	}
-	body, err := store.EncodeRecord(nil, ext)
+	body, err := message.EncodeRecord(nil, ext)
 	if err != nil {
 		return fmt.Errorf("encode the half message for the check: %w", err)
 	}
-	uniq := props[store.PropertyUniqKey]
-	txID := props[store.PropertyTransactionID]
+	uniq := props[message.PropertyUniqKey]
+	txID := props[message.PropertyTransactionID]
 	if txID == "" {
 		txID = uniq
 	}
@@ -323,12 +325,12 @@ func (c *transactionChecker) putBackAndAsk(half *store.MessageExt, props map[str
 }
 
 // giveUp keeps a half message checked too often aside in TRANS_CHECK_MAX_TIME_TOPIC (never delivered).
-func (c *transactionChecker) giveUp(half *store.MessageExt, checks int) {
+func (c *transactionChecker) giveUp(half *message.MessageExt, checks int) {
 	b := c.b
-	props := store.ParseProperties(half.Properties)
+	props := message.ParseProperties(half.Properties)
 	c.log.Warn("transaction checked transactionCheckMax times without an answer; giving it up", "checks", checks,
-		"msgId", props[store.PropertyUniqKey], "group", props[store.PropertyProducerGroup], "realTopic", props[store.PropertyRealTopic])
-	if _, err := b.topics.createIfAbsent(topicTransCheckMax, 1, PermRead, 0); err != nil {
+		"msgId", props[message.PropertyUniqKey], "group", props[message.PropertyProducerGroup], "realTopic", props[message.PropertyRealTopic])
+	if _, err := b.topics.createIfAbsent(topicTransCheckMax, 1, protocol.PermRead, 0); err != nil {
 		c.log.Error("create topic for given-up transactions", "err", err)
 		return
 	}

@@ -3,16 +3,12 @@ package broker
 import (
 	"sync"
 	"time"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
-// DataVersion tells name servers and slaves whether a table changed (RocketMQ's DataVersion).
-type DataVersion struct {
-	StateVersion int64 `json:"stateVersion"`
-	Timestamp    int64 `json:"timestamp"`
-	Counter      int64 `json:"counter"`
-}
-
-func (d *DataVersion) next(now time.Time) {
+// nextVersion moves d after a change at now: timestamp now, counter + 1 (DataVersion.nextVersion).
+func nextVersion(d *protocol.DataVersion, now time.Time) {
 	d.Timestamp = now.UnixMilli()
 	d.Counter++
 }
@@ -22,8 +18,8 @@ func (d *DataVersion) next(now time.Time) {
 // share a pointer with the table.
 type versionedTable[T any] struct {
 	mu      sync.RWMutex
-	table   map[string]*T // guarded by mu
-	version DataVersion   // guarded by mu
+	table   map[string]*T        // guarded by mu
+	version protocol.DataVersion // guarded by mu
 }
 
 func newVersionedTable[T any]() versionedTable[T] {
@@ -47,7 +43,7 @@ func (t *versionedTable[T]) put(name string, v *T) {
 	c := *v
 	t.mu.Lock()
 	t.table[name] = &c
-	t.version.next(time.Now())
+	nextVersion(&t.version, time.Now())
 	t.mu.Unlock()
 }
 
@@ -63,7 +59,7 @@ func (t *versionedTable[T]) putIfAbsent(name string, mk func() *T) (*T, bool) {
 	if !ok {
 		v = mk()
 		t.table[name] = v
-		t.version.next(time.Now())
+		nextVersion(&t.version, time.Now())
 	}
 	c := *v
 	return &c, !ok
@@ -77,12 +73,12 @@ func (t *versionedTable[T]) remove(name string) bool {
 		return false
 	}
 	delete(t.table, name)
-	t.version.next(time.Now())
+	nextVersion(&t.version, time.Now())
 	return true
 }
 
 // load merges loaded values (nil ones skipped) over the table and takes the loaded version.
-func (t *versionedTable[T]) load(values map[string]*T, version DataVersion) {
+func (t *versionedTable[T]) load(values map[string]*T, version protocol.DataVersion) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, v := range values {
@@ -94,7 +90,7 @@ func (t *versionedTable[T]) load(values map[string]*T, version DataVersion) {
 }
 
 // snapshot returns a deep copy of the table and its version.
-func (t *versionedTable[T]) snapshot() (map[string]*T, DataVersion) {
+func (t *versionedTable[T]) snapshot() (map[string]*T, protocol.DataVersion) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	out := make(map[string]*T, len(t.table))

@@ -14,8 +14,9 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // wire is a raw protocol client for broker tests: requests built by hand, as a client would send them.
@@ -76,7 +77,7 @@ func TestSendErrorsNameTheProblem(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 3, Configure: func(i int, cfg *broker.Config) {
 		switch i {
 		case 1:
-			cfg.BrokerPermission = broker.PermRead
+			cfg.BrokerPermission = protocol.PermRead
 		case 2:
 			cfg.BrokerRole = broker.RoleSlave
 			cfg.BrokerID = 1
@@ -329,13 +330,13 @@ func TestQueriesAndAdmin(t *testing.T) {
 		"beginTimestamp": "0", "endTimestamp": fmt.Sprint(time.Now().UnixMilli())}, nil), remoting.QueryNotFound)
 
 	// By offset message id.
-	_, phy, err := store.DecodeOffsetMsgID(ids[2])
+	_, phy, err := message.DecodeOffsetMsgID(ids[2])
 	if err != nil {
 		t.Fatal(err)
 	}
 	view := w.call(remoting.ViewMessageByID, map[string]string{"offset": fmt.Sprint(phy)}, nil)
 	expectCode(t, "view", view, remoting.Success)
-	m, err := store.DecodeMessage(view.Body, true)
+	m, err := message.DecodeMessage(view.Body, true)
 	if err != nil || string(m.Body) != "body-2" || m.Topic != "QA" {
 		t.Fatalf("viewed message %+v, err %v", m, err)
 	}
@@ -343,7 +344,7 @@ func TestQueriesAndAdmin(t *testing.T) {
 
 	// Delete: the config, the queue and the offsets go.
 	expectCode(t, "delete", w.call(remoting.DeleteTopicInBroker, map[string]string{"topic": "QA"}, nil), remoting.Success)
-	var all broker.TopicConfigWrapper
+	var all protocol.TopicConfigSerializeWrapper
 	if err := json.Unmarshal(w.call(remoting.GetAllTopicConfig, nil, nil).Body, &all); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +412,7 @@ func TestLocksReleasedWhenClientLeaves(t *testing.T) {
 // TestReadOnlyBrokerAdvertisesItsPermission: a broker with brokerPermission 4 registers every topic with
 // perm 4, so clients stop routing sends to it (RocketMQ's registerBrokerAll).
 func TestReadOnlyBrokerAdvertisesItsPermission(t *testing.T) {
-	c := cluster.Start(t, cluster.Options{Configure: func(_ int, cfg *broker.Config) { cfg.BrokerPermission = broker.PermRead }})
+	c := cluster.Start(t, cluster.Options{Configure: func(_ int, cfg *broker.Config) { cfg.BrokerPermission = protocol.PermRead }})
 	ns := newWire(t, c.NamesrvAddrs()[0])
 	cluster.Eventually(t, 10*time.Second, func() bool {
 		resp := ns.call(remoting.GetRouteInfoByTopic, map[string]string{"topic": "TBW102"}, nil)
@@ -423,7 +424,7 @@ func TestReadOnlyBrokerAdvertisesItsPermission(t *testing.T) {
 		if resp.Code != int32(remoting.Success) || json.Unmarshal(resp.Body, &route) != nil || len(route.QueueDatas) == 0 {
 			return false
 		}
-		return route.QueueDatas[0].Perm == broker.PermRead
+		return route.QueueDatas[0].Perm == protocol.PermRead
 	}, "TBW102 routed with perm 4")
 }
 

@@ -17,8 +17,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -30,7 +30,7 @@ func slaveHasTopic(t *testing.T, w *remoting.Client, addr, topic string) bool {
 	if err != nil || resp.Code != 0 {
 		return false
 	}
-	var tw broker.TopicConfigWrapper
+	var tw protocol.TopicConfigSerializeWrapper
 	return json.Unmarshal(resp.Body, &tw) == nil && tw.TopicConfigTable[topic] != nil
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -99,7 +99,7 @@ func watchRoutes(t *testing.T, c *cluster.Cluster, topic, group string) *routeWa
 				rw.withoutMaster.Add(1)
 				continue
 			}
-			var r namesrv.TopicRouteData
+			var r protocol.TopicRouteData
 			if err := json.Unmarshal(resp.Body, &r); err != nil {
 				t.Errorf("route answer: %v", err)
 				return
@@ -108,7 +108,7 @@ func watchRoutes(t *testing.T, c *cluster.Cluster, topic, group string) *routeWa
 			master := ""
 			for _, bd := range r.BrokerDatas {
 				if bd.BrokerName == group {
-					master = bd.BrokerAddrs[namesrv.MasterID]
+					master = bd.BrokerAddrs[protocol.MasterID]
 				}
 			}
 			if master == "" {
@@ -203,7 +203,7 @@ func TestRaftTwoGroupsKillLeader(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		resp, err := w.Invoke(ctx, c.NamesrvAddr(), remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
-		var r namesrv.TopicRouteData
+		var r protocol.TopicRouteData
 		return err == nil && resp.Code == int32(remoting.Success) && json.Unmarshal(resp.Body, &r) == nil && len(r.QueueDatas) == 2
 	}, "the route of %s has both groups", topic)
 

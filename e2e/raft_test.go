@@ -17,8 +17,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // ack is a send the official client saw answered SEND_OK: where the broker said it went.
@@ -78,7 +78,7 @@ func startPacedLoad(p rocketmq.Producer, topic, prefix string, firstSender, send
 				}
 				l.mu.Lock()
 				host := ""
-				if ap, _, err := store.DecodeOffsetMsgID(res.OffsetMsgID); err == nil {
+				if ap, _, err := message.DecodeOffsetMsgID(res.OffsetMsgID); err == nil {
 					host = ap.String()
 				}
 				l.acks = append(l.acks, ack{body: body, sender: g, broker: res.MessageQueue.BrokerName, queue: res.MessageQueue.QueueId,

@@ -22,8 +22,8 @@ import (
 
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/cmdutil"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // Child modes of the test binary for tests that run processes in network namespaces (TestMain).
@@ -112,7 +112,7 @@ func runChildProducer() {
 					continue
 				}
 				host := "?"
-				if ap, _, err := store.DecodeOffsetMsgID(res.OffsetMsgID); err == nil {
+				if ap, _, err := message.DecodeOffsetMsgID(res.OffsetMsgID); err == nil {
 					host = ap.String()
 				}
 				emit("ok %d %s %d %d", time.Now().UnixNano(), host, res.MessageQueue.QueueId, res.QueueOffset)

@@ -1,6 +1,9 @@
 package filter
 
-import "github.com/rocketraft/rocketraft/store"
+import (
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/store"
+)
 
 // Filter applies a compiled SQL92 selector to the messages a pull reads. It implements
 // store.MessageFilter; like the Expression it wraps it is immutable and safe for concurrent
@@ -32,7 +35,7 @@ func (f *Filter) MatchByCommitLog(record []byte, props map[string]string) bool {
 	}
 	if props == nil {
 		var err error
-		if props, err = store.RecordProperties(record); err != nil {
+		if props, err = message.RecordProperties(record); err != nil {
 			return false
 		}
 	}

@@ -7,18 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
 // testStoreHost is the broker address written into test records.
 func testStoreHost() netip.AddrPort { return netip.MustParseAddrPort("10.0.0.5:10911") }
 
-func testMessage(topic string, queueID int32, body string, props map[string]string) *store.Message {
-	return &store.Message{
+func testMessage(topic string, queueID int32, body string, props map[string]string) *message.Message {
+	return &message.Message{
 		Topic:         topic,
 		QueueID:       queueID,
 		Body:          []byte(body),
-		Properties:    store.EncodeProperties(props),
+		Properties:    message.EncodeProperties(props),
 		BornTimestamp: 1700000000000,
 		BornHost:      netip.MustParseAddrPort("192.168.1.20:50000"),
 	}
@@ -26,7 +28,7 @@ func testMessage(topic string, queueID int32, body string, props map[string]stri
 
 func encodeRecord(t testing.TB, props map[string]string) []byte {
 	t.Helper()
-	rec, err := store.EncodeRecord(nil, &store.MessageExt{Message: *testMessage("T", 0, "body", props), StoreHost: testStoreHost()})
+	rec, err := message.EncodeRecord(nil, &message.MessageExt{Message: *testMessage("T", 0, "body", props), StoreHost: testStoreHost()})
 	if err != nil {
 		t.Fatalf("EncodeRecord: %v", err)
 	}
@@ -41,8 +43,8 @@ func TestFilterMatchByCommitLog(t *testing.T) {
 	if f.Expression().String() != "a > 5 AND TAGS = 'x'" {
 		t.Errorf("Expression() = %v", f.Expression())
 	}
-	match := encodeRecord(t, map[string]string{"a": "6", store.PropertyTags: "x"})
-	miss := encodeRecord(t, map[string]string{"a": "4", store.PropertyTags: "x"})
+	match := encodeRecord(t, map[string]string{"a": "6", message.PropertyTags: "x"})
+	miss := encodeRecord(t, map[string]string{"a": "4", message.PropertyTags: "x"})
 	for _, tc := range []struct {
 		name   string
 		record []byte
@@ -90,8 +92,8 @@ func TestFilterGetMessage(t *testing.T) {
 	var want []string
 	for i := range n {
 		props := map[string]string{
-			store.PropertyTags: []string{"TagA", "TagB"}[i%2],
-			"seq":              fmt.Sprint(i),
+			message.PropertyTags: []string{"TagA", "TagB"}[i%2],
+			"seq":                fmt.Sprint(i),
 		}
 		if i%3 == 0 {
 			props["region"] = "eu"
@@ -104,13 +106,7 @@ func TestFilterGetMessage(t *testing.T) {
 			want = append(want, body)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for s.MaxOffsetInQueue("FilterTopic", 0) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("messages not dispatched: max offset %d", s.MaxOffsetInQueue("FilterTopic", 0))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 20*time.Second, "the messages dispatched", func() bool { return s.MaxOffsetInQueue("FilterTopic", 0) >= n })
 
 	f := NewFilter(mustCompile(t, "TAGS = 'TagB' AND seq >= 10 AND region IS NULL"))
 	var got []string
@@ -120,7 +116,7 @@ func TestFilterGetMessage(t *testing.T) {
 			t.Fatalf("GetMessage: %v", err)
 		}
 		for _, rec := range r.Records {
-			m, err := store.DecodeMessage(rec, true)
+			m, err := message.DecodeMessage(rec, true)
 			if err != nil {
 				t.Fatalf("DecodeMessage: %v", err)
 			}

@@ -93,10 +93,10 @@ func TestDivergentSlaveTruncates(t *testing.T) {
 			if base, _ := slave.bytes(); base != 0 {
 				t.Fatalf("slave starts at %d after truncating", base)
 			}
-			if p.logs.count("diverged", "truncating", "from="+strconv.FormatInt(before, 10)) != 1 {
+			if p.logs.Count("diverged", "truncating", "from="+strconv.FormatInt(before, 10)) != 1 {
 				t.Fatalf("the truncation from %d was not logged once", before)
 			}
-			if p.logs.count("a peer that lies") != 0 {
+			if p.logs.Count("a peer that lies") != 0 {
 				t.Fatal("the slave reported beyond the master's max: it should have truncated first")
 			}
 			t.Logf("slave ended at %d, the logs part at %d, master at %d", before, common, master.MaxPhyOffset())
@@ -129,7 +129,7 @@ func TestUnrelatedSlaveIsNotTruncated(t *testing.T) {
 			slave.putRecords(100, 13)
 			_, want := slave.bytes()
 			p := newPair(t, tc.master(), slave)
-			eventually(t, 10*time.Second, func() bool { return p.logs.count("shares no record", tc.want) >= 2 }, "the refusal logged twice")
+			eventually(t, 10*time.Second, func() bool { return p.logs.Count("shares no record", tc.want) >= 2 }, "the refusal logged twice")
 			if _, got := slave.bytes(); string(got) != string(want) {
 				t.Fatal("the slave's log changed")
 			}
@@ -152,7 +152,7 @@ func TestDivergentSlaveWithoutCheck(t *testing.T) {
 	sink, log := newLogSink(t)
 	svc := startService(t, testConfig(), master, testFileSize, log)
 	startClient(t, testConfig(), slave, testFileSize, svc.Addr().String(), nil, log)
-	eventually(t, 10*time.Second, func() bool { return sink.count("a peer that lies gets nothing") >= 2 }, "the master refused the slave twice")
+	eventually(t, 10*time.Second, func() bool { return sink.Count("a peer that lies gets nothing") >= 2 }, "the master refused the slave twice")
 	if slave.MaxPhyOffset() != before || svc.AckedOffset() != 0 {
 		t.Fatalf("slave at %d (was %d), master acknowledged %d", slave.MaxPhyOffset(), before, svc.AckedOffset())
 	}

@@ -80,7 +80,7 @@ func TestLyingPeerGetsNothing(t *testing.T) {
 	if svc.AckedOffset() != 100 {
 		t.Fatalf("acked %d after a lying report, want 100", svc.AckedOffset())
 	}
-	if sink.count("a peer that lies gets nothing") != 2 {
+	if sink.Count("a peer that lies gets nothing") != 2 {
 		t.Fatalf("want both lies logged")
 	}
 }
@@ -94,7 +94,7 @@ func TestHousekeepingClosesSilentPeer(t *testing.T) {
 	svc := startService(t, cfg, newMemLog(testFileSize), testFileSize, log)
 	peer := dialPeer(t, svc)
 	peer.readAll(30 * time.Second)
-	eventually(t, 10*time.Second, func() bool { return sink.count("housekeeping") == 1 }, "the close logged as housekeeping")
+	eventually(t, 10*time.Second, func() bool { return sink.Count("housekeeping") == 1 }, "the close logged as housekeeping")
 }
 
 // TestMasterHeartbeatsAnIdleSlave: with nothing to send, the master keeps sending empty frames at
@@ -236,7 +236,7 @@ func TestConnectionCutRepeatedly(t *testing.T) {
 	proxy.cutAfter.Store(0)
 	master.putRecords(50, 99)
 	waitIdentical(t, master, slave)
-	if sink.count("diverged") != 0 {
+	if sink.Count("diverged") != 0 {
 		t.Fatal("cuts alone made the slave truncate")
 	}
 	t.Logf("%d cuts, %d bytes replicated", proxy.cuts.Load(), slave.MaxPhyOffset())

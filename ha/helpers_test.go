@@ -5,11 +5,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -25,58 +24,17 @@ func testConfig() Config {
 
 const testFileSize = 64 << 10
 
-// eventually polls cond every 5 ms until it holds, failing the test after timeout.
+// eventually is testutil.WaitFor with a formatted description.
 func eventually(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for: %s", timeout, fmt.Sprintf(format, args...))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, timeout, fmt.Sprintf(format, args...), cond)
 }
 
-// logSink collects log lines for assertions and forwards them to t.Log.
-type logSink struct {
-	t     testing.TB
-	mu    sync.Mutex
-	lines []string
-	ended bool
-}
-
-func newLogSink(t testing.TB) (*logSink, *slog.Logger) {
-	s := &logSink{t: t}
-	t.Cleanup(func() { s.mu.Lock(); s.ended = true; s.mu.Unlock() })
+// newLogSink returns the lines the code under test logs (at debug level), kept for assertions and
+// passed to t.Log.
+func newLogSink(t testing.TB) (*testutil.LogLines, *slog.Logger) {
+	s := testutil.NewLogLines(t)
 	return s, slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	line := strings.TrimRight(string(p), "\n")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lines = append(s.lines, line)
-	if !s.ended {
-		s.t.Log(line)
-	}
-	return len(p), nil
-}
-
-// count is the number of lines holding every one of parts.
-func (s *logSink) count(parts ...string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-outer:
-	for _, l := range s.lines {
-		for _, p := range parts {
-			if !strings.Contains(l, p) {
-				continue outer
-			}
-		}
-		n++
-	}
-	return n
 }
 
 // pair is a master service and a slave client on in-memory logs.
@@ -84,7 +42,7 @@ type pair struct {
 	master, slave *memLog
 	svc           *Service
 	client        *Client
-	logs          *logSink
+	logs          *testutil.LogLines
 	log           *slog.Logger
 }
 

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // memLog is an in-memory CommitLog with the store's file rules (records never cross a file, a
@@ -132,13 +132,13 @@ func (l *memLog) putRecord(size int, rng *rand.Rand) {
 	if rest := l.fileSize - end%l.fileSize; int64(size)+8 > rest {
 		blank := make([]byte, rest)
 		binary.BigEndian.PutUint32(blank, uint32(rest))
-		blankMagic := store.BlankMagicCode
+		blankMagic := message.BlankMagicCode
 		binary.BigEndian.PutUint32(blank[4:], uint32(blankMagic))
 		l.data = append(l.data, blank...)
 	}
 	rec := make([]byte, size)
 	binary.BigEndian.PutUint32(rec, uint32(size))
-	m := store.MessageMagicCode
+	m := message.MessageMagicCode
 	binary.BigEndian.PutUint32(rec[4:], uint32(m))
 	for i := 8; i < size; i++ {
 		rec[i] = byte(rng.Uint32())

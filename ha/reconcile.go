@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // How a slave finds where its log and its master's part (RocketMQ 4.x has no answer: a slave
@@ -133,9 +133,9 @@ func walkProbes(cl CommitLog, lo, hi, fileSize int64) ([]probeRange, error) {
 		magic := int32(binary.BigEndian.Uint32(h[4:]))
 		fileEnd := pos - pos%fileSize + fileSize
 		switch {
-		case magic == store.BlankMagicCode && size == fileEnd-pos:
+		case magic == message.BlankMagicCode && size == fileEnd-pos:
 			all = append(all, probeRange{Probe: Probe{Offset: pos, Size: recordHeader}, keep: fileEnd})
-		case (magic == store.MessageMagicCode || magic == store.MessageMagicCodeV2) && size > recordHeader && pos+size <= fileEnd:
+		case (magic == message.MessageMagicCode || magic == message.MessageMagicCodeV2) && size > recordHeader && pos+size <= fileEnd:
 			end := min(pos+size, hi)
 			all = append(all, probeRange{Probe: Probe{Offset: pos, Size: int32(end - pos)}, keep: end})
 		default:

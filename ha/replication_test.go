@@ -65,7 +65,7 @@ func TestSlaveAppendFailureReconnects(t *testing.T) {
 	slave.failAt = 20 << 10
 	p := newPair(t, nil, slave)
 	p.master.putRecords(100, 6)
-	eventually(t, 10*time.Second, func() bool { return p.logs.count("HA connection to the master", "injected append failure") >= 2 },
+	eventually(t, 10*time.Second, func() bool { return p.logs.Count("HA connection to the master", "injected append failure") >= 2 },
 		"the slave retried after failed appends")
 	slave.mu.Lock()
 	slave.failAt = 0

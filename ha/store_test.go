@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -45,7 +46,7 @@ func putN(t testing.TB, s *store.Store, topic, tag string, n, size int) {
 	for i := range n {
 		body := []byte(fmt.Sprintf("%s-%d-", tag, i))
 		body = append(body, bytes.Repeat([]byte{'.'}, max(size-len(body), 0))...)
-		if _, err := s.PutMessage(context.Background(), &store.Message{Topic: topic, QueueID: 0, Body: body,
+		if _, err := s.PutMessage(context.Background(), &message.Message{Topic: topic, QueueID: 0, Body: body,
 			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), BornTimestamp: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestRealStoreDivergentSlave(t *testing.T) {
 					conns[0].AckOffset == master.MaxPhyOffset()
 			}, "the slave streaming from at most the common offset %d, caught up", common)
 			waitStoresIdentical(t, master, slave, "T")
-			if sink.count("diverged", fmt.Sprintf("from=%d", before)) != 1 {
+			if sink.Count("diverged", fmt.Sprintf("from=%d", before)) != 1 {
 				t.Fatal("the truncation was not logged once")
 			}
 			if m, err := slave.LookMessageByOffset(common); err != nil || !bytes.HasPrefix(m.Body, []byte("master-0-")) {

@@ -84,8 +84,8 @@ func TestPeerTLSSlaveReplicatesAndRoguesGetNothing(t *testing.T) {
 		} else if len(got) > 0 {
 			t.Errorf("%s: got %d bytes of the HA stream", tc.name, len(got))
 		}
-		eventually(t, 10*time.Second, func() bool { return sink.count("refused a peer connection", "remote="+local) >= 1 }, "%s: refusal logged", tc.name)
-		if n := sink.count("refused a peer connection", "remote="+local); n != 1 {
+		eventually(t, 10*time.Second, func() bool { return sink.Count("refused a peer connection", "remote="+local) >= 1 }, "%s: refusal logged", tc.name)
+		if n := sink.Count("refused a peer connection", "remote="+local); n != 1 {
 			t.Errorf("%s: refusal of %s logged %d times", tc.name, local, n)
 		}
 	}
@@ -139,7 +139,7 @@ func TestPeerTLSSlaveRefusesAMasterOfAnotherCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
-	eventually(t, 10*time.Second, func() bool { return sink.count("side=slave", "not signed by the cluster CA") >= 1 }, "the slave's refusal")
+	eventually(t, 10*time.Second, func() bool { return sink.Count("side=slave", "not signed by the cluster CA") >= 1 }, "the slave's refusal")
 	if slave.MaxPhyOffset() != 0 {
 		t.Fatalf("the slave appended %d bytes from a master of another CA", slave.MaxPhyOffset())
 	}

@@ -7,20 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocketraft/rocketraft/internal/freeport"
-
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/remoting"
 )
-
-func freeMetricsPort(t *testing.T) int {
-	t.Helper()
-	port, err := freeport.One()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
 
 func scrapeNamesrv(t *testing.T, port int) metrics.Families {
 	t.Helper()
@@ -33,7 +23,7 @@ func scrapeNamesrv(t *testing.T, port int) metrics.Families {
 
 // The endpoint shows the brokers and topics of the routing tables and counts requests by code.
 func TestMetricsEndpoint(t *testing.T) {
-	port := freeMetricsPort(t)
+	port := testutil.FreePort(t)
 	f := newFixture(t, func(c *Config) { c.MetricsPort = port })
 	before := scrapeNamesrv(t, port)
 	if v, ok := before.Value("rocketmq_namesrv_topics"); !ok || v != 0 {
@@ -71,7 +61,7 @@ func TestMetricsEndpoint(t *testing.T) {
 }
 
 func TestMetricsPortTakenStopsStart(t *testing.T) {
-	port := freeMetricsPort(t)
+	port := testutil.FreePort(t)
 	newFixture(t, func(c *Config) { c.MetricsPort = port })
 	cfg := testConfig(t)
 	cfg.MetricsPort = port

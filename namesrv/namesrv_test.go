@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -94,14 +96,14 @@ func (f *fixture) callOn(cl *remoting.Client, code remoting.RequestCode, ext map
 type broker struct {
 	cluster, name, addr string
 	id                  int64
-	topics              map[string]TopicConfig
+	topics              map[string]*protocol.TopicConfig
 	version             int64 // DataVersion counter
 }
 
-func topicsOf(names ...string) map[string]TopicConfig {
-	m := make(map[string]TopicConfig)
+func topicsOf(names ...string) map[string]*protocol.TopicConfig {
+	m := make(map[string]*protocol.TopicConfig)
 	for _, n := range names {
-		m[n] = TopicConfig{TopicName: n, ReadQueueNums: 4, WriteQueueNums: 4, Perm: PermRead | PermWrite,
+		m[n] = &protocol.TopicConfig{TopicName: n, ReadQueueNums: 4, WriteQueueNums: 4, Perm: protocol.PermRead | protocol.PermWrite,
 			TopicFilterType: "SINGLE_TAG"}
 	}
 	return m
@@ -112,9 +114,9 @@ func (b broker) header() map[string]string {
 		"haServerAddr": strings.Replace(b.addr, ":10911", ":10912", 1), "brokerId": strconv.FormatInt(b.id, 10)}
 }
 
-func (b broker) body() RegisterBrokerBody {
-	return RegisterBrokerBody{FilterServerList: []string{}, TopicConfigSerializeWrapper: TopicConfigSerializeWrapper{
-		TopicConfigTable: b.topics, DataVersion: DataVersion{Timestamp: 1700000000000, Counter: b.version}}}
+func (b broker) body() protocol.RegisterBrokerBody {
+	return protocol.RegisterBrokerBody{FilterServerList: []string{}, TopicConfigSerializeWrapper: protocol.TopicConfigSerializeWrapper{
+		TopicConfigTable: b.topics, DataVersion: protocol.DataVersion{Timestamp: 1700000000000, Counter: b.version}}}
 }
 
 func (f *fixture) register(cl *remoting.Client, b broker) *remoting.Command {
@@ -143,7 +145,7 @@ func (f *fixture) unregister(b broker) {
 }
 
 // route asks for a topic's route; ok is false on TOPIC_NOT_EXIST.
-func (f *fixture) route(topic string) (TopicRouteData, string, bool) {
+func (f *fixture) route(topic string) (protocol.TopicRouteData, string, bool) {
 	f.t.Helper()
 	resp := f.call(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
 	switch resp.Code {
@@ -151,28 +153,22 @@ func (f *fixture) route(topic string) (TopicRouteData, string, bool) {
 		if !strings.Contains(resp.Remark, topic) {
 			f.t.Fatalf("TOPIC_NOT_EXIST remark %q does not name the topic", resp.Remark)
 		}
-		return TopicRouteData{}, "", false
+		return protocol.TopicRouteData{}, "", false
 	case int32(remoting.Success):
-		var r TopicRouteData
+		var r protocol.TopicRouteData
 		if err := json.Unmarshal(resp.Body, &r); err != nil {
 			f.t.Fatalf("route body %s: %v", resp.Body, err)
 		}
 		return r, string(resp.Body), true
 	}
 	f.t.Fatalf("route of %s: %v", topic, resp)
-	return TopicRouteData{}, "", false
+	return protocol.TopicRouteData{}, "", false
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor is testutil.WaitFor with this package's deadline.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, what, cond)
 }
 
 var brokerA = broker{cluster: "DefaultCluster", name: "broker-a", addr: "10.0.0.5:10911", topics: topicsOf("TopicTest", "TBW102"), version: 1}
@@ -202,7 +198,7 @@ func TestRegisterRouteUnregister(t *testing.T) {
 	if _, _, ok := f.route("TopicTest"); ok {
 		t.Fatal("route after unregistration")
 	}
-	var ci ClusterInfo
+	var ci protocol.ClusterInfo
 	resp := f.call(remoting.GetBrokerClusterInfo, nil, nil)
 	if err := json.Unmarshal(resp.Body, &ci); err != nil || len(ci.BrokerAddrTable) != 0 || len(ci.ClusterAddrTable) != 0 {
 		t.Fatalf("cluster info after unregistration: %s %v", resp.Body, err)
@@ -235,7 +231,7 @@ func TestRegisterErrors(t *testing.T) {
 
 func TestCompressedRegistration(t *testing.T) {
 	f := newFixture(t, nil)
-	body, err := EncodeRegisterBrokerBodyCompressed(brokerA.body())
+	body, err := protocol.EncodeRegisterBrokerBodyCompressed(brokerA.body())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +347,7 @@ func TestClusterInfoAndTopicLists(t *testing.T) {
 	f := newFixture(t, nil)
 	f.register(f.cl, brokerA)
 	f.register(f.cl, broker{cluster: "c2", name: "broker-b", addr: "10.0.0.6:10911", topics: topicsOf("TopicTest", "B")})
-	var ci ClusterInfo
+	var ci protocol.ClusterInfo
 	if err := json.Unmarshal(f.call(remoting.GetBrokerClusterInfo, nil, nil).Body, &ci); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +356,7 @@ func TestClusterInfoAndTopicLists(t *testing.T) {
 		t.Fatalf("cluster info %+v", ci)
 	}
 	list := func(code remoting.RequestCode, ext map[string]string) string {
-		var tl TopicList
+		var tl protocol.TopicList
 		if err := json.Unmarshal(f.call(code, ext, nil).Body, &tl); err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +375,7 @@ func TestClusterInfoAndTopicLists(t *testing.T) {
 	if resp.ExtFields["wipeTopicCount"] != "2" {
 		t.Fatalf("wipe write perm: %v", resp)
 	}
-	if r, _, _ := f.route("TBW102"); r.QueueDatas[0].Perm != PermRead {
+	if r, _, _ := f.route("TBW102"); r.QueueDatas[0].Perm != protocol.PermRead {
 		t.Fatalf("perm after wipe %d", r.QueueDatas[0].Perm)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -95,7 +96,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		if raftSlaveID, err = req.ExtInt64("raftSlaveId"); err != nil {
 			return badHeader(req, err)
 		}
-		if raftSlaveID <= MasterID {
+		if raftSlaveID <= protocol.MasterID {
 			return errResponse(remoting.InvalidParameter, "REGISTER_BROKER header raftSlaveId %d: must be above 0 (the brokerId of a Raft node that is not master)", raftSlaveID)
 		}
 	}
@@ -103,7 +104,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		s.logger.Warn("namesrv: register broker body fails its crc32", "brokerAddr", h[1], "remote", conn.RemoteAddr())
 		return errResponse(remoting.SystemError, remarkCRCMismatch)
 	}
-	body, err := DecodeRegisterBrokerBody(req.Body, compressed)
+	body, err := protocol.DecodeRegisterBrokerBody(req.Body, compressed)
 	if err != nil {
 		return errResponse(remoting.SystemError, "Failed to decode RegisterBrokerBody: %v", err)
 	}
@@ -129,7 +130,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		resp.SetExt("masterAddr", res.MasterAddr)
 	}
 	if orders, ok := s.kv.List(NamespaceOrderTopicConfig); ok {
-		resp.Body, _ = json.Marshal(KVTable{Table: orders})
+		resp.Body, _ = json.Marshal(protocol.KVTable{Table: orders})
 	}
 	return resp
 }
@@ -154,7 +155,7 @@ func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remo
 	if err != nil {
 		return badHeader(req, err)
 	}
-	var dv DataVersion
+	var dv protocol.DataVersion
 	if len(req.Body) > 0 {
 		if err := json.Unmarshal(req.Body, &dv); err != nil {
 			return errResponse(remoting.InvalidParameter, "QUERY_DATA_VERSION body is not a DataVersion: %v", err)
@@ -193,7 +194,7 @@ func (s *Server) getAllTopicList(context.Context, *remoting.Conn, *remoting.Comm
 	if !s.cfg.EnableAllTopicList {
 		return errResponse(remoting.SystemError, "disable")
 	}
-	return remoting.NewJSONResponse(TopicList{TopicList: s.routes.AllTopics()})
+	return remoting.NewJSONResponse(protocol.TopicList{TopicList: s.routes.AllTopics()})
 }
 
 func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -201,7 +202,7 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 	if err != nil {
 		return badHeader(req, err)
 	}
-	return remoting.NewJSONResponse(TopicList{TopicList: s.routes.TopicsByCluster(cluster)})
+	return remoting.NewJSONResponse(protocol.TopicList{TopicList: s.routes.TopicsByCluster(cluster)})
 }
 
 func (s *Server) getSystemTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
@@ -281,5 +282,5 @@ func (s *Server) getKVListByNamespace(_ context.Context, _ *remoting.Conn, req *
 	if !ok {
 		return errResponse(remoting.QueryNotFound, "No config item, Namespace: %s", ns)
 	}
-	return remoting.NewJSONResponse(KVTable{Table: table})
+	return remoting.NewJSONResponse(protocol.KVTable{Table: table})
 }

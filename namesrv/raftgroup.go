@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // Raft groups (a broker name whose brokers run RocketRaft's Raft mode). Their brokers add two header
@@ -36,14 +38,14 @@ type raftGroup struct {
 
 // raftRegistrationLocked applies the term order to a registration of a Raft group's broker and returns the
 // brokerId to record it under. Lock should be held for writing.
-func (m *RouteInfoManager) raftRegistrationLocked(req *RegisterBrokerRequest, bd *BrokerData) int64 {
+func (m *RouteInfoManager) raftRegistrationLocked(req *RegisterBrokerRequest, bd *protocol.BrokerData) int64 {
 	g := m.raft[req.BrokerName]
 	if g == nil {
 		g = &raftGroup{}
 		m.raft[req.BrokerName] = g
 	}
-	if req.BrokerID != MasterID {
-		if bd.BrokerAddrs[MasterID] == req.BrokerAddr {
+	if req.BrokerID != protocol.MasterID {
+		if bd.BrokerAddrs[protocol.MasterID] == req.BrokerAddr {
 			g.lostAt = m.now() // the master steps down: its id 0 entry is replaced below
 		}
 		return req.BrokerID
@@ -52,13 +54,13 @@ func (m *RouteInfoManager) raftRegistrationLocked(req *RegisterBrokerRequest, bd
 		m.logger.Warn("namesrv: master registration of an older Raft term recorded as a slave: a newer master was registered",
 			"brokerName", req.BrokerName, "brokerAddr", req.BrokerAddr, "term", req.RaftTerm, "masterTerm", g.masterTerm,
 			"master", g.lastMaster, "brokerId", req.RaftSlaveID)
-		if bd.BrokerAddrs[MasterID] == req.BrokerAddr {
+		if bd.BrokerAddrs[protocol.MasterID] == req.BrokerAddr {
 			g.lostAt = m.now()
 		}
 		return req.RaftSlaveID
 	}
 	g.masterTerm, g.lastMaster, g.lostAt = req.RaftTerm, req.BrokerAddr, time.Time{}
-	return MasterID
+	return protocol.MasterID
 }
 
 // raftMasterGoneLocked notes that a broker name's brokerId 0 entry was removed. Lock should be held for
@@ -71,12 +73,12 @@ func (m *RouteInfoManager) raftMasterGoneLocked(brokerName string) {
 
 // raftStandInLocked adds the stand-in master to a route's copy of a Raft group's broker data (see
 // above). Lock should be held for reading.
-func (m *RouteInfoManager) raftStandInLocked(bd *BrokerData, now time.Time) {
+func (m *RouteInfoManager) raftStandInLocked(bd *protocol.BrokerData, now time.Time) {
 	g := m.raft[bd.BrokerName]
 	if g == nil || m.raftHold <= 0 || len(bd.BrokerAddrs) == 0 {
 		return
 	}
-	if _, ok := bd.BrokerAddrs[MasterID]; ok || g.lostAt.IsZero() || now.Sub(g.lostAt) > m.raftHold {
+	if _, ok := bd.BrokerAddrs[protocol.MasterID]; ok || g.lostAt.IsZero() || now.Sub(g.lostAt) > m.raftHold {
 		return
 	}
 	ids := slices.Sorted(maps.Keys(bd.BrokerAddrs))
@@ -86,7 +88,7 @@ func (m *RouteInfoManager) raftStandInLocked(bd *BrokerData, now time.Time) {
 			standIn = g.lastMaster
 		}
 	}
-	bd.BrokerAddrs[MasterID] = standIn
+	bd.BrokerAddrs[protocol.MasterID] = standIn
 }
 
 // SetRaftMasterHold sets raftMasterHoldMillis: how long a Raft group's routes keep a stand-in master

@@ -3,6 +3,8 @@ package namesrv
 import (
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // raftReq is a Raft node's registration: brokerId 0 as master, else its slave id.
@@ -10,7 +12,7 @@ func raftReq(addr string, master bool, slaveID int64, term uint64, connID uint64
 	b := broker{cluster: "c", name: "rg", addr: addr, topics: topicsOf("RaftTopic"), version: 1}
 	id := slaveID
 	if master {
-		id = MasterID
+		id = protocol.MasterID
 	}
 	b.id = id
 	r := regReq(b, connID, 0)

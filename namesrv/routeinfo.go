@@ -6,13 +6,15 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // brokerLiveInfo is what the name server knows of one registered broker address.
 type brokerLiveInfo struct {
 	lastUpdate   time.Time
 	timeout      time.Duration // 0: the manager's expiry
-	dataVersion  DataVersion
+	dataVersion  protocol.DataVersion
 	connID       uint64 // the connection it registered on; 0 when unknown
 	haServerAddr string
 	clusterName  string
@@ -28,7 +30,7 @@ type RegisterBrokerRequest struct {
 	BrokerID     int64
 	HAServerAddr string
 	Timeout      time.Duration // heartbeatTimeoutMillis; 0 = the manager's expiry
-	Body         RegisterBrokerBody
+	Body         protocol.RegisterBrokerBody
 	ConnID       uint64 // the connection it came on; a close of it removes the broker
 	// Raft: the broker runs RocketRaft's Raft mode (header raftTerm present); RaftTerm is its Raft term
 	// and RaftSlaveID the brokerId it has when not master (raftgroup.go).
@@ -52,14 +54,14 @@ type RouteInfoManager struct {
 	deleteMissing bool          // deleteTopicWithBrokerRegistration
 
 	mu         sync.RWMutex
-	topicQueue map[string]map[string]QueueData // topic -> broker name -> queues
-	brokerAddr map[string]*BrokerData          // broker name -> cluster, addresses by id
-	clusterMap map[string]map[string]struct{}  // cluster -> broker names
-	live       map[string]*brokerLiveInfo      // broker address -> liveness
-	filters    map[string][]string             // broker address -> filter servers
-	raft       map[string]*raftGroup           // broker name -> Raft group state (raftgroup.go)
-	raftHold   time.Duration                   // raftMasterHoldMillis
-	now        func() time.Time                // time.Now; tests move it
+	topicQueue map[string]map[string]protocol.QueueData // topic -> broker name -> queues
+	brokerAddr map[string]*protocol.BrokerData          // broker name -> cluster, addresses by id
+	clusterMap map[string]map[string]struct{}           // cluster -> broker names
+	live       map[string]*brokerLiveInfo               // broker address -> liveness
+	filters    map[string][]string                      // broker address -> filter servers
+	raft       map[string]*raftGroup                    // broker name -> Raft group state (raftgroup.go)
+	raftHold   time.Duration                            // raftMasterHoldMillis
+	now        func() time.Time                         // time.Now; tests move it
 }
 
 // NewRouteInfoManager returns empty tables. expiry is how long a broker may stay silent; deleteMissing removes,
@@ -69,8 +71,8 @@ func NewRouteInfoManager(expiry time.Duration, deleteMissing bool, logger *slog.
 		logger:        logger,
 		expiry:        expiry,
 		deleteMissing: deleteMissing,
-		topicQueue:    make(map[string]map[string]QueueData),
-		brokerAddr:    make(map[string]*BrokerData),
+		topicQueue:    make(map[string]map[string]protocol.QueueData),
+		brokerAddr:    make(map[string]*protocol.BrokerData),
 		clusterMap:    make(map[string]map[string]struct{}),
 		live:          make(map[string]*brokerLiveInfo),
 		filters:       make(map[string][]string),
@@ -98,7 +100,7 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest, now time.Ti
 	bd := m.brokerAddr[req.BrokerName]
 	first := bd == nil
 	if first {
-		bd = &BrokerData{Cluster: req.ClusterName, BrokerName: req.BrokerName, BrokerAddrs: make(map[int64]string)}
+		bd = &protocol.BrokerData{Cluster: req.ClusterName, BrokerName: req.BrokerName, BrokerAddrs: make(map[int64]string)}
 		m.brokerAddr[req.BrokerName] = bd
 	}
 	if req.Raft {
@@ -119,7 +121,7 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest, now time.Ti
 	}
 
 	wrapper := req.Body.TopicConfigSerializeWrapper
-	if req.BrokerID == MasterID {
+	if req.BrokerID == protocol.MasterID {
 		prev := m.live[req.BrokerAddr]
 		if first || prev == nil || prev.dataVersion != wrapper.DataVersion {
 			m.applyTopicTableLocked(req.BrokerName, wrapper.TopicConfigTable)
@@ -145,8 +147,8 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest, now time.Ti
 	}
 
 	var res RegisterBrokerResult
-	if req.BrokerID != MasterID {
-		if masterAddr, ok := bd.BrokerAddrs[MasterID]; ok {
+	if req.BrokerID != protocol.MasterID {
+		if masterAddr, ok := bd.BrokerAddrs[protocol.MasterID]; ok {
 			if ml := m.live[masterAddr]; ml != nil {
 				res = RegisterBrokerResult{HAServerAddr: ml.haServerAddr, MasterAddr: masterAddr}
 			}
@@ -157,16 +159,20 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest, now time.Ti
 
 // applyTopicTableLocked turns a master's topic table into queue data of its broker name.
 // Lock should be held for writing.
-func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table map[string]TopicConfig) {
-	for name, tc := range table {
+func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table map[string]*protocol.TopicConfig) {
+	for name, p := range table {
+		var tc protocol.TopicConfig // a null entry counts as an empty topic config
+		if p != nil {
+			tc = *p
+		}
 		if tc.TopicName == "" {
 			tc.TopicName = name
 		}
-		qd := QueueData{BrokerName: brokerName, ReadQueueNums: tc.ReadQueueNums, WriteQueueNums: tc.WriteQueueNums,
+		qd := protocol.QueueData{BrokerName: brokerName, ReadQueueNums: tc.ReadQueueNums, WriteQueueNums: tc.WriteQueueNums,
 			Perm: tc.Perm, TopicSysFlag: tc.TopicSysFlag}
 		byBroker := m.topicQueue[tc.TopicName]
 		if byBroker == nil {
-			byBroker = make(map[string]QueueData)
+			byBroker = make(map[string]protocol.QueueData)
 			m.topicQueue[tc.TopicName] = byBroker
 			m.logger.Info("namesrv: new topic registered", "topic", tc.TopicName, "brokerName", brokerName)
 		} else if old, ok := byBroker[brokerName]; ok && old != qd {
@@ -229,11 +235,11 @@ func (m *RouteInfoManager) removeLiveLocked(brokerAddr, why string) bool {
 
 // removeAddrLocked removes one address of a broker name and, when it was the last, the broker name from its
 // cluster and its queue data from every topic. Lock should be held for writing.
-func (m *RouteInfoManager) removeAddrLocked(bd *BrokerData, brokerID int64, brokerAddr, why string) {
+func (m *RouteInfoManager) removeAddrLocked(bd *protocol.BrokerData, brokerID int64, brokerAddr, why string) {
 	delete(m.live, brokerAddr)
 	delete(m.filters, brokerAddr)
 	delete(bd.BrokerAddrs, brokerID)
-	if brokerID == MasterID {
+	if brokerID == protocol.MasterID {
 		m.raftMasterGoneLocked(bd.BrokerName)
 	}
 	m.logger.Info("namesrv: broker removed", "reason", why, "brokerAddr", brokerAddr, "brokerName", bd.BrokerName,
@@ -297,13 +303,13 @@ func (m *RouteInfoManager) ScanNotActiveBroker(now time.Time) (connIDs []uint64,
 
 // QueryDataVersion reports whether the broker's data version differs from the one registered; when it does
 // not, the broker's liveness is refreshed (QUERY_DATA_VERSION). known is false for an unregistered address.
-func (m *RouteInfoManager) QueryDataVersion(brokerAddr string, dv DataVersion, now time.Time) (changed bool,
-	registered DataVersion, known bool) {
+func (m *RouteInfoManager) QueryDataVersion(brokerAddr string, dv protocol.DataVersion, now time.Time) (changed bool,
+	registered protocol.DataVersion, known bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	li := m.live[brokerAddr]
 	if li == nil {
-		return true, DataVersion{}, false
+		return true, protocol.DataVersion{}, false
 	}
 	if li.dataVersion == dv {
 		li.lastUpdate = now
@@ -314,16 +320,16 @@ func (m *RouteInfoManager) QueryDataVersion(brokerAddr string, dv DataVersion, n
 
 // PickupTopicRouteData assembles a topic's route: its queue data and the brokers that hold it. ok is false when
 // the topic has no queue data or none of its brokers is registered.
-func (m *RouteInfoManager) PickupTopicRouteData(topic string) (route TopicRouteData, ok bool) {
+func (m *RouteInfoManager) PickupTopicRouteData(topic string) (route protocol.TopicRouteData, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	now := m.now()
 	byBroker := m.topicQueue[topic]
 	if len(byBroker) == 0 {
-		return TopicRouteData{}, false
+		return protocol.TopicRouteData{}, false
 	}
-	route = TopicRouteData{QueueDatas: make([]QueueData, 0, len(byBroker)),
-		BrokerDatas: make([]BrokerData, 0, len(byBroker)), FilterServerTable: map[string][]string{}}
+	route = protocol.TopicRouteData{QueueDatas: make([]protocol.QueueData, 0, len(byBroker)),
+		BrokerDatas: make([]protocol.BrokerData, 0, len(byBroker)), FilterServerTable: map[string][]string{}}
 	for _, name := range slices.Sorted(maps.Keys(byBroker)) {
 		route.QueueDatas = append(route.QueueDatas, byBroker[name])
 		bd := m.brokerAddr[name]
@@ -342,15 +348,15 @@ func (m *RouteInfoManager) PickupTopicRouteData(topic string) (route TopicRouteD
 	return route, len(route.BrokerDatas) > 0
 }
 
-func cloneBrokerData(bd *BrokerData) BrokerData {
-	return BrokerData{Cluster: bd.Cluster, BrokerName: bd.BrokerName, BrokerAddrs: maps.Clone(bd.BrokerAddrs)}
+func cloneBrokerData(bd *protocol.BrokerData) protocol.BrokerData {
+	return protocol.BrokerData{Cluster: bd.Cluster, BrokerName: bd.BrokerName, BrokerAddrs: maps.Clone(bd.BrokerAddrs)}
 }
 
 // ClusterInfo returns a copy of the broker address and cluster tables.
-func (m *RouteInfoManager) ClusterInfo() ClusterInfo {
+func (m *RouteInfoManager) ClusterInfo() protocol.ClusterInfo {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	ci := ClusterInfo{BrokerAddrTable: make(map[string]BrokerData, len(m.brokerAddr)),
+	ci := protocol.ClusterInfo{BrokerAddrTable: make(map[string]protocol.BrokerData, len(m.brokerAddr)),
 		ClusterAddrTable: make(map[string][]string, len(m.clusterMap))}
 	for name, bd := range m.brokerAddr {
 		ci.BrokerAddrTable[name] = cloneBrokerData(bd)
@@ -388,10 +394,10 @@ func (m *RouteInfoManager) TopicsByCluster(cluster string) []string {
 
 // SystemTopics lists what RocketMQ calls the system topic list: every cluster name and broker name, with the
 // address of some broker.
-func (m *RouteInfoManager) SystemTopics() TopicList {
+func (m *RouteInfoManager) SystemTopics() protocol.TopicList {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	tl := TopicList{TopicList: []string{}}
+	tl := protocol.TopicList{TopicList: []string{}}
 	for cluster, names := range m.clusterMap {
 		tl.TopicList = append(tl.TopicList, cluster)
 		tl.TopicList = append(tl.TopicList, slices.Collect(maps.Keys(names))...)
@@ -435,9 +441,9 @@ func (m *RouteInfoManager) SetWritePerm(brokerName string, allow bool) int {
 			continue
 		}
 		if allow {
-			qd.Perm = PermRead | PermWrite
+			qd.Perm = protocol.PermRead | protocol.PermWrite
 		} else {
-			qd.Perm &^= PermWrite
+			qd.Perm &^= protocol.PermWrite
 		}
 		byBroker[brokerName] = qd
 		n++

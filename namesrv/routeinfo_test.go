@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 func newManager(expiry time.Duration, deleteMissing bool) *RouteInfoManager {
@@ -92,11 +94,11 @@ func zlibBytes(t *testing.T, parts ...[]byte) []byte {
 func i32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
 
 func TestDecodeRegisterBrokerBody(t *testing.T) {
-	good, err := EncodeRegisterBrokerBodyCompressed(brokerA.body())
+	good, err := protocol.EncodeRegisterBrokerBodyCompressed(brokerA.body())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := DecodeRegisterBrokerBody(good, true)
+	rb, err := protocol.DecodeRegisterBrokerBody(good, true)
 	if err != nil || len(rb.TopicConfigSerializeWrapper.TopicConfigTable) != 2 ||
 		rb.TopicConfigSerializeWrapper.DataVersion.Counter != 1 {
 		t.Fatalf("round trip: %+v %v", rb, err)
@@ -105,7 +107,7 @@ func TestDecodeRegisterBrokerBody(t *testing.T) {
 	line := []byte(`T 8 4 7 SINGLE_TAG {"+message.type":"NORMAL"}`)
 	dv := []byte(`{"stateVersion":0,"timestamp":1,"counter":2}`)
 	java5 := zlibBytes(t, i32(int32(len(dv))), dv, i32(1), i32(int32(len(line))), line, i32(2), []byte("[]"), i32(0))
-	rb, err = DecodeRegisterBrokerBody(java5, true)
+	rb, err = protocol.DecodeRegisterBrokerBody(java5, true)
 	if tc := rb.TopicConfigSerializeWrapper.TopicConfigTable["T"]; err != nil || tc.ReadQueueNums != 8 ||
 		tc.WriteQueueNums != 4 || tc.Perm != 7 {
 		t.Fatalf("Java 5 body: %+v %v", rb, err)
@@ -123,11 +125,11 @@ func TestDecodeRegisterBrokerBody(t *testing.T) {
 		{"short topic line", zlibBytes(t, i32(2), []byte("{}"), i32(1), i32(3), []byte("T 1")), "want at least 5"},
 		{"bad number", zlibBytes(t, i32(2), []byte("{}"), i32(1), i32(16), []byte("T x 1 6 SINGLE_T")), "not an integer"},
 	} {
-		if _, err := DecodeRegisterBrokerBody(tc.body, true); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := protocol.DecodeRegisterBrokerBody(tc.body, true); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
-	if rb, err := DecodeRegisterBrokerBody(nil, false); err != nil || rb.TopicConfigSerializeWrapper.TopicConfigTable != nil {
+	if rb, err := protocol.DecodeRegisterBrokerBody(nil, false); err != nil || rb.TopicConfigSerializeWrapper.TopicConfigTable != nil {
 		t.Fatalf("empty body: %+v %v", rb, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -25,7 +26,7 @@ func benchLogs(rng *rand.Rand, next uint64) ([]*raft.Log, int) {
 		data := []byte{KindMessages}
 		for range benchRecords {
 			var err error
-			data, err = store.EncodeRecord(data, &store.MessageExt{Message: store.Message{Topic: "Bench", QueueID: int32(rng.IntN(8)),
+			data, err = message.EncodeRecord(data, &message.MessageExt{Message: message.Message{Topic: "Bench", QueueID: int32(rng.IntN(8)),
 				Body: randomBytes(rng, 512), BornHost: testHost}, StoreHost: testHost})
 			if err != nil {
 				panic(err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // TestCatchUpBeyondRetention: a follower is offline while the others take snapshots and
@@ -33,7 +33,7 @@ func TestCatchUpBeyondRetention(t *testing.T) {
 	var acks []acked
 	put := func(n int) {
 		for i := range n {
-			msgs := []*store.Message{testMsg("A", int32(i%2), fmt.Sprintf("%d-%s", len(acks), strings.Repeat("x", 1000)))}
+			msgs := []*message.Message{testMsg("A", int32(i%2), fmt.Sprintf("%d-%s", len(acks), strings.Repeat("x", 1000)))}
 			res, err := c.put(ctx, msgs)
 			if err != nil {
 				t.Fatalf("put: %v", err)

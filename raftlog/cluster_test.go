@@ -22,6 +22,8 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
 	"github.com/rocketraft/rocketraft/internal/peertls"
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -277,16 +279,10 @@ func (c *cluster) stop(i int) {
 	}
 }
 
-// waitFor polls cond until it holds; the deadline only guards against a hang.
+// waitFor is testutil.WaitFor with this package's deadline.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 60*time.Second, what, cond)
 }
 
 // leader waits for a running node that is the ready leader and returns its index.
@@ -348,7 +344,7 @@ func (c *cluster) running() []*tnode {
 
 // put proposes msgs on whichever node leads, retrying where the outcome says nothing was
 // stored (not the leader, shut down); an unknown outcome (leadership lost) is returned.
-func (c *cluster) put(ctx context.Context, msgs []*store.Message) (store.PutResult, error) {
+func (c *cluster) put(ctx context.Context, msgs []*message.Message) (store.PutResult, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return store.PutResult{}, err
@@ -473,7 +469,7 @@ func (c *cluster) checkIdentical(queues map[string]int32) {
 // acked is what a put was answered with, to find its messages afterwards.
 type acked struct {
 	res  store.PutResult
-	msgs []*store.Message
+	msgs []*message.Message
 }
 
 // checkAcked checks every acknowledged message is readable on every running node at the
@@ -514,10 +510,10 @@ func (c *cluster) checkAcked(acks []acked) {
 	}
 }
 
-func testMsg(topic string, q int32, body string) *store.Message {
-	return &store.Message{Topic: topic, QueueID: q, Body: []byte(body), BornTimestamp: 1700000000000,
+func testMsg(topic string, q int32, body string) *message.Message {
+	return &message.Message{Topic: topic, QueueID: q, Body: []byte(body), BornTimestamp: 1700000000000,
 		BornHost:   netip.MustParseAddrPort("192.168.3.4:5000"),
-		Properties: store.EncodeProperties(map[string]string{store.PropertyKeys: body})}
+		Properties: message.EncodeProperties(map[string]string{message.PropertyKeys: body})}
 }
 
 // raftTestLogLevel is the level of the nodes' logs in tests.

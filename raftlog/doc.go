@@ -250,7 +250,7 @@
 // save that, but the leader would then count the queue offsets of every entry in flight,
 // forget them whenever an entry fails or leadership moves (an entry it proposed may still be
 // committed by the next leader) and rebuild them after its barrier: DLedger's way, with its
-// races (reference/REPLICATION.md section 6). Not worth a few percent of CPU in a row bound
+// races around leadership changes). Not worth a few percent of CPU in a row bound
 // by two syncs in series, so not done. A safer way to the same gain, if CPU ever binds: let
 // StoreLogs write the offsets before its sync, computed from the applied counters plus the
 // stored, unapplied entries (every node holds the same prefix, so every node computes the

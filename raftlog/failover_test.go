@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // load runs producers against whichever node leads until stop is called; every put answered
@@ -37,7 +37,7 @@ func startLoad(c *cluster, producers int) *load {
 				if g%2 == 1 {
 					topic, q = "B", int32(i%3)
 				}
-				msgs := []*store.Message{testMsg(topic, q, fmt.Sprintf("p%d-%d", g, i))}
+				msgs := []*message.Message{testMsg(topic, q, fmt.Sprintf("p%d-%d", g, i))}
 				if i%7 == 3 {
 					msgs = append(msgs, testMsg(topic, q, fmt.Sprintf("p%d-%d-b", g, i)))
 				}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // FuzzFrame: a frame read back from the CommitLog or recovery (parseHeader, checkData, decodeLog) never
@@ -15,7 +15,7 @@ import (
 // bytes (for message entries: the same records at the same physical offsets).
 func FuzzFrame(f *testing.F) {
 	host := netip.MustParseAddrPort("127.0.0.1:10911")
-	rec, err := store.EncodeRecord(nil, &store.MessageExt{Message: store.Message{Topic: "T", Body: []byte("x"), BornHost: host},
+	rec, err := message.EncodeRecord(nil, &message.MessageExt{Message: message.Message{Topic: "T", Body: []byte("x"), BornHost: host},
 		StoreHost: host})
 	if err != nil {
 		f.Fatal(err)

@@ -10,40 +10,16 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
-// testWriter sends log lines to t.Log until the test ends.
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
+func testLogger(t testing.TB, level slog.Level) *slog.Logger { return testutil.Logger(t, level) }
 
 var testHost = netip.MustParseAddrPort("10.0.0.7:10911")
 
@@ -203,12 +179,12 @@ func randomBytes(rng *rand.Rand, n int) []byte {
 func messageData(rng *rand.Rand, n int) []byte {
 	data := []byte{KindMessages}
 	for range n {
-		m := &store.MessageExt{
-			Message: store.Message{
+		m := &message.MessageExt{
+			Message: message.Message{
 				Topic:         fmt.Sprintf("Topic%d", rng.IntN(3)),
 				QueueID:       int32(rng.IntN(4)),
 				Body:          randomBytes(rng, rng.IntN(1500)),
-				Properties:    store.EncodeProperties(map[string]string{store.PropertyKeys: fmt.Sprintf("k%d", rng.IntN(1000))}),
+				Properties:    message.EncodeProperties(map[string]string{message.PropertyKeys: fmt.Sprintf("k%d", rng.IntN(1000))}),
 				BornTimestamp: 1700000000000,
 				BornHost:      netip.MustParseAddrPort("192.168.0.9:4000"),
 			},
@@ -217,7 +193,7 @@ func messageData(rng *rand.Rand, n int) []byte {
 			QueueOffset:    int64(rng.IntN(100)), // the store zeroes it
 		}
 		var err error
-		if data, err = store.EncodeRecord(data, m); err != nil {
+		if data, err = message.EncodeRecord(data, m); err != nil {
 			panic(err)
 		}
 	}

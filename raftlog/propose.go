@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -345,7 +346,7 @@ func putResult(host netip.AddrPort, offs []store.AssignedOffset, ts int64) store
 	res := store.PutResult{Status: store.PutOK, PhysicalOffset: offs[0].PhysicalOffset, QueueOffset: offs[0].QueueOffset,
 		Count: len(offs), StoreTimestamp: ts}
 	if len(offs) == 1 {
-		res.MsgID = store.CreateOffsetMsgID(host, offs[0].PhysicalOffset)
+		res.MsgID = message.CreateOffsetMsgID(host, offs[0].PhysicalOffset)
 		res.WroteBytes = int(offs[0].Size)
 		return res
 	}
@@ -354,7 +355,7 @@ func putResult(host netip.AddrPort, offs []store.AssignedOffset, ts int64) store
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString(store.CreateOffsetMsgID(host, o.PhysicalOffset))
+		sb.WriteString(message.CreateOffsetMsgID(host, o.PhysicalOffset))
 		res.WroteBytes += int(o.Size)
 	}
 	res.MsgID = sb.String()
@@ -409,14 +410,14 @@ func (n *Node) maxEntryBytes() int {
 // result's offsets are the ones every node assigned. Errors: ErrNotLeader (a
 // *NotLeaderError), ErrLeadershipLost, ErrProposalTimeout (ctx ended while in flight),
 // ErrShutdown, or the store's encoding errors (nothing proposed).
-func (n *Node) PutMessage(ctx context.Context, m *store.Message) (store.PutResult, error) {
-	one := [1]*store.Message{m}
+func (n *Node) PutMessage(ctx context.Context, m *message.Message) (store.PutResult, error) {
+	one := [1]*message.Message{m}
 	return n.PutMessages(ctx, one[:])
 }
 
 // PutMessages proposes a batch for one topic and queue (store.Store.PutMessages' rules) and
 // waits as PutMessage: the batch lies in one entry with consecutive queue offsets.
-func (n *Node) PutMessages(ctx context.Context, msgs []*store.Message) (store.PutResult, error) {
+func (n *Node) PutMessages(ctx context.Context, msgs []*message.Message) (store.PutResult, error) {
 	if err := ctx.Err(); err != nil {
 		return store.PutResult{}, err
 	}
@@ -437,15 +438,15 @@ func (n *Node) PutMessages(ctx context.Context, msgs []*store.Message) (store.Pu
 // PutMessageAsync is PutMessage with a callback: done runs exactly once, on the caller's
 // goroutine for an error found before proposing, else on the proposer's goroutines. done
 // must not block.
-func (n *Node) PutMessageAsync(m *store.Message, done func(store.PutResult, error)) {
-	one := [1]*store.Message{m}
+func (n *Node) PutMessageAsync(m *message.Message, done func(store.PutResult, error)) {
+	one := [1]*message.Message{m}
 	n.PutMessagesAsync(one[:], done)
 }
 
 // PutMessagesAsync is PutMessages with a callback, as PutMessageAsync. Without a deadline:
 // an entry in flight is answered once it is applied or Raft gives it up (a leader without a
 // quorum steps down within LeaderLeaseTimeout, failing it with ErrLeadershipLost).
-func (n *Node) PutMessagesAsync(msgs []*store.Message, done func(store.PutResult, error)) {
+func (n *Node) PutMessagesAsync(msgs []*message.Message, done func(store.PutResult, error)) {
 	if err := n.leaderCheck(); err != nil {
 		done(store.PutResult{}, err)
 		return

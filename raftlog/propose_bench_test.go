@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -50,7 +51,7 @@ func BenchmarkPropose(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			rate := runPuts(b, func(ctx context.Context, m *store.Message) error {
+			rate := runPuts(b, func(ctx context.Context, m *message.Message) error {
 				_, err := s.PutMessage(ctx, m)
 				return err
 			})
@@ -63,10 +64,10 @@ func BenchmarkPropose(b *testing.B) {
 				*cfg = d
 			}})
 			ld := c.nodes[c.leader()].n
-			rate := runPuts(b, func(ctx context.Context, m *store.Message) error {
+			rate := runPuts(b, func(ctx context.Context, m *message.Message) error {
 				for {
 					// A leader change under load (the machine may be busy): at least once.
-					_, err := c.put(ctx, []*store.Message{m})
+					_, err := c.put(ctx, []*message.Message{m})
 					if !errors.Is(err, ErrLeadershipLost) {
 						return err
 					}
@@ -84,7 +85,7 @@ func BenchmarkPropose(b *testing.B) {
 
 // runPuts runs b.N puts of 1 KiB messages from benchProposers goroutines over 8 queues and
 // reports msgs/s, which it returns.
-func runPuts(b *testing.B, put func(context.Context, *store.Message) error) float64 {
+func runPuts(b *testing.B, put func(context.Context, *message.Message) error) float64 {
 	body := strings.Repeat("m", benchBody)
 	var next atomic.Int64
 	var wg sync.WaitGroup

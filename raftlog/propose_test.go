@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -46,7 +47,7 @@ func TestProposeGroupsConcurrentPuts(t *testing.T) {
 			for i := range 25 {
 				topic := fmt.Sprintf("T%d", g%2)
 				q := int32(i % 3)
-				msgs := []*store.Message{testMsg(topic, q, fmt.Sprintf("g%d-%d", g, i))}
+				msgs := []*message.Message{testMsg(topic, q, fmt.Sprintf("g%d-%d", g, i))}
 				if i%5 == 0 {
 					msgs = append(msgs, testMsg(topic, q, fmt.Sprintf("g%d-%d-b", g, i)))
 				}
@@ -176,7 +177,7 @@ func TestProposerBatchesWhileSlotsAreBusy(t *testing.T) {
 		if i == 7 {
 			n = 5
 		}
-		var msgs []*store.Message
+		var msgs []*message.Message
 		for j := range n {
 			msgs = append(msgs, testMsg("Q", 0, fmt.Sprintf("p%d-%d", i, j)))
 		}

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // recover finds the valid entries of the CommitLog (see Open) and brings the index in line:
@@ -96,7 +96,7 @@ func (sc *scanner) scan(off int64) error {
 		switch {
 		case size == 0 && magic == 0:
 			return nil
-		case magic == store.BlankMagicCode:
+		case magic == message.BlankMagicCode:
 			if size != fs-inFile {
 				sc.reason = fmt.Sprintf("blank filler of %d bytes at %d does not reach the file end", size, off)
 				return nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // TestPreferredLeaderTakesOver: with preferredLeaderId set, leadership comes back to the
@@ -78,7 +78,7 @@ func TestAddAndRemoveVoter(t *testing.T) {
 	c := newCluster(t, clusterOptions{})
 	ctx := context.Background()
 	for i := range 30 {
-		if _, err := c.put(ctx, []*store.Message{testMsg("V", int32(i%2), fmt.Sprint(i))}); err != nil {
+		if _, err := c.put(ctx, []*message.Message{testMsg("V", int32(i%2), fmt.Sprint(i))}); err != nil {
 			t.Fatalf("put: %v", err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // TestStatsCountWhatHappened: after concurrent puts (single messages and batches) on a
@@ -28,7 +28,7 @@ func TestStatsCountWhatHappened(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				batch := []*store.Message{testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d", g, i))}
+				batch := []*message.Message{testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d", g, i))}
 				if i%4 == 0 {
 					batch = append(batch, testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d-b", g, i)))
 				}

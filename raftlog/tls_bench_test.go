@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/internal/peertls/peertlstest"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -74,7 +75,7 @@ func benchPuts(b *testing.B, c *cluster) float64 {
 			ctx := context.Background()
 			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
 				for {
-					_, err := c.put(ctx, []*store.Message{testMsg("Bench", int32(g%8), body)})
+					_, err := c.put(ctx, []*message.Message{testMsg("Bench", int32(g%8), body)})
 					if errors.Is(err, ErrLeadershipLost) {
 						continue // a leader change under load: at least once
 					}

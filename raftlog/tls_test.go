@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,57 +14,23 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/internal/peertls/peertlstest"
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 )
 
-// lineLog keeps every log line of the nodes (and passes them to t.Log).
-type lineLog struct {
-	mu    sync.Mutex
-	lines []string
-	t     testing.TB
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, string(p))
-	return len(p), nil
-}
-
-// count is the number of lines holding every one of subs.
-func (l *lineLog) count(subs ...string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-next:
-	for _, line := range l.lines {
-		for _, s := range subs {
-			if !strings.Contains(line, s) {
-				continue next
-			}
-		}
-		n++
+// warnLogger logs node id's warnings and errors into logs.
+func warnLogger(logs *testutil.LogLines) func(id string) *slog.Logger {
+	return func(id string) *slog.Logger {
+		return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", id)
 	}
-	return n
-}
-
-func (l *lineLog) logger(id string) *slog.Logger {
-	tw := &testWriter{t: l.t}
-	l.t.Cleanup(func() {
-		tw.mu.Lock()
-		tw.done = true
-		tw.mu.Unlock()
-	})
-	h := slog.NewTextHandler(io.MultiWriter(l, tw), &slog.HandlerOptions{Level: slog.LevelWarn})
-	return slog.New(h).With("node", id)
 }
 
 // tlsGroup is a three-node TCP group under peer TLS, certificates of one CA naming
 // rocketraft://g/<id>.
-func tlsGroup(t *testing.T, on, proxied bool) (*cluster, *peertlstest.CA, *lineLog) {
+func tlsGroup(t *testing.T, on, proxied bool) (*cluster, *peertlstest.CA, *testutil.LogLines) {
 	ca := peertlstest.NewCA(t, "cluster")
-	logs := &lineLog{t: t}
-	o := clusterOptions{tcp: true, proxied: proxied, logger: logs.logger}
+	logs := testutil.NewLogLines(t)
+	o := clusterOptions{tcp: true, proxied: proxied, logger: warnLogger(logs)}
 	if on {
 		o.peerTLS = func(id string) *peertls.Material {
 			m, err := peertls.Load(ca.Node("g", id), "g", nil)
@@ -87,7 +51,7 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range 20 {
-		if _, err := c.put(ctx, []*store.Message{testMsg("A", int32(i%2), fmt.Sprintf("m%d", i))}); err != nil {
+		if _, err := c.put(ctx, []*message.Message{testMsg("A", int32(i%2), fmt.Sprintf("m%d", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +72,7 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 		return found
 	})
 	c.heal()
-	if _, err := c.put(ctx, []*store.Message{testMsg("A", 0, "after the partition")}); err != nil {
+	if _, err := c.put(ctx, []*message.Message{testMsg("A", 0, "after the partition")}); err != nil {
 		t.Fatal(err)
 	}
 	c.converge()
@@ -116,7 +80,7 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 	// A leadership transfer (TimeoutNow, RequestVote with the transfer flag) passes the checks.
 	c.transfer("")
 	c.leader()
-	if n := logs.count("refused"); n != 0 {
+	if n := logs.Count("refused"); n != 0 {
 		t.Errorf("%d refusals among the members", n)
 	}
 }
@@ -217,14 +181,6 @@ func rogueListener(t *testing.T) net.Listener {
 	return ln
 }
 
-func rawTLS(t *testing.T, c peertls.Config) *tls.Config {
-	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}
-}
-
 // TestRogueWithoutPeerTLSMovesTheGroup is the control: with plain TCP the attack works (so the
 // test below can fail).
 func TestRogueWithoutPeerTLSMovesTheGroup(t *testing.T) {
@@ -252,10 +208,10 @@ func TestRogueCannotMoveAPeerTLSGroup(t *testing.T) {
 	}{
 		{"plain TCP", nil, "refused a peer connection"},
 		{"TLS without a certificate", &tls.Config{InsecureSkipVerify: true}, "refused a peer connection"},
-		{"certificate of another CA", rawTLS(t, peertlstest.NewCA(t, "rogue").Node("g", claim)), "refused a peer connection"},
-		{"certificate of another group", rawTLS(t, ca.Node("other", claim)), "refused a peer connection"},
-		{"valid certificate of a non-member claiming a member", rawTLS(t, ca.Node("g", "n9")), "claimed sender is not its certificate's"},
-		{"valid certificate of one member claiming another", rawTLS(t, ca.Node("g", c.nodes[l].id)), "claimed sender is not its certificate's"},
+		{"certificate of another CA", peertlstest.ClientPresenting(t, peertlstest.NewCA(t, "rogue").Node("g", claim)), "refused a peer connection"},
+		{"certificate of another group", peertlstest.ClientPresenting(t, ca.Node("other", claim)), "refused a peer connection"},
+		{"valid certificate of a non-member claiming a member", peertlstest.ClientPresenting(t, ca.Node("g", "n9")), "claimed sender is not its certificate's"},
+		{"valid certificate of one member claiming another", peertlstest.ClientPresenting(t, ca.Node("g", c.nodes[l].id)), "claimed sender is not its certificate's"},
 	}
 	for _, tc := range cases {
 		stream := &rogueStream{Listener: rogueListener(t), cfg: tc.cfg}
@@ -266,11 +222,11 @@ func TestRogueCannotMoveAPeerTLSGroup(t *testing.T) {
 		unmoved(t, c)
 		// Each connection the rogue made is logged once, with its address.
 		for _, a := range stream.addrs() {
-			waitFor(t, tc.name+": the refusal of "+a+" logged", func() bool { return logs.count(tc.refusal, "remote="+a) >= 1 })
+			waitFor(t, tc.name+": the refusal of "+a+" logged", func() bool { return logs.Count(tc.refusal, "remote="+a) >= 1 })
 		}
 		t.Logf("%s: vote: %v; append: %v; connections %v", tc.name, voteErr, appendErr, stream.addrs())
 		for _, a := range stream.addrs() {
-			if n := logs.count("remote="+a, "refused"); n != 1 {
+			if n := logs.Count("remote="+a, "refused"); n != 1 {
 				t.Errorf("%s: the refusal of %s is logged %d times", tc.name, a, n)
 			}
 		}
@@ -278,7 +234,7 @@ func TestRogueCannotMoveAPeerTLSGroup(t *testing.T) {
 	// The group still works.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := c.put(ctx, []*store.Message{testMsg("A", 0, "after")}); err != nil {
+	if _, err := c.put(ctx, []*message.Message{testMsg("A", 0, "after")}); err != nil {
 		t.Fatal(err)
 	}
 	unmoved(t, c)

@@ -10,7 +10,7 @@ import (
 	"sort"
 )
 
-// ACL request signing (RocketMQ 4.x plain ACL; PROTOCOL.md section 7). A signed request carries two more
+// ACL request signing (RocketMQ 4.x plain ACL, as its AclClientRPCHook signs). A signed request carries two more
 // header fields: AccessKey, the account, and Signature, computed as
 //
 //	content   = the values of the header fields (AccessKey included, Signature excluded), ordered by key

@@ -21,7 +21,7 @@ func mustHex(t *testing.T, s string) []byte {
 	return b
 }
 
-// exampleRequest is the GET_ROUTEINFO_BY_TOPIC request of PROTOCOL.md 1.3 and 1.4.
+// exampleRequest is a GET_ROUTEINFO_BY_TOPIC request for topic T, pinned below in both header encodings.
 func exampleRequest(serType byte) *Command {
 	return &Command{Code: 105, Language: "GO", Version: 317, Opaque: 1, ExtFields: map[string]string{"topic": "T"},
 		SerializeType: serType}

@@ -182,7 +182,7 @@ const (
 // RocketRaft's own request codes: not RocketMQ's (its tables leave 31000-31999 unused), private to this
 // broker and its tools. They fit the int16 code of a ROCKETMQ binary header.
 const (
-	// GetRaftStatus asks a broker in the Raft mode for its node's status (JSON body: broker.RaftStatus);
+	// GetRaftStatus asks a broker in the Raft mode for its node's status (JSON body: protocol.RaftStatus);
 	// SYSTEM_ERROR in classic mode. mqadmin getRaftStatus.
 	GetRaftStatus RequestCode = 31001 // ours
 	// TransferRaftLeadership asks the Raft leader to hand leadership to ext "targetId" (a dLegerSelfId;

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/testutil"
 )
 
 // testLogger writes to t.Log and, when buf is not nil, to buf too.
@@ -77,18 +79,6 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // echo answers with the request's ext fields and body.
@@ -158,7 +148,7 @@ func TestFullPoolAnswersSystemBusy(t *testing.T) {
 	call()
 	<-started // the worker is busy
 	call()    // queued
-	waitFor(t, "the second request to be queued", func() bool { return pool.Queued() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the second request to be queued", func() bool { return pool.Queued() == 1 })
 	call() // refused
 	busy := <-results
 	if busy.Code != int32(SystemBusy) || !strings.HasPrefix(busy.Remark, "[REJECTREQUEST]") || pool.Rejected() != 1 {
@@ -251,7 +241,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 	if _, err := nc.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("read on an idle connection: %v, want EOF", err)
 	}
-	waitFor(t, "the idle log line", func() bool { return strings.Contains(logs.String(), "idle timeout") })
+	testutil.WaitFor(t, 10*time.Second, "the idle log line", func() bool { return strings.Contains(logs.String(), "idle timeout") })
 }
 
 func TestOversizeAndBadFramesClose(t *testing.T) {
@@ -280,7 +270,7 @@ func TestOversizeAndBadFramesClose(t *testing.T) {
 			if _, err := nc.Read(make([]byte, 1)); err != io.EOF {
 				t.Fatalf("read after a bad frame: %v, want EOF", err)
 			}
-			waitFor(t, "the reason in the log", func() bool { return strings.Contains(logs.String(), tc.reason) })
+			testutil.WaitFor(t, 10*time.Second, "the reason in the log", func() bool { return strings.Contains(logs.String(), tc.reason) })
 		})
 	}
 }
@@ -317,7 +307,7 @@ func TestOnewayAndServerToClientRequests(t *testing.T) {
 	if _, err := cl.Invoke(ctxTimeout(t, 10*time.Second), addr, NewRequest(HeartBeat, nil, nil)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the oneway request", onewaySeen.Load)
+	testutil.WaitFor(t, 10*time.Second, "the oneway request", onewaySeen.Load)
 	sc := <-conns
 	if err := sc.SendOneway(NewRequest(NotifyConsumerIDsChanged, map[string]string{"consumerGroup": "CG"}, nil)); err != nil {
 		t.Fatal(err)
@@ -356,7 +346,7 @@ func TestOnConnCloseAndPendingFail(t *testing.T) {
 	if err := <-errs; !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("pending call on a closed connection: %v", err)
 	}
-	waitFor(t, "OnConnClose", func() bool { return closedConns.Load() == 1 && s.ConnCount() == 0 })
+	testutil.WaitFor(t, 10*time.Second, "OnConnClose", func() bool { return closedConns.Load() == 1 && s.ConnCount() == 0 })
 	if err := sc.Reply(NewRequest(PullMessage, nil, nil), NewResponse(Success, "")); !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("reply on a closed connection: %v", err)
 	}
@@ -382,7 +372,7 @@ func TestBodyPartsAndRelease(t *testing.T) {
 	if string(resp.Body) != want {
 		t.Fatalf("body of %d bytes, want %d", len(resp.Body), len(want))
 	}
-	waitFor(t, "Release", func() bool { return released.Load() == 1 })
+	testutil.WaitFor(t, 10*time.Second, "Release", func() bool { return released.Load() == 1 })
 }
 
 // Many concurrent calls over a few connections: every response reaches its caller.
@@ -506,7 +496,7 @@ func TestStuckPeerOverflowsWriteQueue(t *testing.T) {
 		t.Fatalf("after %d frames to a peer that does not read: %v", sent.Load(), sendErr)
 	}
 	<-sc.Closed()
-	waitFor(t, "every Release", func() bool { return released.Load() == sent.Load() })
+	testutil.WaitFor(t, 10*time.Second, "every Release", func() bool { return released.Load() == sent.Load() })
 }
 
 // TestShutdownAnswersQueuedRequests: a graceful shutdown runs the requests already queued and writes their

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/testutil"
 )
 
 // writeCert makes a self-signed certificate for 127.0.0.1 and writes it and its key to dir/name.{crt,key}.
@@ -114,7 +116,7 @@ func TestTLSEnforcingRefusesPlain(t *testing.T) {
 	if !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("plain call to an enforcing server: %v, want ErrConnClosed", err)
 	}
-	waitFor(t, "the refusal in the log", func() bool { return strings.Contains(logs.String(), "plain connection refused") })
+	testutil.WaitFor(t, 10*time.Second, "the refusal in the log", func() bool { return strings.Contains(logs.String(), "plain connection refused") })
 }
 
 func TestTLSClientToDisabledServerFails(t *testing.T) {
@@ -124,7 +126,7 @@ func TestTLSClientToDisabledServerFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TLS handshake") {
 		t.Fatalf("TLS client against a plain server: %v", err)
 	}
-	waitFor(t, "the reason in the log", func() bool { return strings.Contains(logs.String(), "the peer speaks TLS") })
+	testutil.WaitFor(t, 10*time.Second, "the reason in the log", func() bool { return strings.Contains(logs.String(), "the peer speaks TLS") })
 }
 
 func TestTLSClientVerifiesServer(t *testing.T) {

@@ -161,7 +161,7 @@ ours() {
 }
 
 # raft KEY FLUSH: the workload against a fresh Raft group of three brokers (RocketMQ's DLedger keys,
-# DESIGN.md; the leader registers as master), each with a metrics endpoint scraped around the run.
+# ARCHITECTURE.md; the leader registers as master), each with a metrics endpoint scraped around the run.
 raft() {
   local key="$1" flush="$2" i peers="" rpids=()
   local -a rport bport mport

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // benchFileSize is the CommitLog file size of the benchmarks (RocketMQ's default), also the
@@ -22,18 +24,18 @@ var benchBodySizes = []struct {
 	size int
 }{{"128B", 128}, {"1KiB", 1024}}
 
-func benchMessage(bodySize int) *Message {
-	return &Message{
+func benchMessage(bodySize int) *message.Message {
+	return &message.Message{
 		Topic:         "BenchTopic",
 		Body:          make([]byte, bodySize),
-		Properties:    EncodeProperties(map[string]string{PropertyTags: "TagA", PropertyUniqKey: "0A0000050000000000000000000000AA"}),
+		Properties:    message.EncodeProperties(map[string]string{message.PropertyTags: "TagA", message.PropertyUniqKey: "0A0000050000000000000000000000AA"}),
 		BornTimestamp: 1700000000000,
 		BornHost:      netip.MustParseAddrPort("10.0.0.9:50000"),
 	}
 }
 
 func benchRecordSize(b *testing.B, bodySize int) int {
-	n, err := RecordSize(benchMessage(bodySize), testStoreHost)
+	n, err := message.RecordSize(benchMessage(bodySize), testStoreHost)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func benchRecordSize(b *testing.B, bodySize int) int {
 func BenchmarkRawWrite(b *testing.B) {
 	for _, bs := range benchBodySizes {
 		b.Run(bs.name, func(b *testing.B) {
-			rec, err := EncodeRecord(nil, &MessageExt{Message: *benchMessage(bs.size), StoreHost: testStoreHost})
+			rec, err := message.EncodeRecord(nil, &message.MessageExt{Message: *benchMessage(bs.size), StoreHost: testStoreHost})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -275,7 +277,7 @@ func benchPut(b *testing.B, s *Store, bodySize, writers int) {
 	b.SetBytes(int64(benchRecordSize(b, bodySize)))
 	b.ReportAllocs()
 	ctx := context.Background()
-	put := func(m *Message) {
+	put := func(m *message.Message) {
 		res, err := s.PutMessage(ctx, m)
 		if err != nil || res.Status != PutOK {
 			b.Errorf("put: %v %v", res.Status, err)
@@ -345,20 +347,20 @@ func BenchmarkSyncFlushMode(b *testing.B) {
 }
 
 func BenchmarkEncodeDecode(b *testing.B) {
-	m := &MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost}
-	buf, _ := EncodeRecord(nil, m)
+	m := &message.MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost}
+	buf, _ := message.EncodeRecord(nil, m)
 	b.Run("encode", func(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			buf, _ = EncodeRecord(buf[:0], m)
+			buf, _ = message.EncodeRecord(buf[:0], m)
 		}
 	})
 	b.Run("decode", func(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := DecodeMessage(buf, true); err != nil {
+			if _, err := message.DecodeMessage(buf, true); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // diskStub is a settable disk-usage ratio.
@@ -207,8 +209,8 @@ func TestReadsRacingDeletion(t *testing.T) {
 	var wg sync.WaitGroup
 	var reads, held atomic.Int64
 	check := func(rec []byte) {
-		v, err := parseRecord(rec)
-		if err != nil || BodyCRC(v.body) != v.bodyCRC {
+		v, err := message.ParseRecord(rec)
+		if err != nil || message.BodyCRC(v.Body) != v.BodyCRC {
 			t.Errorf("a held record changed under the reader: %v", err)
 		}
 	}
@@ -283,7 +285,7 @@ func TestDeletedFileUnmappedAtLastRelease(t *testing.T) {
 	if _, err := os.Stat(first.path); !os.IsNotExist(err) {
 		t.Fatalf("deleted file still on disk: %v", err)
 	}
-	if m, err := DecodeMessage(rec, true); err != nil || string(m.Body) != puts[0].body {
+	if m, err := message.DecodeMessage(rec, true); err != nil || string(m.Body) != puts[0].body {
 		t.Fatalf("held record unreadable after deletion: %v", err)
 	}
 	if h := s.commitLog.q.hangingFiles(0); len(h) != 1 || filepath.Base(h[0]) != first.fileName() {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,8 +78,8 @@ func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFi
 		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.pwriteCommitLog(),
 		staged:            cfg.syncFlushFiles(), warmAhead: cfg.warmAheadBytes(), warmWake: make(chan struct{}, 1),
 		log: slog.Default()}
-	var hb [hostV6Length]byte
-	c.hostBytes = append([]byte(nil), hb[:putHost(hb[:], storeHost)]...)
+	var hb [message.HostV6Length]byte
+	c.hostBytes = append([]byte(nil), hb[:message.PutHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)
 	c.readLimit.Store(math.MaxInt64)
 	return c
@@ -94,7 +95,7 @@ type appendResult struct {
 }
 
 // prepare validates msgs against the store limits and encodes their sizes, CRCs and flags.
-func (c *commitLog) prepare(msgs []*Message, enc []encodedMessage) (int, error) {
+func (c *commitLog) prepare(msgs []*message.Message, enc []message.Encoded) (int, error) {
 	total := 0
 	for i, m := range msgs {
 		if m == nil {
@@ -103,14 +104,14 @@ func (c *commitLog) prepare(msgs []*Message, enc []encodedMessage) (int, error) 
 		if len(m.Body) > c.maxMessageSize {
 			return 0, fmt.Errorf("%w: body is %d bytes, limit maxMessageSize %d", ErrMessageTooLarge, len(m.Body), c.maxMessageSize)
 		}
-		e, err := prepareMessage(m, c.storeHost)
+		e, err := message.Prepare(m, c.storeHost)
 		if err != nil {
 			return 0, err
 		}
 		enc[i] = e
-		total += e.length
+		total += e.Length
 	}
-	if limit := c.fileSize - blankRecordMinLength; int64(total) > limit {
+	if limit := c.fileSize - message.BlankRecordMinLength; int64(total) > limit {
 		return 0, fmt.Errorf("%w: %d bytes of records do not fit a commitlog file of %d bytes (limit %d)",
 			ErrMessageTooLarge, total, c.fileSize, limit)
 	}
@@ -120,14 +121,14 @@ func (c *commitLog) prepare(msgs []*Message, enc []encodedMessage) (int, error) 
 // isTransactionSkipped reports the prepared and rolled-back messages: they get queue offset 0,
 // do not advance the queue and are not dispatched to a ConsumeQueue.
 func isTransactionSkipped(sysFlag int32) bool {
-	t := sysFlag & SysFlagTransactionMask
-	return t == SysFlagTransactionPrepared || t == SysFlagTransactionRollback
+	t := sysFlag & message.SysFlagTransactionMask
+	return t == message.SysFlagTransactionPrepared || t == message.SysFlagTransactionRollback
 }
 
 // append writes enc (one message, or a batch for one topic/queue) as consecutive records.
 // On an error nothing of enc is written. A write fault in the mapping (file truncated under
 // us, disk gone) is caught and reported as errWriteFault.
-func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, err error) {
+func (c *commitLog) append(enc []message.Encoded, total int) (res appendResult, err error) {
 	c.putMu.Lock()
 	defer c.putMu.Unlock()
 	c.lockedSince.Store(time.Now().UnixNano())
@@ -141,7 +142,7 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 		return res, err
 	}
 	pos := f.wrote.Load()
-	if pos+int64(total)+blankRecordMinLength > f.size {
+	if pos+int64(total)+message.BlankRecordMinLength > f.size {
 		if err := c.writeBlank(f, pos); err != nil {
 			return res, err
 		}
@@ -151,7 +152,7 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 		pos = f.wrote.Load()
 	}
 	now := c.clock.Now().UnixMilli()
-	first := enc[0].msg
+	first := enc[0].Msg
 	key := queueKey{first.Topic, first.QueueID}
 	next := c.putMu.queueOffsets[key]
 	res = appendResult{physicalOffset: f.from + pos, queueOffset: next, wroteBytes: total, count: len(enc), storeTimestamp: now}
@@ -159,7 +160,7 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 	off := 0
 	for i := range enc {
 		qo := next
-		if isTransactionSkipped(enc[i].sysFlag) {
+		if isTransactionSkipped(enc[i].SysFlag) {
 			qo = 0
 		} else {
 			next++
@@ -167,8 +168,8 @@ func (c *commitLog) append(enc []encodedMessage, total int) (res appendResult, e
 		if i == 0 {
 			res.queueOffset = qo
 		}
-		encodeRecordAt(buf[off:], &enc[i], qo, res.physicalOffset+int64(off), now)
-		off += enc[i].length
+		message.EncodeRecordAt(buf[off:], &enc[i], qo, res.physicalOffset+int64(off), now)
+		off += enc[i].Length
 	}
 	if err := c.finishLocked(f, pos, buf, pos+int64(total)); err != nil {
 		return appendResult{}, err
@@ -217,11 +218,11 @@ func (c *commitLog) finishLocked(f *mappedFile, pos int64, buf []byte, end int64
 // of the file is zeros already, except in a reused transient pool buffer.
 func (c *commitLog) writeBlank(f *mappedFile, pos int64) error {
 	rest := f.size - pos
-	b := c.reserveLocked(f, pos, blankRecordMinLength)
+	b := c.reserveLocked(f, pos, message.BlankRecordMinLength)
 	binary.BigEndian.PutUint32(b[0:], uint32(rest))
-	putInt32(b[4:], BlankMagicCode)
+	message.PutInt32(b[4:], message.BlankMagicCode)
 	if f.writeBuf != nil {
-		clear(f.writeBuf[pos+blankRecordMinLength:])
+		clear(f.writeBuf[pos+message.BlankRecordMinLength:])
 	}
 	if c.staged {
 		c.putMu.stage.closeFile(f)
@@ -246,11 +247,11 @@ func withFaultPanics(fn func() error) (err error) {
 }
 
 // putMessages appends msgs (one, or a batch for one topic/queue) and builds the result.
-func (c *commitLog) putMessages(msgs []*Message) (PutResult, error) {
-	var one [1]encodedMessage
+func (c *commitLog) putMessages(msgs []*message.Message) (PutResult, error) {
+	var one [1]message.Encoded
 	enc := one[:]
 	if len(msgs) > 1 {
-		enc = make([]encodedMessage, len(msgs))
+		enc = make([]message.Encoded, len(msgs))
 	}
 	total, err := c.prepare(msgs, enc)
 	if err != nil {
@@ -296,9 +297,9 @@ func (c *commitLog) faultIn(total int) {
 }
 
 // msgIDs is the offset msg id of each record, comma-joined for a batch.
-func (c *commitLog) msgIDs(enc []encodedMessage, phy int64) string {
+func (c *commitLog) msgIDs(enc []message.Encoded, phy int64) string {
 	idLen := 2 * (len(c.hostBytes) + 8)
-	var stack [2 * (hostV6Length + 8)]byte
+	var stack [2 * (message.HostV6Length + 8)]byte
 	b := stack[:0]
 	if n := len(enc)*(idLen+1) - 1; n > len(stack) {
 		b = make([]byte, 0, n)
@@ -307,8 +308,8 @@ func (c *commitLog) msgIDs(enc []encodedMessage, phy int64) string {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendOffsetMsgID(b, c.hostBytes, phy)
-		phy += int64(enc[i].length)
+		b = message.AppendOffsetMsgID(b, c.hostBytes, phy)
+		phy += int64(enc[i].Length)
 	}
 	return string(b)
 }
@@ -351,7 +352,7 @@ func (c *commitLog) selectRecord(phy int64) ([]byte, *mappedFile, error) {
 	size := int64(int32(binary.BigEndian.Uint32(head)))
 	magic := int32(binary.BigEndian.Uint32(head[4:]))
 	pos := phy - f.from
-	if (magic != MessageMagicCode && magic != MessageMagicCodeV2) || size < recordFixedLength || pos+size > f.readable() {
+	if (magic != message.MessageMagicCode && magic != message.MessageMagicCodeV2) || size < message.RecordFixedLength || pos+size > f.readable() {
 		f.release()
 		return nil, nil, fmt.Errorf("%w: no record at %s offset %d (physical %d): size %d magic 0x%08X",
 			ErrCorruptRecord, f.fileName(), pos, phy, size, uint32(magic))
@@ -367,11 +368,11 @@ func (c *commitLog) storeTimestampAt(phy int64, size int32) int64 {
 		return -1
 	}
 	defer f.release()
-	v, err := parseRecord(rec)
+	v, err := message.ParseRecord(rec)
 	if err != nil {
 		return -1
 	}
-	return v.storeTimestamp
+	return v.StoreTimestamp
 }
 
 // rollNextFile is the first offset of the file after the one holding offset.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // Flush disk types (RocketMQ FlushDiskType).
@@ -224,7 +226,7 @@ func DefaultConfig() Config {
 
 // maxRecordOverhead is the largest record minus its body: header with IPv6 hosts, topic,
 // properties.
-const maxRecordOverhead = recordFixedLength - 2*hostV4Length + 2*hostV6Length + MaxTopicLength + MaxPropertiesLength
+const maxRecordOverhead = message.RecordFixedLength - 2*message.HostV4Length + 2*message.HostV6Length + message.MaxTopicLength + message.MaxPropertiesLength
 
 // ErrInvalidConfig is wrapped by every Validate error.
 var ErrInvalidConfig = errors.New("store: invalid config")
@@ -248,7 +250,7 @@ func (c Config) Validate() error {
 	if c.MaxMessageSize <= 0 {
 		return configErr("maxMessageSize", "%d must be positive", c.MaxMessageSize)
 	}
-	if limit := c.MappedFileSizeCommitLog - blankRecordMinLength - (recordFixedLength + 2*(hostV6Length-hostV4Length)); int64(c.MaxMessageSize) > limit {
+	if limit := c.MappedFileSizeCommitLog - message.BlankRecordMinLength - (message.RecordFixedLength + 2*(message.HostV6Length-message.HostV4Length)); int64(c.MaxMessageSize) > limit {
 		return configErr("maxMessageSize", "%d does not fit a commitlog file of %d bytes (limit %d)", c.MaxMessageSize, c.MappedFileSizeCommitLog, limit)
 	}
 	switch c.BrokerRole {

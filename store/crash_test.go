@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 const crashChildEnv = "STORE_CRASH_CHILD_DIR"
@@ -59,7 +61,7 @@ func TestCrashChild(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for seq := 0; time.Now().Before(deadline); seq++ {
-				m := testMessage("Crash", int32(w), crashBody(w, seq), map[string]string{PropertyKeys: fmt.Sprintf("w%d-s%d", w, seq)})
+				m := testMessage("Crash", int32(w), crashBody(w, seq), map[string]string{message.PropertyKeys: fmt.Sprintf("w%d-s%d", w, seq)})
 				res, err := s.PutMessage(context.Background(), m)
 				if err != nil {
 					out.Lock()

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // reputPollInterval is the fallback poll of the reput service; puts, commits and
@@ -117,7 +119,7 @@ func (s *Store) dispatchFile(f *mappedFile, pos, end int64, notify bool) (int64,
 	for pos+8 <= end {
 		size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
 		magic := int32(binary.BigEndian.Uint32(f.data[pos+4:]))
-		if magic == BlankMagicCode {
+		if magic == message.BlankMagicCode {
 			return f.from + f.size, nil
 		}
 		if size <= 0 || pos+size > end {
@@ -128,7 +130,7 @@ func (s *Store) dispatchFile(f *mappedFile, pos, end int64, notify bool) (int64,
 			// received so far (AppendCommitLog may split records): wait for the rest.
 			break
 		}
-		v, err := parseRecord(f.data[pos : pos+size])
+		v, err := message.ParseRecord(f.data[pos : pos+size])
 		if err != nil {
 			return f.from + pos, fmt.Errorf("%w at %s", err, s.commitLog.describeOffset(f.from+pos))
 		}
@@ -136,48 +138,48 @@ func (s *Store) dispatchFile(f *mappedFile, pos, end int64, notify bool) (int64,
 			return f.from + pos, err
 		}
 		pos += size
-		s.reput.lastStoreTimestamp.Store(v.storeTimestamp)
+		s.reput.lastStoreTimestamp.Store(v.StoreTimestamp)
 	}
 	return f.from + pos, nil
 }
 
 // dispatchRecord appends the ConsumeQueue unit (not for prepared or rolled-back
 // transaction messages), notifies the listener and indexes the keys.
-func (s *Store) dispatchRecord(v *recordView, phy int64, notify bool) error {
-	if !isTransactionSkipped(v.sysFlag) {
+func (s *Store) dispatchRecord(v *message.RecordView, phy int64, notify bool) error {
+	if !isTransactionSkipped(v.SysFlag) {
 		var props map[string]string
 		listener := s.opts.ArrivingListener
 		if (notify && listener != nil) || s.opts.TagsCode != nil {
-			props = ParseProperties(string(v.properties))
+			props = message.ParseProperties(string(v.Properties))
 		}
 		var tags int64
-		if t, ok := propertyValue(v.properties, PropertyTags); ok && len(t) > 0 {
-			tags = int64(javaStringHash(t))
+		if t, ok := message.PropertyValue(v.Properties, message.PropertyTags); ok && len(t) > 0 {
+			tags = int64(message.JavaStringHash(t))
 		}
-		topic := s.reput.topicString(v.topic)
+		topic := s.reput.topicString(v.Topic)
 		if s.opts.TagsCode != nil {
-			if code, ok := s.opts.TagsCode(topic, props, v.storeTimestamp); ok {
+			if code, ok := s.opts.TagsCode(topic, props, v.StoreTimestamp); ok {
 				tags = code
 			}
 		}
-		cq := s.cqs.getOrCreate(topic, v.queueID)
-		added, err := cq.put(phy, int32(v.size), tags, v.queueOffset)
+		cq := s.cqs.getOrCreate(topic, v.QueueID)
+		added, err := cq.put(phy, int32(v.Size), tags, v.QueueOffset)
 		if err != nil {
-			return fmt.Errorf("store: consume queue %s/%d: %w", topic, v.queueID, err)
+			return fmt.Errorf("store: consume queue %s/%d: %w", topic, v.QueueID, err)
 		}
 		if added && s.replicaAppends.Load() {
 			// Records a replica appended were given their queue offsets elsewhere: a put
 			// on this store later (after a promotion) must continue after them.
-			s.commitLog.raiseQueueOffset(queueKey{topic, v.queueID}, v.queueOffset+1)
+			s.commitLog.raiseQueueOffset(queueKey{topic, v.QueueID}, v.QueueOffset+1)
 		}
 		if added && notify && listener != nil {
-			listener(Arrival{Topic: topic, QueueID: v.queueID, QueueOffset: v.queueOffset, TagsCode: tags,
-				StoreTimestamp: v.storeTimestamp, Properties: props})
+			listener(Arrival{Topic: topic, QueueID: v.QueueID, QueueOffset: v.QueueOffset, TagsCode: tags,
+				StoreTimestamp: v.StoreTimestamp, Properties: props})
 		}
 	}
 	if s.index != nil {
-		err := s.index.build(indexRecord{phy: phy, storeTimestamp: v.storeTimestamp, sysFlag: v.sysFlag,
-			topic: v.topic, properties: v.properties})
+		err := s.index.build(indexRecord{phy: phy, storeTimestamp: v.StoreTimestamp, sysFlag: v.SysFlag,
+			topic: v.Topic, properties: v.Properties})
 		if err != nil {
 			return fmt.Errorf("store: index: %w", err)
 		}

@@ -16,33 +16,8 @@
 //
 // # Stored-message record (CommitLog, pull bodies)
 //
-// Big-endian. Offsets are for IPv4 hosts; an IPv6 host (sysFlag 0x10 born, 0x20 store)
-// takes 20 bytes instead of 8 and shifts what follows. Wire format: never change.
-//
-//	+------+------+-----------------------------+------------------------------------------+
-//	| off  | size | field                       | notes                                    |
-//	+------+------+-----------------------------+------------------------------------------+
-//	|   0  |   4  | totalSize                   | whole record, this field included        |
-//	|   4  |   4  | magicCode                   | 0xDAA320A7 (V1); 0xCBD43194 = blank      |
-//	|   8  |   4  | bodyCRC                     | CRC32(body) & 0x7FFFFFFF                 |
-//	|  12  |   4  | queueId                     |                                          |
-//	|  16  |   4  | flag                        | user flag                                |
-//	|  20  |   8  | queueOffset                 | 0 for prepared/rolled-back transactions  |
-//	|  28  |   8  | physicalOffset              | = the record's CommitLog offset          |
-//	|  36  |   4  | sysFlag                     | MessageSysFlag bits                      |
-//	|  40  |   8  | bornTimestamp               | ms                                       |
-//	|  48  |   8  | bornHost                    | IPv4 + int32 port (IPv6: 16 + 4)         |
-//	|  56  |   8  | storeTimestamp              | ms, assigned under the CommitLog lock    |
-//	|  64  |   8  | storeHost                   | the broker's client-facing ip:port       |
-//	|  72  |   4  | reconsumeTimes              |                                          |
-//	|  76  |   8  | preparedTransactionOffset   |                                          |
-//	|  84  |   4  | bodyLength                  |                                          |
-//	|  88  |   n  | body                        | as the producer sent it                  |
-//	|      |   1  | topicLength                 | <= 127                                   |
-//	|      |   t  | topic                       |                                          |
-//	|      |   2  | propertiesLength            | <= 32767                                 |
-//	|      |   p  | properties                  | name 0x01 value 0x02 ...                 |
-//	+------+------+-----------------------------+------------------------------------------+
+// The record layout, its magic codes, sysFlag bits, properties and message ids belong to package
+// message (message/doc.go draws the table); the store writes and reads records only through it.
 //
 // A record never spans two files: when one does not fit (with 8 bytes to spare), the rest of
 // the file gets a blank record, totalSize = bytes left and magic 0xCBD43194, and the record

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // openUnstarted opens a store and marks it running without starting any service, so a test
@@ -86,7 +88,7 @@ func TestSyncFlushTimeoutAndContext(t *testing.T) {
 		t.Fatalf("async status %v", r.Status)
 	}
 	// WAIT=false does not wait for the flush.
-	r, err := s.PutMessage(context.Background(), testMessage("T", 0, "z", map[string]string{PropertyWaitStoreMsgOK: "false"}))
+	r, err := s.PutMessage(context.Background(), testMessage("T", 0, "z", map[string]string{message.PropertyWaitStoreMsgOK: "false"}))
 	if err != nil || r.Status != PutOK {
 		t.Fatalf("WAIT=false: %+v %v", r, err)
 	}
@@ -105,7 +107,7 @@ func TestSyncFlushConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 25; i++ {
 				body := fmt.Sprintf("w%d-%d", w, i)
-				m := testMessage("T", int32(w%2), body, map[string]string{PropertyTags: "TagA"})
+				m := testMessage("T", int32(w%2), body, map[string]string{message.PropertyTags: "TagA"})
 				res, err := s.PutMessage(context.Background(), m)
 				if err != nil || res.Status != PutOK {
 					t.Errorf("put: %+v %v", res, err)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/rocketraft/rocketraft/message"
 	"golang.org/x/sys/unix"
 )
 
@@ -159,7 +160,7 @@ func (s *Store) frameStartAt(offset int64) int64 {
 		}
 		size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
 		magic := int32(binary.BigEndian.Uint32(f.data[pos+4:]))
-		if magic == BlankMagicCode || size <= 0 || f.from+pos+size > offset {
+		if magic == message.BlankMagicCode || size <= 0 || f.from+pos+size > offset {
 			return f.from + pos
 		}
 		pos += size
@@ -218,9 +219,9 @@ func (c *commitLog) appendBlank(offset int64) (err error) {
 	if f == nil || f.isFull() {
 		return fmt.Errorf("%w: no file with room for a blank record at %d", ErrOffsetOutOfRange, offset)
 	}
-	if f.size-f.wrote.Load() < blankRecordMinLength {
+	if f.size-f.wrote.Load() < message.BlankRecordMinLength {
 		return fmt.Errorf("%w: %d bytes left at %s, a blank record needs %d", ErrChunkCrossesFile,
-			f.size-f.wrote.Load(), c.describeOffset(offset), blankRecordMinLength)
+			f.size-f.wrote.Load(), c.describeOffset(offset), message.BlankRecordMinLength)
 	}
 	return c.writeBlank(f, f.wrote.Load())
 }
@@ -314,30 +315,30 @@ func (s *Store) dispatchFramed(f *mappedFile, pos, stop int64, assign bool, out 
 		}()
 	}
 	for pos < stop {
-		v, err := parseRecord(f.data[pos:stop])
+		v, err := message.ParseRecord(f.data[pos:stop])
 		if err != nil {
 			return out, fmt.Errorf("%w at %s", err, cl.describeOffset(f.from+pos))
 		}
 		phy := f.from + pos
 		if assign {
-			v.queueOffset = 0
-			if !isTransactionSkipped(v.sysFlag) {
-				v.queueOffset = cl.takeQueueOffset(queueKey{s.reput.topicString(v.topic), v.queueID})
+			v.QueueOffset = 0
+			if !isTransactionSkipped(v.SysFlag) {
+				v.QueueOffset = cl.takeQueueOffset(queueKey{s.reput.topicString(v.Topic), v.QueueID})
 			}
 			if patch != nil {
-				binary.BigEndian.PutUint64(patch[pos-start+offQueueOffset:], uint64(v.queueOffset))
+				binary.BigEndian.PutUint64(patch[pos-start+message.OffQueueOffset:], uint64(v.QueueOffset))
 			} else {
-				binary.BigEndian.PutUint64(f.data[pos+offQueueOffset:], uint64(v.queueOffset))
+				binary.BigEndian.PutUint64(f.data[pos+message.OffQueueOffset:], uint64(v.QueueOffset))
 			}
-		} else if !isTransactionSkipped(v.sysFlag) {
-			cl.raiseQueueOffset(queueKey{s.reput.topicString(v.topic), v.queueID}, v.queueOffset+1)
+		} else if !isTransactionSkipped(v.SysFlag) {
+			cl.raiseQueueOffset(queueKey{s.reput.topicString(v.Topic), v.QueueID}, v.QueueOffset+1)
 		}
 		if err := s.dispatchRecord(&v, phy, true); err != nil {
 			return out, err
 		}
-		out = append(out, AssignedOffset{PhysicalOffset: phy, Size: int32(v.size), QueueOffset: v.queueOffset})
-		s.reput.lastStoreTimestamp.Store(v.storeTimestamp)
-		pos += int64(v.size)
+		out = append(out, AssignedOffset{PhysicalOffset: phy, Size: int32(v.Size), QueueOffset: v.QueueOffset})
+		s.reput.lastStoreTimestamp.Store(v.StoreTimestamp)
+		pos += int64(v.Size)
 	}
 	return out, nil
 }
@@ -443,13 +444,13 @@ func (s *Store) PruneCommitLog(offset int64) int {
 func PatchRecords(b []byte, phy int64) (int, error) {
 	n := 0
 	for off := 0; off < len(b); n++ {
-		v, err := parseRecord(b[off:])
+		v, err := message.ParseRecord(b[off:])
 		if err != nil {
 			return n, fmt.Errorf("record %d at %d: %w", n, phy+int64(off), err)
 		}
-		binary.BigEndian.PutUint64(b[off+offPhysicalOffset:], uint64(phy+int64(off)))
-		binary.BigEndian.PutUint64(b[off+offQueueOffset:], 0)
-		off += v.size
+		binary.BigEndian.PutUint64(b[off+message.OffPhysicalOffset:], uint64(phy+int64(off)))
+		binary.BigEndian.PutUint64(b[off+message.OffQueueOffset:], 0)
+		off += v.Size
 	}
 	return n, nil
 }
@@ -460,18 +461,18 @@ func PatchRecords(b []byte, phy int64) (int, error) {
 func CheckRecords(b []byte, phy int64, checkCRC bool) (int, error) {
 	n := 0
 	for off := 0; off < len(b); n++ {
-		v, err := parseRecord(b[off:])
+		v, err := message.ParseRecord(b[off:])
 		if err != nil {
 			return n, fmt.Errorf("record %d at %d: %w", n, phy+int64(off), err)
 		}
-		if at := phy + int64(off); v.physicalOffset != at {
-			return n, fmt.Errorf("%w: record %d at %d has physical offset %d", ErrCorruptRecord, n, at, v.physicalOffset)
+		if at := phy + int64(off); v.PhysicalOffset != at {
+			return n, fmt.Errorf("%w: record %d at %d has physical offset %d", ErrCorruptRecord, n, at, v.PhysicalOffset)
 		}
-		if checkCRC && BodyCRC(v.body) != v.bodyCRC {
+		if checkCRC && message.BodyCRC(v.Body) != v.BodyCRC {
 			return n, fmt.Errorf("%w: record %d at %d: body CRC 0x%08X, stored 0x%08X", ErrCorruptRecord, n,
-				phy+int64(off), uint32(BodyCRC(v.body)), uint32(v.bodyCRC))
+				phy+int64(off), uint32(message.BodyCRC(v.Body)), uint32(v.BodyCRC))
 		}
-		off += v.size
+		off += v.Size
 	}
 	return n, nil
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // StoreHost is Options.StoreHost: the address written into every record this store encodes
@@ -17,16 +19,16 @@ func (s *Store) StoreHost() netip.AddrPort { return s.opts.StoreHost }
 // The limits are a put's: maxMessageSize per body, the record format's, and the records
 // together must fit a CommitLog file. Nothing is appended on an error. It reads only the
 // configuration: safe for concurrent use, in any mode.
-func (s *Store) EncodeMessages(dst []byte, msgs []*Message) ([]byte, int64, error) {
+func (s *Store) EncodeMessages(dst []byte, msgs []*message.Message) ([]byte, int64, error) {
 	if len(msgs) != 1 {
 		if err := checkBatch(msgs); err != nil {
 			return dst, 0, err
 		}
 	}
-	var one [1]encodedMessage
+	var one [1]message.Encoded
 	enc := one[:]
 	if len(msgs) > 1 {
-		enc = make([]encodedMessage, len(msgs))
+		enc = make([]message.Encoded, len(msgs))
 	}
 	total, err := s.commitLog.prepare(msgs, enc)
 	if err != nil {
@@ -37,8 +39,8 @@ func (s *Store) EncodeMessages(dst []byte, msgs []*Message) ([]byte, int64, erro
 	dst = append(dst, make([]byte, total)...)
 	off := start
 	for i := range enc {
-		encodeRecordAt(dst[off:], &enc[i], 0, 0, now)
-		off += enc[i].length
+		message.EncodeRecordAt(dst[off:], &enc[i], 0, 0, now)
+		off += enc[i].Length
 	}
 	if off != len(dst) {
 		return dst[:start], 0, fmt.Errorf("store: encoded %d bytes of records, expected %d", off-start, total)

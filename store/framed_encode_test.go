@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // TestEncodeMessagesMatchesPut: the records EncodeMessages makes are the bytes a classic put
@@ -16,7 +18,7 @@ func TestEncodeMessagesMatchesPut(t *testing.T) {
 	opts := testOptions(t)
 	opts.Clock = clock
 	s := openStore(t, cfg, opts)
-	batch := []*Message{
+	batch := []*message.Message{
 		testMessage("TopicE", 1, "first", map[string]string{"KEYS": "k1"}),
 		testMessage("TopicE", 1, "second", nil),
 	}
@@ -50,12 +52,12 @@ func TestEncodeMessagesMatchesPut(t *testing.T) {
 	// The put assigned queue offsets 0 and 1; PatchRecords zeroed them.
 	off := 0
 	for i := 0; i < 2; i++ {
-		m, err := DecodeMessage(want[off:], false)
+		m, err := message.DecodeMessage(want[off:], false)
 		if err != nil {
 			t.Fatalf("decode stored record %d: %v", i, err)
 		}
 		for j := 0; j < 8; j++ {
-			want[off+offQueueOffset+j] = 0
+			want[off+message.OffQueueOffset+j] = 0
 		}
 		off += int(m.StoreSize)
 	}
@@ -68,13 +70,13 @@ func TestEncodeMessagesMatchesPut(t *testing.T) {
 
 	for _, c := range []struct {
 		name string
-		msgs []*Message
+		msgs []*message.Message
 		want error
 	}{
 		{"empty", nil, ErrBatchMismatch},
-		{"mixed queues", []*Message{testMessage("TopicE", 1, "a", nil), testMessage("TopicE", 2, "b", nil)}, ErrBatchMismatch},
-		{"body too large", []*Message{testMessage("TopicE", 1, strings.Repeat("x", cfg.MaxMessageSize+1), nil)}, ErrMessageTooLarge},
-		{"no topic", []*Message{testMessage("", 1, "a", nil)}, ErrTopicTooLong},
+		{"mixed queues", []*message.Message{testMessage("TopicE", 1, "a", nil), testMessage("TopicE", 2, "b", nil)}, ErrBatchMismatch},
+		{"body too large", []*message.Message{testMessage("TopicE", 1, strings.Repeat("x", cfg.MaxMessageSize+1), nil)}, ErrMessageTooLarge},
+		{"no topic", []*message.Message{testMessage("", 1, "a", nil)}, ErrTopicTooLong},
 	} {
 		out, _, err := s.EncodeMessages([]byte("p"), c.msgs)
 		if !errors.Is(err, c.want) {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // testFrameMagic marks the stand-in frames of these tests; the store only reads a unit's size
@@ -53,7 +55,7 @@ func scanTestFrames(s *Store) int64 {
 		magic := int32(binary.BigEndian.Uint32(head[4:]))
 		release()
 		switch {
-		case magic == BlankMagicCode:
+		case magic == message.BlankMagicCode:
 			off += size
 		case magic == testFrameMagic && size > 0:
 			off += size
@@ -70,12 +72,12 @@ type framedEntry struct {
 
 // appendFramed appends a stand-in frame with msgs as records (blank filler and next file when
 // it does not fit) and returns where it went.
-func appendFramed(t *testing.T, s *Store, msgs ...*Message) framedEntry {
+func appendFramed(t *testing.T, s *Store, msgs ...*message.Message) framedEntry {
 	t.Helper()
 	var recs []byte
 	for _, m := range msgs {
 		var err error
-		recs, err = EncodeRecord(recs, &MessageExt{Message: *m, StoreHost: testStoreHost, StoreTimestamp: 1700000000001})
+		recs, err = message.EncodeRecord(recs, &message.MessageExt{Message: *m, StoreHost: testStoreHost, StoreTimestamp: 1700000000001})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +85,7 @@ func appendFramed(t *testing.T, s *Store, msgs ...*Message) framedEntry {
 	size := int64(testFrameHeader + len(recs))
 	pos := s.CommitLogEnd()
 	fs := s.CommitLogFileSize()
-	if pos%fs+size+blankRecordMinLength > fs {
+	if pos%fs+size+message.BlankRecordMinLength > fs {
 		if err := s.AppendCommitLogBlank(pos); err != nil {
 			t.Fatalf("AppendCommitLogBlank(%d): %v", pos, err)
 		}
@@ -91,12 +93,12 @@ func appendFramed(t *testing.T, s *Store, msgs ...*Message) framedEntry {
 	}
 	frame := make([]byte, testFrameHeader, size)
 	binary.BigEndian.PutUint32(frame, uint32(size))
-	putInt32(frame[4:], testFrameMagic)
+	message.PutInt32(frame[4:], testFrameMagic)
 	frame = append(frame, recs...)
 	// Records carry their physical offsets, as the Raft log store writes them.
 	for off := testFrameHeader; off < len(frame); {
 		n := int(binary.BigEndian.Uint32(frame[off:]))
-		binary.BigEndian.PutUint64(frame[off+offPhysicalOffset:], uint64(pos+int64(off)))
+		binary.BigEndian.PutUint64(frame[off+message.OffPhysicalOffset:], uint64(pos+int64(off)))
 		off += n
 	}
 	if err := s.AppendCommitLog(pos, frame); err != nil {
@@ -130,9 +132,9 @@ func TestFramedDispatchAssignsQueueOffsets(t *testing.T) {
 		s := openFramed(t, cfg)
 		var entries []framedEntry
 		for i := range 40 {
-			var msgs []*Message
+			var msgs []*message.Message
 			for j := range 1 + i%3 {
-				msgs = append(msgs, testMessage("T", int32(j%2), bodyOf(i*10+j, 300), map[string]string{PropertyKeys: fmt.Sprintf("k%d-%d", i, j)}))
+				msgs = append(msgs, testMessage("T", int32(j%2), bodyOf(i*10+j, 300), map[string]string{message.PropertyKeys: fmt.Sprintf("k%d-%d", i, j)}))
 			}
 			entries = append(entries, appendFramed(t, s, msgs...))
 		}

@@ -4,20 +4,22 @@ import (
 	"bytes"
 	"net/netip"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // fuzzSeedRecords are stored records of a few shapes (v4 and v6 hosts, empty and long bodies, properties).
 func fuzzSeedRecords(f *testing.F) {
 	v4 := netip.MustParseAddrPort("10.1.2.3:1234")
 	v6 := netip.MustParseAddrPort("[2001:db8::1]:10911")
-	for _, m := range []*MessageExt{
-		{Message: Message{Topic: "T", Body: []byte("hello"), Properties: "KEYS\x01k1\x02", BornHost: v4}, StoreHost: v4,
+	for _, m := range []*message.MessageExt{
+		{Message: message.Message{Topic: "T", Body: []byte("hello"), Properties: "KEYS\x01k1\x02", BornHost: v4}, StoreHost: v4,
 			QueueOffset: 3, PhysicalOffset: 4096, StoreTimestamp: 1700000000000},
-		{Message: Message{Topic: "TopicV6", Body: nil, BornHost: v6, ReconsumeTimes: 2}, StoreHost: v6},
-		{Message: Message{Topic: "Big", Body: bytes.Repeat([]byte{0xAB}, 300), Properties: "TAGS\x01a\x02UNIQ_KEY\x01x\x02", BornHost: v4,
+		{Message: message.Message{Topic: "TopicV6", Body: nil, BornHost: v6, ReconsumeTimes: 2}, StoreHost: v6},
+		{Message: message.Message{Topic: "Big", Body: bytes.Repeat([]byte{0xAB}, 300), Properties: "TAGS\x01a\x02UNIQ_KEY\x01x\x02", BornHost: v4,
 			PreparedTransactionOffset: 77}, StoreHost: v6},
 	} {
-		rec, err := EncodeRecord(nil, m)
+		rec, err := message.EncodeRecord(nil, m)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func fuzzSeedRecords(f *testing.F) {
 func FuzzDecodeMessage(f *testing.F) {
 	fuzzSeedRecords(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := DecodeMessage(b, true)
+		m, err := message.DecodeMessage(b, true)
 		if err != nil {
 			return
 		}
@@ -42,18 +44,18 @@ func FuzzDecodeMessage(f *testing.F) {
 		if _, err := CheckRecords(b[:m.StoreSize], m.PhysicalOffset, false); err != nil {
 			t.Fatalf("DecodeMessage accepted a record CheckRecords refuses: %v", err)
 		}
-		rec, err := EncodeRecord(nil, m)
+		rec, err := message.EncodeRecord(nil, m)
 		if err != nil {
 			return // over a limit the decoder does not enforce (topic or properties length): refused, not mangled
 		}
-		again, err := DecodeMessage(rec, true)
+		again, err := message.DecodeMessage(rec, true)
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
-		m.BodyCRC, again.BodyCRC = 0, 0 // recomputed from the body by EncodeRecord
+		m.BodyCRC, again.BodyCRC = 0, 0 // recomputed from the body by message.EncodeRecord
 		m.StoreSize, again.StoreSize = 0, 0
-		m.SysFlag &^= SysFlagBornHostV6 | SysFlagStoreHostV6
-		again.SysFlag &^= SysFlagBornHostV6 | SysFlagStoreHostV6
+		m.SysFlag &^= message.SysFlagBornHostV6 | message.SysFlagStoreHostV6
+		again.SysFlag &^= message.SysFlagBornHostV6 | message.SysFlagStoreHostV6
 		if m.Topic != again.Topic || !bytes.Equal(m.Body, again.Body) || m.Properties != again.Properties ||
 			m.QueueOffset != again.QueueOffset || m.PhysicalOffset != again.PhysicalOffset || m.SysFlag != again.SysFlag ||
 			m.BornHost != again.BornHost || m.StoreHost != again.StoreHost || m.StoreTimestamp != again.StoreTimestamp ||
@@ -69,7 +71,7 @@ func FuzzCheckRecords(f *testing.F) {
 	fuzzSeedRecords(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, err := CheckRecords(b, 0, true)
-		if err == nil && n*recordFixedLength > len(b) {
+		if err == nil && n*message.RecordFixedLength > len(b) {
 			t.Fatalf("%d records in %d bytes", n, len(b))
 		}
 		cp := append([]byte(nil), b...)

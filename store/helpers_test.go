@@ -9,33 +9,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 )
 
-// testWriter sends log lines to t.Log until the test ends.
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
 
 var testStoreHost = netip.MustParseAddrPort("10.0.0.5:10911")
 
@@ -86,19 +65,19 @@ func openStore(t testing.TB, cfg Config, opts Options) *Store {
 	return s
 }
 
-func testMessage(topic string, queueID int32, body string, props map[string]string) *Message {
-	return &Message{
+func testMessage(topic string, queueID int32, body string, props map[string]string) *message.Message {
+	return &message.Message{
 		Topic:         topic,
 		QueueID:       queueID,
 		Flag:          7,
 		Body:          []byte(body),
-		Properties:    EncodeProperties(props),
+		Properties:    message.EncodeProperties(props),
 		BornTimestamp: 1700000000000,
 		BornHost:      netip.MustParseAddrPort("192.168.1.20:50000"),
 	}
 }
 
-func mustPut(t testing.TB, s *Store, m *Message) PutResult {
+func mustPut(t testing.TB, s *Store, m *message.Message) PutResult {
 	t.Helper()
 	res, err := s.PutMessage(context.Background(), m)
 	if err != nil {
@@ -110,16 +89,10 @@ func mustPut(t testing.TB, s *Store, m *Message) PutResult {
 	return res
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor is testutil.WaitFor with this package's deadline.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 20*time.Second, what, cond)
 }
 
 // waitDispatched waits until dispatch reached the CommitLog end.
@@ -129,9 +102,9 @@ func waitDispatched(t testing.TB, s *Store) {
 }
 
 // readQueue reads a whole queue from offset 0 and returns the decoded messages.
-func readQueue(t testing.TB, s *Store, topic string, queueID int32) []*MessageExt {
+func readQueue(t testing.TB, s *Store, topic string, queueID int32) []*message.MessageExt {
 	t.Helper()
-	var out []*MessageExt
+	var out []*message.MessageExt
 	off := s.MinOffsetInQueue(topic, queueID)
 	for {
 		r, err := s.GetMessage("g", topic, queueID, off, 32, 1<<20, nil)
@@ -139,7 +112,7 @@ func readQueue(t testing.TB, s *Store, topic string, queueID int32) []*MessageEx
 			t.Fatalf("GetMessage: %v", err)
 		}
 		for _, rec := range r.Records {
-			m, err := DecodeMessage(rec, true)
+			m, err := message.DecodeMessage(rec, true)
 			if err != nil {
 				t.Fatalf("DecodeMessage: %v", err)
 			}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,14 +43,14 @@ func indexFileSize(slots, entries int) int64 {
 
 // indexKeyHash is RocketMQ's indexKeyHashMethod: |String.hashCode(key)|, MIN_VALUE -> 0.
 func indexKeyHash(key string) int32 {
-	return positiveHash(javaStringHash(key))
+	return positiveHash(message.JavaStringHash(key))
 }
 
 // indexKeyHashParts is indexKeyHash(topic + "#" + key) without building the string.
 func indexKeyHashParts(topic, key []byte) int32 {
-	h := javaStringHashAppend(0, topic)
+	h := message.JavaStringHashAppend(0, topic)
 	h = 31*h + '#'
-	return positiveHash(javaStringHashAppend(h, key))
+	return positiveHash(message.JavaStringHashAppend(h, key))
 }
 
 func positiveHash(h int32) int32 {
@@ -340,9 +342,9 @@ func (s *indexService) build(r indexRecord) error {
 	if err != nil {
 		return err
 	}
-	if r.sysFlag&SysFlagTransactionMask != SysFlagTransactionRollback {
-		uniq, _ := propertyValue(r.properties, PropertyUniqKey)
-		keys, _ := propertyValue(r.properties, PropertyKeys)
+	if r.sysFlag&message.SysFlagTransactionMask != message.SysFlagTransactionRollback {
+		uniq, _ := message.PropertyValue(r.properties, message.PropertyUniqKey)
+		keys, _ := message.PropertyValue(r.properties, message.PropertyKeys)
 		n := countKeys(keys)
 		if len(uniq) > 0 {
 			n++
@@ -385,7 +387,7 @@ func (s *indexService) putKeyLocked(f *indexFile, hash int32, r indexRecord) (*i
 // nextKey returns the first non-empty space-separated key of ks (nil when none) and the rest.
 func nextKey(ks []byte) (key, rest []byte) {
 	for len(ks) > 0 {
-		i := indexByte(ks, ' ')
+		i := bytes.IndexByte(ks, ' ')
 		if i < 0 {
 			return ks, nil
 		}

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 func queryBodies(t *testing.T, s *Store, topic, key string, maxNum int, begin, end int64) []string {
@@ -16,7 +18,7 @@ func queryBodies(t *testing.T, s *Store, topic, key string, maxNum int, begin, e
 	defer r.Release()
 	var out []string
 	for _, rec := range r.Records {
-		m, err := DecodeMessage(rec, true)
+		m, err := message.DecodeMessage(rec, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,10 +40,10 @@ func TestQueryMessageByKey(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		keys := fmt.Sprintf("key-%d shared", i)
 		mustPut(t, s, testMessage("T", int32(i%2), fmt.Sprintf("body-%d", i),
-			map[string]string{PropertyKeys: keys, PropertyUniqKey: fmt.Sprintf("U%04d", i)}))
+			map[string]string{message.PropertyKeys: keys, message.PropertyUniqKey: fmt.Sprintf("U%04d", i)}))
 		clock.Advance(2 * time.Second)
 	}
-	mustPut(t, s, testMessage("Other", 0, "other-body", map[string]string{PropertyKeys: "key-7"}))
+	mustPut(t, s, testMessage("Other", 0, "other-body", map[string]string{message.PropertyKeys: "key-7"}))
 	waitDispatched(t, s)
 	end := clock.Now().UnixMilli()
 	if n := len(s.index.files); n < 3 {
@@ -123,5 +125,13 @@ func TestOffsetInQueueByTime(t *testing.T) {
 	}
 	if got := s.OffsetInQueueByTime("Nope", 0, base); got != 0 {
 		t.Errorf("unknown queue: %d", got)
+	}
+}
+
+// Java: "polygenelubricants".hashCode() == Integer.MIN_VALUE, whose absolute value is still negative;
+// the IndexFile slot hash folds it to 0 as RocketMQ's indexKeyHashMethod does.
+func TestIndexKeyHashOfMinValue(t *testing.T) {
+	if got := indexKeyHash("polygenelubricants"); got != 0 {
+		t.Errorf("indexKeyHash(MIN_VALUE) = %d, want 0", got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // GetStatus is RocketMQ's GetMessageStatus.
@@ -323,13 +325,13 @@ func (s *Store) unitTime(cq *consumeQueue, qo int64) int64 {
 }
 
 // LookMessageByOffset decodes a copy of the record at a physical offset.
-func (s *Store) LookMessageByOffset(phyOffset int64) (*MessageExt, error) {
+func (s *Store) LookMessageByOffset(phyOffset int64) (*message.MessageExt, error) {
 	rec, f, err := s.commitLog.selectRecord(phyOffset)
 	if err != nil {
 		return nil, lookupErr(err)
 	}
 	defer f.release()
-	return DecodeMessage(rec, true)
+	return message.DecodeMessage(rec, true)
 }
 
 // SelectRecord returns the record at a physical offset without copying; rec is valid until
@@ -381,27 +383,18 @@ func (s *Store) QueryMessage(topic, key string, maxNum int, beginMs, endMs int64
 
 // recordHasKey checks that a record belongs to topic and carries key in KEYS or UNIQ_KEY.
 func recordHasKey(rec []byte, topic, key string) bool {
-	v, err := parseRecord(rec)
-	if err != nil || string(v.topic) != topic {
+	v, err := message.ParseRecord(rec)
+	if err != nil || string(v.Topic) != topic {
 		return false
 	}
-	if u, ok := propertyValue(v.properties, PropertyUniqKey); ok && string(u) == key {
+	if u, ok := message.PropertyValue(v.Properties, message.PropertyUniqKey); ok && string(u) == key {
 		return true
 	}
-	keys, _ := propertyValue(v.properties, PropertyKeys)
+	keys, _ := message.PropertyValue(v.Properties, message.PropertyKeys)
 	for k, rest := nextKey(keys); k != nil; k, rest = nextKey(rest) {
 		if string(k) == key {
 			return true
 		}
 	}
 	return false
-}
-
-// RecordProperties parses the properties of a stored record.
-func RecordProperties(rec []byte) (map[string]string, error) {
-	v, err := parseRecord(rec)
-	if err != nil {
-		return nil, err
-	}
-	return ParseProperties(string(v.properties)), nil
 }

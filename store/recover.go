@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/rocketraft/rocketraft/message"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,7 +124,7 @@ func (s *Store) scanCommitLog(offset int64) (int64, string) {
 		}
 		size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
 		magic := int32(binary.BigEndian.Uint32(f.data[pos+4:]))
-		if magic == BlankMagicCode {
+		if magic == message.BlankMagicCode {
 			if size != f.size-pos {
 				return offset, fmt.Sprintf("blank record of %d bytes does not reach the file end (%d bytes left)", size, f.size-pos)
 			}
@@ -133,19 +134,19 @@ func (s *Store) scanCommitLog(offset int64) (int64, string) {
 		if size == 0 && magic == 0 {
 			return offset, ""
 		}
-		v, err := parseRecord(f.data[pos:f.size])
+		v, err := message.ParseRecord(f.data[pos:f.size])
 		if err != nil {
 			return offset, err.Error()
 		}
-		if v.physicalOffset != offset {
-			return offset, fmt.Sprintf("physical offset field %d does not match the record's position", v.physicalOffset)
+		if v.PhysicalOffset != offset {
+			return offset, fmt.Sprintf("physical offset field %d does not match the record's position", v.PhysicalOffset)
 		}
 		if checkCRC {
-			if crc := BodyCRC(v.body); crc != v.bodyCRC {
-				return offset, fmt.Sprintf("body CRC 0x%08X does not match the stored 0x%08X", uint32(crc), uint32(v.bodyCRC))
+			if crc := message.BodyCRC(v.Body); crc != v.BodyCRC {
+				return offset, fmt.Sprintf("body CRC 0x%08X does not match the stored 0x%08X", uint32(crc), uint32(v.BodyCRC))
 			}
 		}
-		offset += int64(v.size)
+		offset += int64(v.Size)
 	}
 }
 

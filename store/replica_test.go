@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // slaveConfig is a SLAVE store with the same file sizes as smallConfig.
@@ -171,7 +173,7 @@ func TestReplicaStartsAtMasterFile(t *testing.T) {
 		if err != nil || r.Status != Found {
 			t.Fatalf("%s/%d offset %d: %v %v", p.topic, p.queue, p.res.QueueOffset, r.Status, err)
 		}
-		m, err := DecodeMessage(r.Records[0], true)
+		m, err := message.DecodeMessage(r.Records[0], true)
 		r.Release()
 		if err != nil || string(m.Body) != p.body {
 			t.Fatalf("%s/%d offset %d: %v", p.topic, p.queue, p.res.QueueOffset, err)
@@ -441,7 +443,7 @@ func TestReplicatorOnSyncMaster(t *testing.T) {
 			if r := <-async; r.Status != want {
 				t.Fatalf("PutMessageAsync: %v, want %v", r.Status, want)
 			}
-			r, err := s.PutMessage(context.Background(), testMessage("T", 0, "nowait", map[string]string{PropertyWaitStoreMsgOK: "false"}))
+			r, err := s.PutMessage(context.Background(), testMessage("T", 0, "nowait", map[string]string{message.PropertyWaitStoreMsgOK: "false"}))
 			if err != nil || r.Status != PutOK {
 				t.Fatalf("WAIT=false: %v %v", r.Status, err)
 			}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,12 +21,15 @@ import (
 // value and the limit or the file and offset concerned; nothing is written when a put
 // returns one.
 var (
-	// ErrMessageTooLarge: the body passes maxMessageSize, or the record(s) do not fit a file.
-	ErrMessageTooLarge = errors.New("store: message too large")
-	// ErrTopicTooLong: the topic is empty or longer than 127 bytes.
-	ErrTopicTooLong = errors.New("store: topic too long")
-	// ErrPropertiesTooLarge: the encoded properties pass 32767 bytes.
-	ErrPropertiesTooLarge = errors.New("store: properties too large")
+	// ErrMessageTooLarge: the body passes maxMessageSize, or the record(s) do not fit a file
+	// (the record codec's sentinel, message.ErrMessageTooLarge).
+	ErrMessageTooLarge = message.ErrMessageTooLarge
+	// ErrTopicTooLong: the topic is empty or longer than 127 bytes (message.ErrTopicTooLong).
+	ErrTopicTooLong = message.ErrTopicTooLong
+	// ErrPropertiesTooLarge: the encoded properties pass 32767 bytes (message.ErrPropertiesTooLarge).
+	ErrPropertiesTooLarge = message.ErrPropertiesTooLarge
+	// ErrCorruptRecord: bytes that do not form a valid stored record (message.ErrCorruptRecord).
+	ErrCorruptRecord = message.ErrCorruptRecord
 	// ErrServiceNotAvailable: the store is not started, or closed.
 	ErrServiceNotAvailable = errors.New("store: service not available")
 	// ErrNotWritable: the store turned read-only after a write or flush failure, or it is a slave.
@@ -470,21 +474,21 @@ func (s *Store) markNotWritable(err error) {
 // syncFlushTimeout, or ctx) unless the message's WAIT property is "false"; a message written
 // but not confirmed durable returns Status PutFlushDiskTimeout and no error. An error means
 // nothing was written.
-func (s *Store) PutMessage(ctx context.Context, m *Message) (PutResult, error) {
-	one := [1]*Message{m}
+func (s *Store) PutMessage(ctx context.Context, m *message.Message) (PutResult, error) {
+	one := [1]*message.Message{m}
 	return s.putAndWait(ctx, one[:])
 }
 
 // PutMessages stores a batch for one topic and queue: consecutive queue offsets, one lock
 // hold, all or nothing. Flush waiting is as for PutMessage (the first message's WAIT).
-func (s *Store) PutMessages(ctx context.Context, msgs []*Message) (PutResult, error) {
+func (s *Store) PutMessages(ctx context.Context, msgs []*message.Message) (PutResult, error) {
 	if err := checkBatch(msgs); err != nil {
 		return PutResult{}, err
 	}
 	return s.putAndWait(ctx, msgs)
 }
 
-func (s *Store) putAndWait(ctx context.Context, msgs []*Message) (PutResult, error) {
+func (s *Store) putAndWait(ctx context.Context, msgs []*message.Message) (PutResult, error) {
 	if err := ctx.Err(); err != nil {
 		return PutResult{}, err
 	}
@@ -517,13 +521,13 @@ func (s *Store) putAndWait(ctx context.Context, msgs []*Message) (PutResult, err
 // PutMessageAsync stores one message and calls done exactly once: at once for ASYNC_FLUSH
 // or on error, from the flusher for SYNC_FLUSH (from the Replicator on a SYNC_MASTER).
 // done must not block.
-func (s *Store) PutMessageAsync(m *Message, done func(PutResult, error)) {
-	one := [1]*Message{m}
+func (s *Store) PutMessageAsync(m *message.Message, done func(PutResult, error)) {
+	one := [1]*message.Message{m}
 	s.putAsync(one[:], done)
 }
 
 // PutMessagesAsync is PutMessages with a callback, as PutMessageAsync.
-func (s *Store) PutMessagesAsync(msgs []*Message, done func(PutResult, error)) {
+func (s *Store) PutMessagesAsync(msgs []*message.Message, done func(PutResult, error)) {
 	if err := checkBatch(msgs); err != nil {
 		done(PutResult{}, err)
 		return
@@ -531,7 +535,7 @@ func (s *Store) PutMessagesAsync(msgs []*Message, done func(PutResult, error)) {
 	s.putAsync(msgs, done)
 }
 
-func (s *Store) putAsync(msgs []*Message, done func(PutResult, error)) {
+func (s *Store) putAsync(msgs []*message.Message, done func(PutResult, error)) {
 	res, err := s.put(msgs)
 	if err != nil {
 		done(res, err)
@@ -572,7 +576,7 @@ func (s *Store) awaitDurable(res PutResult, flush, repl bool, flushed *atomic.Bo
 	}
 }
 
-func checkBatch(msgs []*Message) error {
+func checkBatch(msgs []*message.Message) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("%w: empty batch", ErrBatchMismatch)
 	}
@@ -594,11 +598,11 @@ func checkBatch(msgs []*Message) error {
 // waitsFor reports whether a put of m waits for the group commit (SYNC_FLUSH) and for a
 // slave (SYNC_MASTER with a Replicator): both unless the message's WAIT property is "false",
 // and then the flusher is woken so the record is flushed soon anyway.
-func (s *Store) waitsFor(m *Message) (flush, repl bool) {
+func (s *Store) waitsFor(m *message.Message) (flush, repl bool) {
 	if s.group == nil && s.replicator == nil {
 		return false, false
 	}
-	if v, ok := propertyValue([]byte(m.Properties), PropertyWaitStoreMsgOK); ok && string(v) == "false" {
+	if v, ok := message.PropertyValue([]byte(m.Properties), message.PropertyWaitStoreMsgOK); ok && string(v) == "false" {
 		if s.group != nil {
 			s.group.wakeup()
 		}
@@ -608,7 +612,7 @@ func (s *Store) waitsFor(m *Message) (flush, repl bool) {
 }
 
 // put writes msgs and wakes the services that follow the CommitLog.
-func (s *Store) put(msgs []*Message) (PutResult, error) {
+func (s *Store) put(msgs []*message.Message) (PutResult, error) {
 	if err := s.checkWritable(); err != nil {
 		return PutResult{}, err
 	}

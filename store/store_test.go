@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 type putRecord struct {
@@ -29,7 +31,7 @@ func putMixed(t testing.TB, s *Store, n int) []putRecord {
 		q := int32(i % 3)
 		tag := []string{"TagA", "TagB", "TagC"}[i%3]
 		body := bodyOf(i, 50+(i*397)%1500)
-		m := testMessage(topic, q, body, map[string]string{PropertyTags: tag, PropertyKeys: fmt.Sprintf("key-%d", i), PropertyUniqKey: fmt.Sprintf("UNIQ%06d", i)})
+		m := testMessage(topic, q, body, map[string]string{message.PropertyTags: tag, message.PropertyKeys: fmt.Sprintf("key-%d", i), message.PropertyUniqKey: fmt.Sprintf("UNIQ%06d", i)})
 		out = append(out, putRecord{topic, q, body, tag, mustPut(t, s, m)})
 	}
 	return out
@@ -54,11 +56,11 @@ func checkAll(t testing.TB, s *Store, puts []putRecord) {
 				m.Topic != w.topic || m.QueueID != w.queue || m.StoreHost != testStoreHost || m.StoreTimestamp != w.res.StoreTimestamp {
 				t.Fatalf("%s/%d offset %d: got %+v, want body %q at %d", k.topic, k.queueID, i, m, w.body, w.res.PhysicalOffset)
 			}
-			if id := CreateOffsetMsgID(testStoreHost, m.PhysicalOffset); id != w.res.MsgID {
+			if id := message.CreateOffsetMsgID(testStoreHost, m.PhysicalOffset); id != w.res.MsgID {
 				t.Fatalf("msg id %s, put returned %s", id, w.res.MsgID)
 			}
-			if props := ParseProperties(m.Properties); w.tag != "" && props[PropertyTags] != w.tag {
-				t.Fatalf("tags %q, want %q", props[PropertyTags], w.tag)
+			if props := message.ParseProperties(m.Properties); w.tag != "" && props[message.PropertyTags] != w.tag {
+				t.Fatalf("tags %q, want %q", props[message.PropertyTags], w.tag)
 			}
 		}
 	}
@@ -155,20 +157,20 @@ func TestTagFilter(t *testing.T) {
 	s := openStore(t, smallConfig(t), testOptions(t))
 	for i := 0; i < 12; i++ {
 		tag := []string{"TagA", "TagB"}[min(i/6, 1)]
-		mustPut(t, s, testMessage("T", 0, bodyOf(i, 64), map[string]string{PropertyTags: tag}))
+		mustPut(t, s, testMessage("T", 0, bodyOf(i, 64), map[string]string{message.PropertyTags: tag}))
 	}
 	waitDispatched(t, s)
-	r, _ := s.GetMessage("g", "T", 0, 0, 32, 1<<20, tagFilter{TagsHash("TagB")})
+	r, _ := s.GetMessage("g", "T", 0, 0, 32, 1<<20, tagFilter{message.TagsHash("TagB")})
 	if r.Status != Found || len(r.Records) != 6 || r.NextBeginOffset != 12 {
 		t.Fatalf("TagB: %v, %d records, next %d", r.Status, len(r.Records), r.NextBeginOffset)
 	}
 	for _, rec := range r.Records {
-		if p, _ := RecordProperties(rec); p[PropertyTags] != "TagB" {
-			t.Fatalf("got tag %q", p[PropertyTags])
+		if p, _ := message.RecordProperties(rec); p[message.PropertyTags] != "TagB" {
+			t.Fatalf("got tag %q", p[message.PropertyTags])
 		}
 	}
 	r.Release()
-	r, _ = s.GetMessage("g", "T", 0, 0, 4, 1<<20, tagFilter{TagsHash("TagZ")})
+	r, _ = s.GetMessage("g", "T", 0, 0, 4, 1<<20, tagFilter{message.TagsHash("TagZ")})
 	if r.Status != NoMatchedMessage || len(r.Records) != 0 || r.NextBeginOffset != 12 {
 		t.Fatalf("TagZ: %v, %d records, next %d", r.Status, len(r.Records), r.NextBeginOffset)
 	}
@@ -191,12 +193,12 @@ func TestArrivingListenerAndTagsCodeOverride(t *testing.T) {
 		return 0, false
 	}
 	s := openStore(t, smallConfig(t), opts)
-	mustPut(t, s, testMessage("T", 1, "a", map[string]string{PropertyTags: "TagA"}))
-	res := mustPut(t, s, testMessage("SCHEDULE_TOPIC_XXXX", 2, "b", map[string]string{PropertyDelayLevel: "3"}))
+	mustPut(t, s, testMessage("T", 1, "a", map[string]string{message.PropertyTags: "TagA"}))
+	res := mustPut(t, s, testMessage("SCHEDULE_TOPIC_XXXX", 2, "b", map[string]string{message.PropertyDelayLevel: "3"}))
 	waitFor(t, "two arrivals", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
 	mu.Lock()
 	defer mu.Unlock()
-	if a := got[0]; a.Topic != "T" || a.QueueID != 1 || a.QueueOffset != 0 || a.TagsCode != TagsHash("TagA") || a.Properties[PropertyTags] != "TagA" {
+	if a := got[0]; a.Topic != "T" || a.QueueID != 1 || a.QueueOffset != 0 || a.TagsCode != message.TagsHash("TagA") || a.Properties[message.PropertyTags] != "TagA" {
 		t.Errorf("arrival 0 = %+v", a)
 	}
 	if a := got[1]; a.Topic != "SCHEDULE_TOPIC_XXXX" || a.TagsCode != res.StoreTimestamp+1000 || a.StoreTimestamp != res.StoreTimestamp {
@@ -207,7 +209,7 @@ func TestArrivingListenerAndTagsCodeOverride(t *testing.T) {
 func TestPutMessagesBatch(t *testing.T) {
 	s := openStore(t, smallConfig(t), testOptions(t))
 	mustPut(t, s, testMessage("T", 0, "first", nil))
-	var batch []*Message
+	var batch []*message.Message
 	for i := 0; i < 5; i++ {
 		batch = append(batch, testMessage("T", 0, bodyOf(i, 30), nil))
 	}
@@ -226,15 +228,15 @@ func TestPutMessagesBatch(t *testing.T) {
 	}
 	total := 0
 	for i, m := range got[1:] {
-		if m.QueueOffset != int64(i+1) || CreateOffsetMsgID(testStoreHost, m.PhysicalOffset) != ids[i] {
-			t.Errorf("batch message %d: queue offset %d, id %s vs %s", i, m.QueueOffset, CreateOffsetMsgID(testStoreHost, m.PhysicalOffset), ids[i])
+		if m.QueueOffset != int64(i+1) || message.CreateOffsetMsgID(testStoreHost, m.PhysicalOffset) != ids[i] {
+			t.Errorf("batch message %d: queue offset %d, id %s vs %s", i, m.QueueOffset, message.CreateOffsetMsgID(testStoreHost, m.PhysicalOffset), ids[i])
 		}
 		total += int(m.StoreSize)
 	}
 	if total != res.WroteBytes {
 		t.Errorf("WroteBytes %d, records %d", res.WroteBytes, total)
 	}
-	bad := []*Message{testMessage("T", 0, "x", nil), testMessage("T", 1, "y", nil)}
+	bad := []*message.Message{testMessage("T", 0, "x", nil), testMessage("T", 1, "y", nil)}
 	if _, err := s.PutMessages(context.Background(), bad); !errors.Is(err, ErrBatchMismatch) {
 		t.Errorf("mixed batch: %v", err)
 	}
@@ -247,13 +249,13 @@ func TestPutLimitsWriteNothing(t *testing.T) {
 	before := s.MaxPhyOffset()
 	for _, tc := range []struct {
 		name string
-		m    *Message
+		m    *message.Message
 		want error
 	}{
-		{"body", &Message{Topic: "T", Body: make([]byte, cfg.MaxMessageSize+1)}, ErrMessageTooLarge},
-		{"topic", &Message{Topic: strings.Repeat("t", 128)}, ErrTopicTooLong},
-		{"empty topic", &Message{Topic: ""}, ErrTopicTooLong},
-		{"properties", &Message{Topic: "T", Properties: strings.Repeat("p", 32768)}, ErrPropertiesTooLarge},
+		{"body", &message.Message{Topic: "T", Body: make([]byte, cfg.MaxMessageSize+1)}, ErrMessageTooLarge},
+		{"topic", &message.Message{Topic: strings.Repeat("t", 128)}, ErrTopicTooLong},
+		{"empty topic", &message.Message{Topic: ""}, ErrTopicTooLong},
+		{"properties", &message.Message{Topic: "T", Properties: strings.Repeat("p", 32768)}, ErrPropertiesTooLarge},
 	} {
 		_, err := s.PutMessage(context.Background(), tc.m)
 		if !errors.Is(err, tc.want) {
@@ -266,9 +268,9 @@ func TestPutLimitsWriteNothing(t *testing.T) {
 		}
 	}
 	// A batch that does not fit one file is refused whole.
-	var big []*Message
+	var big []*message.Message
 	for i := 0; i < 8; i++ {
-		big = append(big, &Message{Topic: "T", Body: make([]byte, cfg.MaxMessageSize)})
+		big = append(big, &message.Message{Topic: "T", Body: make([]byte, cfg.MaxMessageSize)})
 	}
 	if _, err := s.PutMessages(context.Background(), big); !errors.Is(err, ErrMessageTooLarge) {
 		t.Errorf("oversized batch: %v", err)
@@ -313,8 +315,8 @@ func TestSlaveRefusesPuts(t *testing.T) {
 func TestPrepareTransactionSkipsConsumeQueue(t *testing.T) {
 	s := openStore(t, smallConfig(t), testOptions(t))
 	mustPut(t, s, testMessage("T", 0, "normal-0", nil))
-	half := testMessage("T", 0, "half", map[string]string{PropertyTransactionPrepared: "true"})
-	half.SysFlag = SysFlagTransactionPrepared
+	half := testMessage("T", 0, "half", map[string]string{message.PropertyTransactionPrepared: "true"})
+	half.SysFlag = message.SysFlagTransactionPrepared
 	res := mustPut(t, s, half)
 	if res.QueueOffset != 0 {
 		t.Errorf("prepared message got queue offset %d", res.QueueOffset)
@@ -356,7 +358,7 @@ func TestSelectRecordAndOffsets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := DecodeMessage(rec, true)
+		m, err := message.DecodeMessage(rec, true)
 		release()
 		release()
 		if err != nil || string(m.Body) != bodyOf(i, 700) {
@@ -440,7 +442,7 @@ func TestPutMessagesAsyncAndStats(t *testing.T) {
 		cfg.FlushDiskType = flush
 		s := openStore(t, cfg, testOptions(t))
 		done := make(chan PutResult, 1)
-		batch := []*Message{testMessage("T", 3, "a", nil), testMessage("T", 3, "b", nil)}
+		batch := []*message.Message{testMessage("T", 3, "a", nil), testMessage("T", 3, "b", nil)}
 		s.PutMessagesAsync(batch, func(r PutResult, err error) {
 			if err != nil {
 				t.Errorf("%s: %v", flush, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // TruncateCommitLog drops the CommitLog from offset on (a replica whose tail diverged from
@@ -142,7 +144,7 @@ func (s *Store) recordStartAt(offset int64) int64 {
 		}
 		size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
 		magic := int32(binary.BigEndian.Uint32(f.data[pos+4:]))
-		if magic == BlankMagicCode || size <= 0 || f.from+pos+size > offset {
+		if magic == message.BlankMagicCode || size <= 0 || f.from+pos+size > offset {
 			return f.from + pos
 		}
 		pos += size
@@ -163,13 +165,13 @@ func (s *Store) droppedQueueOffsets(from, end int64) map[queueKey]int64 {
 		for pos+8 <= stop {
 			size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
 			magic := int32(binary.BigEndian.Uint32(f.data[pos+4:]))
-			if magic == BlankMagicCode || size <= 0 || pos+size > stop {
+			if magic == message.BlankMagicCode || size <= 0 || pos+size > stop {
 				break
 			}
-			if v, err := parseRecord(f.data[pos : pos+size]); err == nil && !isTransactionSkipped(v.sysFlag) {
-				key := queueKey{string(v.topic), v.queueID}
-				if cur, ok := lowest[key]; !ok || v.queueOffset < cur {
-					lowest[key] = v.queueOffset
+			if v, err := message.ParseRecord(f.data[pos : pos+size]); err == nil && !isTransactionSkipped(v.SysFlag) {
+				key := queueKey{string(v.Topic), v.QueueID}
+				if cur, ok := lowest[key]; !ok || v.QueueOffset < cur {
+					lowest[key] = v.QueueOffset
 				}
 			}
 			pos += size

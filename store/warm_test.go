@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/message"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +78,7 @@ func TestSyncFlushWarmsFiles(t *testing.T) {
 // (fillHoles). The ratio batch=16 / batch=1 in msgs/s is the ceiling of what a group commit
 // of 16 writers can gain over one writer on this disk.
 func BenchmarkRawSyncWrite(b *testing.B) {
-	rec, err := EncodeRecord(nil, &MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost})
+	rec, err := message.EncodeRecord(nil, &message.MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestSyncFlushWarmFrontier(t *testing.T) {
 				defer wg.Done()
 				for i := 0; s.MaxPhyOffset() < end; i++ {
 					body := bodyOf(i, 16<<10+int(q)*997+i*4099%(48<<10))
-					m := testMessage("Warm", q, body, map[string]string{PropertyTags: "T"})
+					m := testMessage("Warm", q, body, map[string]string{message.PropertyTags: "T"})
 					res, err := s.PutMessage(context.Background(), m)
 					if err != nil || res.Status != PutOK {
 						t.Errorf("put: %v %v", res.Status, err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -128,8 +128,8 @@ func (c *Client) eachNamesrv(ctx context.Context, code remoting.RequestCode, ext
 }
 
 // route is GET_ROUTEINFO_BY_TOPIC.
-func (c *Client) route(ctx context.Context, topic string) (*namesrv.TopicRouteData, error) {
-	var r namesrv.TopicRouteData
+func (c *Client) route(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+	var r protocol.TopicRouteData
 	if err := c.namesrvJSON(ctx, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, &r); err != nil {
 		if answered(err, remoting.TopicNotExist) {
 			return nil, fmt.Errorf("topic %s does not exist: %w", topic, err)
@@ -140,8 +140,8 @@ func (c *Client) route(ctx context.Context, topic string) (*namesrv.TopicRouteDa
 }
 
 // clusterInfo is GET_BROKER_CLUSTER_INFO.
-func (c *Client) clusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) {
-	var ci namesrv.ClusterInfo
+func (c *Client) clusterInfo(ctx context.Context) (*protocol.ClusterInfo, error) {
+	var ci protocol.ClusterInfo
 	if err := c.namesrvJSON(ctx, remoting.GetBrokerClusterInfo, nil, &ci); err != nil {
 		return nil, fmt.Errorf("cluster info: %w", err)
 	}
@@ -150,7 +150,7 @@ func (c *Client) clusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) 
 
 // topicList is GET_ALL_TOPIC_LIST_FROM_NAMESERVER.
 func (c *Client) topicList(ctx context.Context) ([]string, error) {
-	var tl namesrv.TopicList
+	var tl protocol.TopicList
 	if err := c.namesrvJSON(ctx, remoting.GetAllTopicListFromNameServer, nil, &tl); err != nil {
 		return nil, fmt.Errorf("topic list: %w", err)
 	}

@@ -9,19 +9,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// offsetWrapper is a ConsumeStats entry.
-type offsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`
-	ConsumerOffset int64 `json:"consumerOffset"`
-	LastTimestamp  int64 `json:"lastTimestamp"`
-}
-
 type consumeStats struct {
-	ConsumeTps  float64                   `json:"consumeTps"`
-	OffsetTable queueTable[offsetWrapper] `json:"offsetTable"`
+	ConsumeTps  float64                                     `json:"consumeTps"`
+	OffsetTable protocol.QueueTable[protocol.OffsetWrapper] `json:"offsetTable"`
 }
 
 // consumeStats gathers GET_CONSUME_STATS of group from every broker of its retry topic's route (the
@@ -39,13 +33,13 @@ func (r *runner) consumeStats(ctx context.Context, group string) (*consumeStats,
 			return nil, err
 		}
 		var cs consumeStats
-		if err := decodeFastJSON(resp.Body, &cs); err != nil {
+		if err := protocol.UnmarshalFastJSON(resp.Body, &cs); err != nil {
 			return nil, fmt.Errorf("consume stats from %s: %w", ref.addr, err)
 		}
 		out.ConsumeTps += cs.ConsumeTps
 		out.OffsetTable = append(out.OffsetTable, cs.OffsetTable...)
 	}
-	sort.Slice(out.OffsetTable, func(i, j int) bool { return out.OffsetTable[i].MQ.less(out.OffsetTable[j].MQ) })
+	sort.Slice(out.OffsetTable, func(i, j int) bool { return out.OffsetTable[i].MQ.Less(out.OffsetTable[j].MQ) })
 	return out, nil
 }
 
@@ -212,7 +206,7 @@ func (r *runner) consumerProgress(ctx context.Context, group string, showClientI
 	}
 	res := &consumerProgressResult{Group: group, ConsumeTps: cs.ConsumeTps, Queues: []progressRow{},
 		showClientIP: showClientIP}
-	var owners map[messageQueue]string
+	var owners map[protocol.MessageQueue]string
 	if showClientIP {
 		owners = r.queueOwners(ctx, group)
 	}
@@ -394,21 +388,8 @@ func (r *runner) producerConnections(ctx context.Context, group, topic string) (
 	return res, errors.Join(errs...)
 }
 
-// subscriptionGroupConfig is a SubscriptionGroupConfig body.
-type subscriptionGroupConfig struct {
-	GroupName                      string `json:"groupName"`
-	ConsumeEnable                  bool   `json:"consumeEnable"`
-	ConsumeFromMinEnable           bool   `json:"consumeFromMinEnable"`
-	ConsumeBroadcastEnable         bool   `json:"consumeBroadcastEnable"`
-	RetryQueueNums                 int    `json:"retryQueueNums"`
-	RetryMaxTimes                  int    `json:"retryMaxTimes"`
-	BrokerID                       int64  `json:"brokerId"`
-	WhichBrokerWhenConsumeSlowly   int64  `json:"whichBrokerWhenConsumeSlowly"`
-	NotifyConsumerIdsChangedEnable bool   `json:"notifyConsumerIdsChangedEnable"`
-}
-
-// String is RocketMQ's SubscriptionGroupConfig.toString.
-func (g subscriptionGroupConfig) String() string {
+// subGroupString is RocketMQ's SubscriptionGroupConfig.toString.
+func subGroupString(g protocol.SubscriptionGroupConfig) string {
 	return fmt.Sprintf("SubscriptionGroupConfig [groupName=%s, consumeEnable=%t, consumeFromMinEnable=%t, "+
 		"consumeBroadcastEnable=%t, retryQueueNums=%d, retryMaxTimes=%d, brokerId=%d, whichBrokerWhenConsumeSlowly=%d, "+
 		"notifyConsumerIdsChangedEnable=%t]",
@@ -417,8 +398,8 @@ func (g subscriptionGroupConfig) String() string {
 }
 
 type updateSubGroupResult struct {
-	Brokers []string                `json:"brokers"`
-	Config  subscriptionGroupConfig `json:"subscriptionGroupConfig"`
+	Brokers []string                         `json:"brokers"`
+	Config  protocol.SubscriptionGroupConfig `json:"subscriptionGroupConfig"`
 }
 
 func (r *updateSubGroupResult) writeText(w io.Writer) error {
@@ -426,21 +407,21 @@ func (r *updateSubGroupResult) writeText(w io.Writer) error {
 	for _, a := range r.Brokers {
 		t.printf("create subscription group to %s success.\n", a)
 	}
-	t.printf("%s\n", r.Config)
+	t.printf("%s\n", subGroupString(r.Config))
 	return t.err
 }
 
 func updateSubGroupCmd() *command {
 	return &command{name: "updateSubGroup", desc: "Update or create subscription group", setup: func(f *flags) runFunc {
-		g := subscriptionGroupConfig{ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1,
+		g := protocol.SubscriptionGroupConfig{ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 16, WhichBrokerWhenConsumeSlowly: 1,
 			NotifyConsumerIdsChangedEnable: true}
 		target := chooseBrokers(f, "create subscription group to which broker", "create subscription group to which cluster")
 		f.String(&g.GroupName, "g", "groupName", "consumer group name", true)
 		f.BoolArg(&g.ConsumeEnable, "s", "consumeEnable", "consume enable")
 		f.BoolArg(&g.ConsumeFromMinEnable, "m", "consumeFromMinEnable", "from min offset")
 		f.BoolArg(&g.ConsumeBroadcastEnable, "d", "consumeBroadcastEnable", "broadcast")
-		f.Int(&g.RetryQueueNums, "q", "retryQueueNums", "retry queue nums", false)
-		f.Int(&g.RetryMaxTimes, "r", "retryMaxTimes", "retry max times", false)
+		f.Int32(&g.RetryQueueNums, "q", "retryQueueNums", "retry queue nums", false)
+		f.Int32(&g.RetryMaxTimes, "r", "retryMaxTimes", "retry max times", false)
 		f.Int64(&g.BrokerID, "i", "brokerId", "consumer from which broker id", false)
 		f.Int64(&g.WhichBrokerWhenConsumeSlowly, "w", "whichBrokerWhenConsumeSlowly", "which broker id when consume slowly", false)
 		f.BoolArg(&g.NotifyConsumerIdsChangedEnable, "a", "notifyConsumerIdsChanged", "notify consumerId changed")

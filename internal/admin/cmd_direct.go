@@ -10,8 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // The requests the broker passes on to one consumer client (its callConsumer): GET_CONSUMER_RUNNING_INFO for
@@ -21,8 +22,8 @@ import (
 // holds, and returns the owner's address (the client id's part before '@', as RocketMQ shows it). Clients
 // that do not answer are left out, as in RocketMQ's tool. (The official Go client often cannot answer: it
 // fails to encode its own report when a rate is NaN, and sends SUCCESS with an empty body.)
-func (r *runner) queueOwners(ctx context.Context, group string) map[messageQueue]string {
-	owners := map[messageQueue]string{}
+func (r *runner) queueOwners(ctx context.Context, group string) map[protocol.MessageQueue]string {
+	owners := map[protocol.MessageQueue]string{}
 	refs, err := r.groupBrokers(ctx, group)
 	if err != nil || len(refs) == 0 {
 		return owners
@@ -38,9 +39,9 @@ func (r *runner) queueOwners(ctx context.Context, group string) map[messageQueue
 			continue
 		}
 		var info struct {
-			MQTable queueTable[json.RawMessage] `json:"mqTable"`
+			MQTable protocol.QueueTable[json.RawMessage] `json:"mqTable"`
 		}
-		if decodeFastJSON(resp.Body, &info) != nil {
+		if protocol.UnmarshalFastJSON(resp.Body, &info) != nil {
 			continue
 		}
 		ip, _, _ := strings.Cut(c.ClientID, "@")
@@ -83,7 +84,7 @@ func (r *directResults) writeText(w io.Writer) error {
 
 // consumeDirectly has client clientID of group consume each message now (CONSUME_MESSAGE_DIRECTLY through
 // the broker that stores it).
-func (r *runner) consumeDirectly(ctx context.Context, msgs []*store.MessageExt, group, clientID string) (result, error) {
+func (r *runner) consumeDirectly(ctx context.Context, msgs []*message.MessageExt, group, clientID string) (result, error) {
 	res := &directResults{Results: []directResult{}}
 	for _, m := range msgs {
 		v := newMessageView(m)
@@ -135,7 +136,7 @@ func (r *resendResult) writeText(w io.Writer) error {
 
 // resend sends each message again to its topic, with its properties (its unique id too) and body, as
 // RocketMQ's tool does with a producer.
-func (r *runner) resend(ctx context.Context, msgs []*store.MessageExt) (result, error) {
+func (r *runner) resend(ctx context.Context, msgs []*message.MessageExt) (result, error) {
 	res := &resendResult{Results: []resent{}}
 	for _, m := range msgs {
 		v := newMessageView(m)
@@ -150,7 +151,7 @@ func (r *runner) resend(ctx context.Context, msgs []*store.MessageExt) (result, 
 		var errs []error
 		start := rand.IntN(len(queues))
 		for i := range min(sendAttempts, len(queues)) {
-			sr, err := r.send(ctx, queues[(start+i)%len(queues)], store.ParseProperties(m.Properties), v.body)
+			sr, err := r.send(ctx, queues[(start+i)%len(queues)], message.ParseProperties(m.Properties), v.body)
 			if err == nil {
 				res.Results = append(res.Results, resent{OriginalMsgID: v.MsgID, sendResult: *sr})
 				errs = nil

@@ -9,8 +9,9 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // messagesResult is one or more messages printed in full.
@@ -33,7 +34,7 @@ func (r *messagesResult) writeText(w io.Writer) error {
 }
 
 // present finishes the views of found messages: bodies saved under bodyDir when set, consumption tracks.
-func (r *runner) present(ctx context.Context, msgs []*store.MessageExt, bodyDir string) (*messagesResult, error) {
+func (r *runner) present(ctx context.Context, msgs []*message.MessageExt, bodyDir string) (*messagesResult, error) {
 	res := &messagesResult{Messages: []*messageView{}}
 	for i, m := range msgs {
 		v := newMessageView(m)
@@ -62,7 +63,7 @@ func queryMsgByIdCmd() *command {
 			if err := errors.Join(f.needs("consumerGroup", "clientId"), f.needs("clientId", "consumerGroup")); err != nil {
 				return nil, err
 			}
-			var msgs []*store.MessageExt
+			var msgs []*message.MessageExt
 			for _, id := range strings.Split(ids, ",") {
 				if id = strings.TrimSpace(id); id == "" {
 					continue
@@ -87,9 +88,9 @@ func queryMsgByIdCmd() *command {
 // findByID finds a message by its offset id (which names the broker and the CommitLog offset) or, with a
 // topic, by its unique id. Both are 32 hex digits, so an id that decodes as an offset id but is not one is
 // looked up as a unique id, as RocketMQ's admin does.
-func (r *runner) findByID(ctx context.Context, id, topic string) (*store.MessageExt, error) {
+func (r *runner) findByID(ctx context.Context, id, topic string) (*message.MessageExt, error) {
 	var viewErr error
-	if _, _, err := store.DecodeOffsetMsgID(id); err == nil {
+	if _, _, err := message.DecodeOffsetMsgID(id); err == nil {
 		m, err := r.viewMessage(ctx, id)
 		if err == nil && (topic == "" || m.Topic == topic) {
 			return m, nil
@@ -182,7 +183,7 @@ func queryMsgByOffsetCmd() *command {
 				return nil, err
 			}
 			if status != pullFound || len(msgs) == 0 {
-				return nil, fmt.Errorf("no message at offset %d of %s (%s)", offset, q.messageQueue, status)
+				return nil, fmt.Errorf("no message at offset %d of %s (%s)", offset, mqString(q.MessageQueue), status)
 			}
 			return r.present(ctx, msgs[:1], bodyDir)
 		}
@@ -243,10 +244,10 @@ func sendMessageCmd() *command {
 			}
 			props := map[string]string{}
 			if keys != "" {
-				props[store.PropertyKeys] = keys
+				props[message.PropertyKeys] = keys
 			}
 			if tags != "" {
-				props[store.PropertyTags] = tags
+				props[message.PropertyTags] = tags
 			}
 			start := rand.IntN(len(queues))
 			var errs []error
@@ -283,11 +284,11 @@ func where(brokerName string, qid int) string {
 
 // consumedQueue is what consumeMessage read from one queue.
 type consumedQueue struct {
-	Queue    messageQueue   `json:"queue"`
-	From     int64          `json:"from"`
-	To       int64          `json:"to"` // exclusive
-	Status   pullStatus     `json:"status"`
-	Messages []*messageView `json:"messages"`
+	Queue    protocol.MessageQueue `json:"queue"`
+	From     int64                 `json:"from"`
+	To       int64                 `json:"to"` // exclusive
+	Status   pullStatus            `json:"status"`
+	Messages []*messageView        `json:"messages"`
 }
 
 type consumeMessageResult struct {
@@ -308,7 +309,7 @@ func (r *consumeMessageResult) writeText(w io.Writer) error {
 			t.printf("MSGID: %s %s BODY: %s\n", m.MsgID, m, body)
 		}
 		if q.Status != pullFound { // as RocketMQ: a queue read to its end says so; one cut by -c or -e does not
-			t.printf("%s print msg finished. status=%s, offset=%d\n", q.Queue, q.Status, q.To)
+			t.printf("%s print msg finished. status=%s, offset=%d\n", mqString(q.Queue), q.Status, q.To)
 		}
 	}
 	return t.err
@@ -395,7 +396,7 @@ func parseWindow(begin, end string) (timeWindow, error) {
 // consumeQueue pulls q's messages in the window, from offset when >= 0, taking at most *left. The status is
 // the last pull's, NO_NEW_MSG once the queue was read to its end.
 func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w timeWindow, offset int64, left *int64) (consumedQueue, error) {
-	cq := consumedQueue{Queue: q.messageQueue, Messages: []*messageView{}}
+	cq := consumedQueue{Queue: q.MessageQueue, Messages: []*messageView{}}
 	var err error
 	code, ts := remoting.GetMinOffset, int64(0)
 	if w.begin > 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -103,9 +104,9 @@ func (r *runner) resetOffset(ctx context.Context, group, topic, stamp string, ts
 			continue
 		}
 		var body struct {
-			OffsetTable queueTable[int64] `json:"offsetTable"`
+			OffsetTable protocol.QueueTable[int64] `json:"offsetTable"`
 		}
-		if err := decodeFastJSON(resp.Body, &body); err != nil {
+		if err := protocol.UnmarshalFastJSON(resp.Body, &body); err != nil {
 			errs = append(errs, fmt.Errorf("reset offset answer from %s: %w", ref.addr, err))
 			continue
 		}

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// raftStatus is a broker's answer to GET_RAFT_STATUS (remoting.GetRaftStatus; broker.RaftStatus).
+// raftStatus is a broker's answer to GET_RAFT_STATUS (remoting.GetRaftStatus; protocol.RaftStatus).
 type raftStatus struct {
 	Group        string `json:"group"`
 	SelfID       string `json:"selfId"`
@@ -182,7 +182,7 @@ func transferLeadershipCmd() *command {
 				if err == nil {
 					// The node brokerId 0 reaches (its own address, or the master's virtual address the old
 					// master registered too) must be another node, and master.
-					if a := ci.BrokerAddrTable[name].BrokerAddrs[namesrv.MasterID]; a != "" {
+					if a := ci.BrokerAddrTable[name].BrokerAddrs[protocol.MasterID]; a != "" {
 						if st, err := r.raftStatusOf(ctx, a); err == nil && st.Master && st.SelfID != leader.SelfID {
 							res.NewLeader, res.Took = st.SelfID+"@"+st.BrokerAddr, time.Since(start).Round(time.Millisecond).String()
 							if drain <= 0 {
@@ -224,7 +224,7 @@ func (r *runner) drainOldLeader(ctx context.Context, addr string, d time.Duratio
 }
 
 // raftLeader finds the node of a Raft group that is its master.
-func (r *runner) raftLeader(ctx context.Context, bd namesrv.BrokerData) (raftStatus, error) {
+func (r *runner) raftLeader(ctx context.Context, bd protocol.BrokerData) (raftStatus, error) {
 	var errs []error
 	for _, a := range bd.BrokerAddrs {
 		st, err := r.raftStatusOf(ctx, a)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -23,20 +24,13 @@ import (
 // -b may be any node: a follower's status names no broker address of the leader, so the leader is then
 // found through the name servers (the master of the node's brokerName), as transferLeadership does.
 
-// raftMember is one server of a group's Raft configuration (broker.RaftMember).
-type raftMember struct {
-	ID       string `json:"id"`
-	Addr     string `json:"addr"`
-	Suffrage string `json:"suffrage"`
-}
-
 // raftMembershipResult is the answer to ADD_RAFT_PEER / REMOVE_RAFT_PEER, plus what the command did.
 type raftMembershipResult struct {
-	Action  string       `json:"action"` // added, removed
-	PeerID  string       `json:"peerId"`
-	Group   string       `json:"group"`
-	Leader  string       `json:"leader"` // selfId@brokerAddr of the leader that made the change
-	Members []raftMember `json:"members"`
+	Action  string                `json:"action"` // added, removed
+	PeerID  string                `json:"peerId"`
+	Group   string                `json:"group"`
+	Leader  string                `json:"leader"` // selfId@brokerAddr of the leader that made the change
+	Members []protocol.RaftMember `json:"members"`
 	// Transferred is the old leader (selfId@brokerAddr) when removeRaftPeer removed the leader itself.
 	Transferred string `json:"transferred,omitempty"`
 }
@@ -122,15 +116,15 @@ func (r *runner) changeRaftMembership(ctx context.Context, leader raftStatus, co
 		return err
 	}
 	var ans struct {
-		Group   string       `json:"group"`
-		Members []raftMember `json:"members"`
+		Group   string                `json:"group"`
+		Members []protocol.RaftMember `json:"members"`
 	}
 	if err := json.Unmarshal(resp.Body, &ans); err != nil {
 		return fmt.Errorf("%s from %s: decode answer: %w", code, leader.BrokerAddr, err)
 	}
 	res.Group, res.Members, res.Leader = ans.Group, ans.Members, leader.SelfID+"@"+leader.BrokerAddr
 	if res.Members == nil {
-		res.Members = []raftMember{}
+		res.Members = []protocol.RaftMember{}
 	}
 	return nil
 }

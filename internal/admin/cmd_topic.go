@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -46,13 +46,13 @@ func (t topicConfig) String() string {
 // permString is PermName.perm2String: R, W and X (inherit) or -.
 func permString(perm int) string {
 	b := []byte("---")
-	if perm&namesrv.PermRead != 0 {
+	if perm&protocol.PermRead != 0 {
 		b[0] = 'R'
 	}
-	if perm&namesrv.PermWrite != 0 {
+	if perm&protocol.PermWrite != 0 {
 		b[1] = 'W'
 	}
-	if perm&namesrv.PermInherit != 0 {
+	if perm&protocol.PermInherit != 0 {
 		b[2] = 'X'
 	}
 	return string(b)
@@ -78,7 +78,7 @@ func (r *updateTopicResult) writeText(w io.Writer) error {
 
 func updateTopicCmd() *command {
 	return &command{name: "updateTopic", desc: "Update or create topic", setup: func(f *flags) runFunc {
-		tc := topicConfig{ReadQueueNums: 8, WriteQueueNums: 8, Perm: namesrv.PermRead | namesrv.PermWrite}
+		tc := topicConfig{ReadQueueNums: 8, WriteQueueNums: 8, Perm: protocol.PermRead | protocol.PermWrite}
 		var unit, unitSub bool
 		target := chooseBrokers(f, "create topic to which broker", "create topic to which cluster")
 		f.String(&tc.TopicName, "t", "topic", "topic name", true)
@@ -280,7 +280,7 @@ func (r *runner) consumersOf(ctx context.Context, addr, topic string) ([]string,
 // topicRouteResult is the route as the name server gave it, printed as JSON (RocketMQ's default) or, with
 // -l, as a table.
 type topicRouteResult struct {
-	route *namesrv.TopicRouteData
+	route *protocol.TopicRouteData
 	list  bool
 }
 
@@ -295,11 +295,11 @@ func (r *topicRouteResult) writeText(w io.Writer) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	queues := map[string]namesrv.QueueData{}
+	queues := map[string]protocol.QueueData{}
 	for _, q := range r.route.QueueDatas {
 		queues[q.BrokerName] = q
 	}
-	bds := append([]namesrv.BrokerData(nil), r.route.BrokerDatas...)
+	bds := append([]protocol.BrokerData(nil), r.route.BrokerDatas...)
 	sort.Slice(bds, func(i, j int) bool { return bds[i].BrokerName < bds[j].BrokerName })
 	tb := newTable("#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")
 	var read, write int32
@@ -364,13 +364,6 @@ func (r *topicStatusResult) writeText(w io.Writer) error {
 	return tb.write(w)
 }
 
-// topicOffset is a TopicStatsTable entry.
-type topicOffset struct {
-	MinOffset           int64 `json:"minOffset"`
-	MaxOffset           int64 `json:"maxOffset"`
-	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
-}
-
 func topicStatusCmd() *command {
 	return &command{name: "topicStatus", desc: "Examine topic Status info", setup: func(f *flags) runFunc {
 		var topic string
@@ -394,7 +387,7 @@ func topicStatusCmd() *command {
 
 // topicStatus is the min and max offsets of every queue of topic, from each broker of its route
 // (GET_TOPIC_STATS_INFO).
-func (r *runner) topicStatus(ctx context.Context, route *namesrv.TopicRouteData, topic string) (*topicStatusResult, error) {
+func (r *runner) topicStatus(ctx context.Context, route *protocol.TopicRouteData, topic string) (*topicStatusResult, error) {
 	res := &topicStatusResult{Topic: topic, Queues: []topicStatusRow{}}
 	for _, ref := range routeBrokers(route) {
 		stats, err := r.topicStats(ctx, ref.addr, topic)
@@ -410,15 +403,15 @@ func (r *runner) topicStatus(ctx context.Context, route *namesrv.TopicRouteData,
 }
 
 // topicStats is GET_TOPIC_STATS_INFO at one broker.
-func (r *runner) topicStats(ctx context.Context, addr, topic string) (queueTable[topicOffset], error) {
+func (r *runner) topicStats(ctx context.Context, addr, topic string) (protocol.QueueTable[protocol.TopicOffset], error) {
 	resp, err := r.c.invoke(ctx, addr, remoting.GetTopicStatsInfo, map[string]string{"topic": topic}, nil)
 	if err != nil {
 		return nil, err
 	}
 	var body struct {
-		OffsetTable queueTable[topicOffset] `json:"offsetTable"`
+		OffsetTable protocol.QueueTable[protocol.TopicOffset] `json:"offsetTable"`
 	}
-	if err := decodeFastJSON(resp.Body, &body); err != nil {
+	if err := protocol.UnmarshalFastJSON(resp.Body, &body); err != nil {
 		return nil, fmt.Errorf("topic stats from %s: %w", addr, err)
 	}
 	return body.OffsetTable, nil

@@ -37,5 +37,5 @@
 // QUERY_TOPIC_CONSUME_BY_WHO, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP,
 // INVOKE_BROKER_TO_RESET_OFFSET, VIEW_MESSAGE_BY_ID, QUERY_MESSAGE, PULL_MESSAGE (no suspend, no commit),
 // SEND_MESSAGE, GET_MIN_OFFSET, GET_MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP. The MessageQueue-keyed tables of
-// the broker answers come in fastjson's object-keyed form (fastjson.go).
+// the broker answers come in fastjson's object-keyed form (protocol/fastjson.go).
 package admin

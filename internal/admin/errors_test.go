@@ -44,6 +44,8 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"topicRoute", "-n", "127.0.0.1:9876"}, []string{"option -t (--topic) is required"}},
 		{[]string{"topicRoute", "-n", "127.0.0.1:9876", "-t"}, []string{"flag needs an argument: -t"}},
 		{[]string{"updateTopic", "-n", "127.0.0.1:9876", "-t", "T", "-c", "C", "-r", "many"}, []string{"-r", `"many" is not an integer`}},
+		{[]string{"updateSubGroup", "-n", "127.0.0.1:9876", "-g", "G", "-c", "C", "-q", "x"}, []string{"-q", `"x" is not an integer`}},
+		{[]string{"updateSubGroup", "-n", "127.0.0.1:9876", "-g", "G", "-c", "C", "-r", "3000000000"}, []string{"-r", `"3000000000" is outside -2147483648..2147483647`}},
 		{[]string{"updateTopic", "-n", "127.0.0.1:9876", "-t", "T"}, []string{"one of -b (--brokerAddr) or -c (--clusterName) is required"}},
 		{[]string{"updateTopic", "-n", "127.0.0.1:9876", "-t", "T", "-b", "x:1", "-c", "C"}, []string{"give only one of"}},
 		{[]string{"updateTopic", "-n", "127.0.0.1:9876", "-t", "T", "-c", "C", "-o", "yes"}, []string{"-o", `"yes" is not true or false`}},

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // maxInlineBody is the largest body printed inline by the text output of the query commands.
@@ -46,20 +46,20 @@ type messageView struct {
 }
 
 // newMessageView decodes what a stored message holds, inflating a compressed body.
-func newMessageView(m *store.MessageExt) *messageView {
-	props := store.ParseProperties(m.Properties)
+func newMessageView(m *message.MessageExt) *messageView {
+	props := message.ParseProperties(m.Properties)
 	v := &messageView{
-		OffsetMsgID: store.CreateOffsetMsgID(m.StoreHost, m.PhysicalOffset), Topic: m.Topic,
-		Tags: props[store.PropertyTags], Keys: props[store.PropertyKeys], QueueID: m.QueueID, QueueOffset: m.QueueOffset,
+		OffsetMsgID: message.CreateOffsetMsgID(m.StoreHost, m.PhysicalOffset), Topic: m.Topic,
+		Tags: props[message.PropertyTags], Keys: props[message.PropertyKeys], QueueID: m.QueueID, QueueOffset: m.QueueOffset,
 		CommitLogOffset: m.PhysicalOffset, ReconsumeTimes: m.ReconsumeTimes, BornTimestamp: m.BornTimestamp,
 		StoreTimestamp: m.StoreTimestamp, BornHost: m.BornHost.String(), StoreHost: m.StoreHost.String(),
 		SysFlag: m.SysFlag, StoreSize: m.StoreSize, BodyCRC: m.BodyCRC, Properties: props, body: m.Body,
 	}
-	v.MsgID = props[store.PropertyUniqKey]
+	v.MsgID = props[message.PropertyUniqKey]
 	if v.MsgID == "" {
 		v.MsgID = v.OffsetMsgID
 	}
-	if m.SysFlag&store.SysFlagCompressed != 0 {
+	if m.SysFlag&message.SysFlagCompressed != 0 {
 		if zr, err := zlib.NewReader(bytes.NewReader(m.Body)); err == nil {
 			if b, err := io.ReadAll(io.LimitReader(zr, 64<<20)); err == nil {
 				v.body = b

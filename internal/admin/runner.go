@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // runner is one command's run: its common options and its client.
@@ -41,7 +41,7 @@ type brokerRef struct {
 
 // brokers lists the brokers the name servers know, by cluster, broker name and id. With cluster != "" only
 // that cluster's, and an unknown cluster is an error; with mastersOnly only brokers of id 0.
-func brokers(ci *namesrv.ClusterInfo, cluster string, mastersOnly bool) ([]brokerRef, error) {
+func brokers(ci *protocol.ClusterInfo, cluster string, mastersOnly bool) ([]brokerRef, error) {
 	if cluster != "" {
 		if _, ok := ci.ClusterAddrTable[cluster]; !ok {
 			return nil, fmt.Errorf("cluster %s is not known to the name servers (clusters: %v)", cluster, sortedKeys(ci.ClusterAddrTable))
@@ -65,7 +65,7 @@ func brokers(ci *namesrv.ClusterInfo, cluster string, mastersOnly bool) ([]broke
 			}
 			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 			for _, id := range ids {
-				if mastersOnly && id != namesrv.MasterID {
+				if mastersOnly && id != protocol.MasterID {
 					continue
 				}
 				out = append(out, brokerRef{cluster: cl, name: name, id: id, addr: bd.BrokerAddrs[id]})
@@ -135,8 +135,8 @@ func eachBroker(refs []brokerRef, fn func(brokerRef) error) ([]string, error) {
 
 // pickAddr is the address to ask about a broker name: the master's, else the lowest slave's (RocketMQ's
 // BrokerData.selectBrokerAddr prefers the master too).
-func pickAddr(bd namesrv.BrokerData) string {
-	if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
+func pickAddr(bd protocol.BrokerData) string {
+	if a := bd.BrokerAddrs[protocol.MasterID]; a != "" {
 		return a
 	}
 	best := int64(-1)
@@ -149,7 +149,7 @@ func pickAddr(bd namesrv.BrokerData) string {
 }
 
 // routeBrokers lists a route's broker names with the address to ask, sorted by name.
-func routeBrokers(route *namesrv.TopicRouteData) []brokerRef {
+func routeBrokers(route *protocol.TopicRouteData) []brokerRef {
 	out := make([]brokerRef, 0, len(route.BrokerDatas))
 	for _, bd := range route.BrokerDatas {
 		if a := pickAddr(bd); a != "" {
@@ -161,7 +161,7 @@ func routeBrokers(route *namesrv.TopicRouteData) []brokerRef {
 }
 
 // brokerNameOf finds the broker name registered at addr.
-func brokerNameOf(ci *namesrv.ClusterInfo, addr string) (string, bool) {
+func brokerNameOf(ci *protocol.ClusterInfo, addr string) (string, bool) {
 	for name, bd := range ci.BrokerAddrTable {
 		for _, a := range bd.BrokerAddrs {
 			if a == addr {

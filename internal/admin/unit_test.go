@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 func TestFastJSON(t *testing.T) {
@@ -15,20 +17,20 @@ func TestFastJSON(t *testing.T) {
 		{` { "offsetTable" : { {"brokerName":"b}:{","queueId":2,"topic":"T"} : 12 } } `, `{"offsetTable":[[{"brokerName":"b}:{","queueId":2,"topic":"T"},12]]}`},
 		{`{"a":[1,"x\"y",null,true],"b":{"c":{}}}`, `{"a":[1,"x\"y",null,true],"b":{"c":{}}}`},
 	} {
-		got, err := fastjsonToJSON([]byte(tc.in))
+		got, err := protocol.FastJSONToJSON([]byte(tc.in))
 		if err != nil || string(got) != tc.want {
-			t.Errorf("fastjsonToJSON(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+			t.Errorf("protocol.FastJSONToJSON(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
 	for _, bad := range []string{`{"a":`, `{"a" 1}`, `[1 2]`, `{"a":"x`, `{} extra`, `{{"a":1}}`} {
-		if _, err := fastjsonToJSON([]byte(bad)); err == nil {
-			t.Errorf("fastjsonToJSON(%s): no error", bad)
+		if _, err := protocol.FastJSONToJSON([]byte(bad)); err == nil {
+			t.Errorf("protocol.FastJSONToJSON(%s): no error", bad)
 		}
 	}
 	var body struct {
-		OffsetTable queueTable[int64] `json:"offsetTable"`
+		OffsetTable protocol.QueueTable[int64] `json:"offsetTable"`
 	}
-	err := decodeFastJSON([]byte(`{"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:20,{"brokerName":"a","queueId":3,"topic":"T"}:10}}`), &body)
+	err := protocol.UnmarshalFastJSON([]byte(`{"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:20,{"brokerName":"a","queueId":3,"topic":"T"}:10}}`), &body)
 	if err != nil || len(body.OffsetTable) != 2 || body.OffsetTable[0].MQ.BrokerName != "a" || body.OffsetTable[1].Value != 20 {
 		t.Fatalf("decode reset offset body: %+v %v", body, err)
 	}

@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // toolsConsumerGroup is the group RocketMQ's tools pull as (MixAll.TOOLS_CONSUMER_GROUP).
@@ -25,32 +25,35 @@ const toolsConsumerGroup = "TOOLS_CONSUMER"
 
 // queueRef is one queue of a topic with the address of the broker that serves it.
 type queueRef struct {
-	messageQueue
+	protocol.MessageQueue
 	addr string
 }
 
+// String is the queue as RocketMQ's MessageQueue.toString writes it.
+func (q queueRef) String() string { return mqString(q.MessageQueue) }
+
 // routeQueues lists a route's queues on brokers with a master, sorted: the write queues of writable
 // brokers (write true) or the read queues of readable ones. brokerName != "" keeps that broker's only.
-func routeQueues(route *namesrv.TopicRouteData, topic, brokerName string, write bool) []queueRef {
+func routeQueues(route *protocol.TopicRouteData, topic, brokerName string, write bool) []queueRef {
 	masters := map[string]string{}
 	for _, bd := range route.BrokerDatas {
-		masters[bd.BrokerName] = bd.BrokerAddrs[namesrv.MasterID]
+		masters[bd.BrokerName] = bd.BrokerAddrs[protocol.MasterID]
 	}
 	var out []queueRef
 	for _, qd := range route.QueueDatas {
-		n, perm := qd.ReadQueueNums, int32(namesrv.PermRead)
+		n, perm := qd.ReadQueueNums, int32(protocol.PermRead)
 		if write {
-			n, perm = qd.WriteQueueNums, namesrv.PermWrite
+			n, perm = qd.WriteQueueNums, protocol.PermWrite
 		}
 		addr := masters[qd.BrokerName]
 		if addr == "" || qd.Perm&perm == 0 || (brokerName != "" && qd.BrokerName != brokerName) {
 			continue
 		}
 		for q := range n {
-			out = append(out, queueRef{messageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: q}, addr})
+			out = append(out, queueRef{protocol.MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: q}, addr})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].less(out[j].messageQueue) })
+	sort.Slice(out, func(i, j int) bool { return out[i].MessageQueue.Less(out[j].MessageQueue) })
 	return out
 }
 
@@ -79,7 +82,7 @@ const (
 )
 
 // pull reads up to max messages of q from offset without waiting and without committing anything.
-func (r *runner) pull(ctx context.Context, group string, q queueRef, offset int64, max int) (pullStatus, []*store.MessageExt, int64, error) {
+func (r *runner) pull(ctx context.Context, group string, q queueRef, offset int64, max int) (pullStatus, []*message.MessageExt, int64, error) {
 	ext := map[string]string{
 		"consumerGroup": group, "topic": q.Topic, "queueId": strconv.Itoa(int(q.QueueID)),
 		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(max),
@@ -95,7 +98,7 @@ func (r *runner) pull(ctx context.Context, group string, q queueRef, offset int6
 	switch remoting.ResponseCode(resp.Code) {
 	case remoting.Success:
 		if nerr != nil {
-			return "", nil, offset, fmt.Errorf("pull %s: %w", q.messageQueue, nerr)
+			return "", nil, offset, fmt.Errorf("pull %s: %w", mqString(q.MessageQueue), nerr)
 		}
 		msgs, err := decodeMessages(resp.Body)
 		return pullFound, msgs, next, err
@@ -110,10 +113,10 @@ func (r *runner) pull(ctx context.Context, group string, q queueRef, offset int6
 }
 
 // decodeMessages decodes the stored records of a PULL or QUERY_MESSAGE answer.
-func decodeMessages(body []byte) ([]*store.MessageExt, error) {
-	var out []*store.MessageExt
+func decodeMessages(body []byte) ([]*message.MessageExt, error) {
+	var out []*message.MessageExt
 	for off := 0; off < len(body); {
-		m, err := store.DecodeMessage(body[off:], true)
+		m, err := message.DecodeMessage(body[off:], true)
 		if err != nil {
 			return out, fmt.Errorf("record at byte %d of the answer: %w", off, err)
 		}
@@ -128,7 +131,7 @@ func decodeMessages(body []byte) ([]*store.MessageExt, error) {
 
 // queryMessages is QUERY_MESSAGE for key on every broker of topic's route: messages indexed under the key
 // (or, with uniq, under the unique id), stored between begin and end (ms).
-func (r *runner) queryMessages(ctx context.Context, topic, key string, uniq bool, maxNum int, begin, end int64) ([]*store.MessageExt, error) {
+func (r *runner) queryMessages(ctx context.Context, topic, key string, uniq bool, maxNum int, begin, end int64) ([]*message.MessageExt, error) {
 	route, err := r.c.route(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -139,7 +142,7 @@ func (r *runner) queryMessages(ctx context.Context, topic, key string, uniq bool
 		ext["_UNIQUE_KEY_QUERY"] = "true"
 	}
 	var (
-		out  []*store.MessageExt
+		out  []*message.MessageExt
 		errs []error
 	)
 	for _, ref := range routeBrokers(route) {
@@ -167,12 +170,12 @@ func (r *runner) queryMessages(ctx context.Context, topic, key string, uniq bool
 
 // matchesKey keeps what the index returned for key: messages with it among their keys, or as their unique id
 // (the index hashes, so other keys can come back).
-func matchesKey(m *store.MessageExt, key string, uniq bool) bool {
-	props := store.ParseProperties(m.Properties)
+func matchesKey(m *message.MessageExt, key string, uniq bool) bool {
+	props := message.ParseProperties(m.Properties)
 	if uniq {
-		return props[store.PropertyUniqKey] == key
+		return props[message.PropertyUniqKey] == key
 	}
-	for _, k := range strings.Split(props[store.PropertyKeys], store.KeySeparator) {
+	for _, k := range strings.Split(props[message.PropertyKeys], message.KeySeparator) {
 		if k == key {
 			return true
 		}
@@ -181,8 +184,8 @@ func matchesKey(m *store.MessageExt, key string, uniq bool) bool {
 }
 
 // viewMessage is VIEW_MESSAGE_BY_ID at the broker an offset message id names.
-func (r *runner) viewMessage(ctx context.Context, offsetID string) (*store.MessageExt, error) {
-	host, phy, err := store.DecodeOffsetMsgID(offsetID)
+func (r *runner) viewMessage(ctx context.Context, offsetID string) (*message.MessageExt, error) {
+	host, phy, err := message.DecodeOffsetMsgID(offsetID)
 	if err != nil {
 		return nil, err
 	}
@@ -211,17 +214,17 @@ type sendResult struct {
 // store the message but miss the asked durability (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
 // SLAVE_NOT_AVAILABLE) are results with that status, as in RocketMQ; other refusals are errors.
 func (r *runner) send(ctx context.Context, q queueRef, props map[string]string, body []byte) (*sendResult, error) {
-	uniq := props[store.PropertyUniqKey]
+	uniq := props[message.PropertyUniqKey]
 	if uniq == "" {
 		uniq = newUniqID()
-		props[store.PropertyUniqKey] = uniq
+		props[message.PropertyUniqKey] = uniq
 	}
-	props[store.PropertyWaitStoreMsgOK] = "true"
+	props[message.PropertyWaitStoreMsgOK] = "true"
 	ext := map[string]string{
 		"producerGroup": strconv.FormatInt(time.Now().UnixMilli(), 10), "topic": q.Topic, "defaultTopic": "TBW102",
 		"defaultTopicQueueNums": "4", "queueId": strconv.Itoa(int(q.QueueID)), "sysFlag": "0",
 		"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": store.EncodeProperties(props), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+		"properties": message.EncodeProperties(props), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
 	}
 	resp, err := r.c.invoke(ctx, q.addr, remoting.SendMessage, ext, body)
 	status := "SEND_OK"

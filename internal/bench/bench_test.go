@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/namesrv"
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 func TestWorkerQuota(t *testing.T) {
@@ -121,14 +121,14 @@ func TestStatsConsumerWindow(t *testing.T) {
 }
 
 func TestRouteQueues(t *testing.T) {
-	r := &namesrv.TopicRouteData{
-		QueueDatas: []namesrv.QueueData{
+	r := &protocol.TopicRouteData{
+		QueueDatas: []protocol.QueueData{
 			{BrokerName: "b", ReadQueueNums: 2, WriteQueueNums: 1, Perm: 6},
 			{BrokerName: "a", ReadQueueNums: 1, WriteQueueNums: 2, Perm: 6},
 			{BrokerName: "ro", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 4},
 			{BrokerName: "nomaster", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6},
 		},
-		BrokerDatas: []namesrv.BrokerData{
+		BrokerDatas: []protocol.BrokerData{
 			{BrokerName: "a", BrokerAddrs: map[int64]string{0: "A:1"}},
 			{BrokerName: "b", BrokerAddrs: map[int64]string{0: "B:1", 1: "B:2"}},
 			{BrokerName: "ro", BrokerAddrs: map[int64]string{0: "R:1"}},
@@ -164,8 +164,8 @@ func TestBatchRecord(t *testing.T) {
 	if propsLen := int(be.Uint16(rec[25:])); propsLen != len(props) {
 		t.Errorf("properties length %d, want %d", propsLen, len(props))
 	}
-	got := store.ParseProperties(string(rec[27:]))
-	if got[store.PropertyKeys] != "1700000000" || got[store.PropertyTags] != "tag1" || got[store.PropertyUniqKey] != "UNIQ1" {
+	got := message.ParseProperties(string(rec[27:]))
+	if got[message.PropertyKeys] != "1700000000" || got[message.PropertyTags] != "tag1" || got[message.PropertyUniqKey] != "UNIQ1" {
 		t.Errorf("properties %v", got)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // Client names which client drives the load.
@@ -121,7 +121,7 @@ func (c *Common) validate() error {
 			errs = append(errs, fmt.Errorf("-n: %q is not host:port", a))
 		}
 	}
-	if err := broker.ValidateTopicName(c.Topic); err != nil {
+	if err := protocol.ValidateTopicName(c.Topic); err != nil {
 		errs = append(errs, fmt.Errorf("-t: %w", err))
 	}
 	if c.Threads < 1 || c.Threads > 10_000 {
@@ -193,7 +193,7 @@ func (c *ProducerConfig) Validate() error {
 		if c.Client != ClientNative {
 			errs = append(errs, errors.New("--topics: only the native client spreads sends over topics; use --client native"))
 		}
-		if err := broker.ValidateTopicName(c.Topics()[c.TopicCount-1]); err != nil {
+		if err := protocol.ValidateTopicName(c.Topics()[c.TopicCount-1]); err != nil {
 			errs = append(errs, fmt.Errorf("--topics: %w", err))
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // The long-poll timing the official client uses.
@@ -20,7 +20,7 @@ const (
 
 // nativeConsumer pulls with our own remoting.Client: every read queue of the topic is owned by one of
 // cfg.Threads workers, which keeps one long-polling PULL_MESSAGE outstanding per queue (subscription "*"
-// carried in the request, so no heartbeat is needed) and decodes the answers with store.DecodeMessage.
+// carried in the request, so no heartbeat is needed) and decodes the answers with message.DecodeMessage.
 // Offsets start at the group's committed offset (else the queue's min or max, per --from) and are committed
 // with every pull and at the end.
 type nativeConsumer struct {
@@ -188,9 +188,9 @@ func (pw *pullWorker) handle(a pullAnswer, offset int64) (next int64, ok bool) {
 func (pw *pullWorker) consume(body []byte, nextBegin int64) (int64, error) {
 	now := time.Now()
 	nowMs := now.UnixMilli()
-	var msgs []*store.MessageExt
+	var msgs []*message.MessageExt
 	for off := 0; off < len(body); {
-		m, err := store.DecodeMessage(body[off:], true)
+		m, err := message.DecodeMessage(body[off:], true)
 		if err != nil {
 			return nextBegin, fmt.Errorf("record at byte %d of %d: %w", off, len(body), err)
 		}

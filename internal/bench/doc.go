@@ -26,7 +26,7 @@
 // RocketMQ's tool with sendSmartMsg) or SEND_BATCH_MESSAGE, ROCKETMQ binary headers by default (as the tool);
 // every message carries a UNIQ_KEY, KEYS and TAGS as the flags ask. Consumer: every read queue owned by one
 // worker, one PULL_MESSAGE outstanding per queue with long polling (suspend 20 s) and the subscription "*" in
-// the request, answers decoded with store.DecodeMessage; offsets start at the group's committed offset, else
+// the request, answers decoded with message.DecodeMessage; offsets start at the group's committed offset, else
 // the queue's min (--from first) or max, and are committed with each pull and at the end.
 //
 // Topics are created when missing: UPDATE_AND_CREATE_TOPIC to the master of every broker that

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // newBody is RocketMQ's benchmark body: size random alphanumeric bytes, made once and sent in every message.
@@ -65,18 +65,18 @@ func (c *ProducerConfig) propsAt(now time.Time) messageProps {
 func (p messageProps) encode(dst []byte, uniq string) []byte {
 	add := func(k, v string) {
 		dst = append(dst, k...)
-		dst = append(dst, store.NameValueSeparator)
+		dst = append(dst, message.NameValueSeparator)
 		dst = append(dst, v...)
-		dst = append(dst, store.PropertySeparator)
+		dst = append(dst, message.PropertySeparator)
 	}
 	if p.keys != "" {
-		add(store.PropertyKeys, p.keys)
+		add(message.PropertyKeys, p.keys)
 	}
 	if p.tag != "" {
-		add(store.PropertyTags, p.tag)
+		add(message.PropertyTags, p.tag)
 	}
 	if uniq != "" {
-		add(store.PropertyUniqKey, uniq)
+		add(message.PropertyUniqKey, uniq)
 	}
 	return dst
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -83,13 +83,13 @@ func (w *wire) namesrvJSON(ctx context.Context, code remoting.RequestCode, ext m
 	return errors.Join(errs...)
 }
 
-func (w *wire) route(ctx context.Context, topic string) (*namesrv.TopicRouteData, error) {
-	var r namesrv.TopicRouteData
+func (w *wire) route(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+	var r protocol.TopicRouteData
 	return &r, w.namesrvJSON(ctx, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, &r)
 }
 
-func (w *wire) clusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) {
-	var ci namesrv.ClusterInfo
+func (w *wire) clusterInfo(ctx context.Context) (*protocol.ClusterInfo, error) {
+	var ci protocol.ClusterInfo
 	return &ci, w.namesrvJSON(ctx, remoting.GetBrokerClusterInfo, nil, &ci)
 }
 
@@ -104,21 +104,21 @@ func (q queueRef) String() string { return q.broker + "/" + strconv.Itoa(int(q.i
 
 // routeQueues lists the route's write queues (write=true) or read queues, of brokers with a master, ordered by
 // broker name and queue id (as the clients do).
-func routeQueues(r *namesrv.TopicRouteData, write bool) []queueRef {
+func routeQueues(r *protocol.TopicRouteData, write bool) []queueRef {
 	masters := map[string]string{}
 	for _, bd := range r.BrokerDatas {
-		if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
+		if a := bd.BrokerAddrs[protocol.MasterID]; a != "" {
 			masters[bd.BrokerName] = a
 		}
 	}
-	qds := append([]namesrv.QueueData(nil), r.QueueDatas...)
+	qds := append([]protocol.QueueData(nil), r.QueueDatas...)
 	sort.Slice(qds, func(i, j int) bool { return qds[i].BrokerName < qds[j].BrokerName })
 	var out []queueRef
 	for _, qd := range qds {
 		addr := masters[qd.BrokerName]
-		n, perm := qd.ReadQueueNums, int32(namesrv.PermRead)
+		n, perm := qd.ReadQueueNums, int32(protocol.PermRead)
 		if write {
-			n, perm = qd.WriteQueueNums, namesrv.PermWrite
+			n, perm = qd.WriteQueueNums, protocol.PermWrite
 		}
 		if addr == "" || qd.Perm&perm == 0 {
 			continue
@@ -133,7 +133,7 @@ func routeQueues(r *namesrv.TopicRouteData, write bool) []queueRef {
 // ensureTopic creates topic with queues read and write queues on the master of every broker of every cluster
 // the name servers know (UPDATE_AND_CREATE_TOPIC), unless the name servers already route it, and waits until
 // every name server routes it. It returns the route.
-func (w *wire) ensureTopic(ctx context.Context, topic string, queues int, log *slog.Logger) (*namesrv.TopicRouteData, error) {
+func (w *wire) ensureTopic(ctx context.Context, topic string, queues int, log *slog.Logger) (*protocol.TopicRouteData, error) {
 	if r, err := w.route(ctx, topic); err == nil && len(routeQueues(r, true)) > 0 {
 		return r, nil
 	}
@@ -143,13 +143,13 @@ func (w *wire) ensureTopic(ctx context.Context, topic string, queues int, log *s
 	}
 	var created []string
 	for name, bd := range ci.BrokerAddrTable {
-		addr := bd.BrokerAddrs[namesrv.MasterID]
+		addr := bd.BrokerAddrs[protocol.MasterID]
 		if addr == "" {
 			continue
 		}
 		q := strconv.Itoa(queues)
 		ext := map[string]string{"topic": topic, "readQueueNums": q, "writeQueueNums": q,
-			"perm": strconv.Itoa(namesrv.PermRead | namesrv.PermWrite), "topicFilterType": "SINGLE_TAG"}
+			"perm": strconv.Itoa(protocol.PermRead | protocol.PermWrite), "topicFilterType": "SINGLE_TAG"}
 		if _, err := w.callOK(ctx, addr, w.request(remoting.UpdateAndCreateTopic, ext, nil)); err != nil {
 			return nil, fmt.Errorf("create topic %s on broker %s: %w", topic, name, err)
 		}
@@ -164,15 +164,15 @@ func (w *wire) ensureTopic(ctx context.Context, topic string, queues int, log *s
 
 // waitRoute polls the name servers until each routes topic to brokers brokers (they register a new topic at
 // once; the wait covers that round trip) or the wire's timeout passes.
-func (w *wire) waitRoute(ctx context.Context, topic string, brokers int) (*namesrv.TopicRouteData, error) {
+func (w *wire) waitRoute(ctx context.Context, topic string, brokers int) (*protocol.TopicRouteData, error) {
 	deadline := time.Now().Add(w.timeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var last *namesrv.TopicRouteData
+		var last *protocol.TopicRouteData
 		all := true
 		for _, ns := range w.namesrvs {
-			var r namesrv.TopicRouteData
+			var r protocol.TopicRouteData
 			resp, err := w.callOK(ctx, ns, w.request(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
 			if err == nil {
 				err = json.Unmarshal(resp.Body, &r)

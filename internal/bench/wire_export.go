@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -30,7 +30,7 @@ func (w *Wire) Request(code remoting.RequestCode, ext map[string]string, body []
 }
 
 // Route asks the name servers for topic's route.
-func (w *Wire) Route(ctx context.Context, topic string) (*namesrv.TopicRouteData, error) {
+func (w *Wire) Route(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
 	return w.w.route(ctx, topic)
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/faultnet"
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -120,11 +120,11 @@ func (c *RaftGroup) Writer(ctx context.Context) *Node {
 	if err != nil || resp.Code != int32(remoting.Success) {
 		return nil
 	}
-	var ci namesrv.ClusterInfo
+	var ci protocol.ClusterInfo
 	if json.Unmarshal(resp.Body, &ci) != nil {
 		return nil
 	}
-	addr := ci.BrokerAddrTable[brokerName].BrokerAddrs[namesrv.MasterID]
+	addr := ci.BrokerAddrTable[brokerName].BrokerAddrs[protocol.MasterID]
 	for _, n := range c.nodes {
 		if n.Addr == addr && n.Proc.Running() {
 			return n

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/bench"
-	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // routes keeps the broker group's id -> address table as the name server routes the topic, refreshed every
@@ -48,7 +48,7 @@ func (r *routes) run(ctx context.Context) {
 	}
 }
 
-func addrsOf(route *namesrv.TopicRouteData, group string) map[int64]string {
+func addrsOf(route *protocol.TopicRouteData, group string) map[int64]string {
 	out := map[int64]string{}
 	for _, bd := range route.BrokerDatas {
 		if bd.BrokerName != group {
@@ -69,7 +69,7 @@ func (r *routes) set(m map[int64]string) {
 func (r *routes) master() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.addrs[namesrv.MasterID]
+	return r.addrs[protocol.MasterID]
 }
 
 // readable is where a consumer pulls: the master when routed, else the lowest-numbered slave (RocketMQ's
@@ -77,7 +77,7 @@ func (r *routes) master() string {
 func (r *routes) readable() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a := r.addrs[namesrv.MasterID]; a != "" {
+	if a := r.addrs[protocol.MasterID]; a != "" {
 		return a
 	}
 	best := int64(-1)
@@ -272,12 +272,12 @@ func pullOnce(ctx context.Context, w *bench.Wire, nodes nodeSet, addr, topic str
 		now := micros(time.Now())
 		qoff := offset
 		for at := 0; at < len(resp.Body); {
-			m, err := store.DecodeMessage(resp.Body[at:], true)
+			m, err := message.DecodeMessage(resp.Body[at:], true)
 			if err != nil || m.StoreSize <= 0 {
 				return offset, fmt.Errorf("decode record at byte %d of a pull of queue %d: %v", at, q, err)
 			}
 			qoff = m.QueueOffset
-			id := store.ParseProperties(m.Properties)[store.PropertyKeys]
+			id := message.ParseProperties(m.Properties)[message.PropertyKeys]
 			reads.add(ReadRecord{Time: now, Phase: phase, Fault: fault, Node: name, Queue: q, Offset: m.QueueOffset, ID: id})
 			if count != nil {
 				count.Add(1)

@@ -210,7 +210,7 @@ func (c *Cluster) WaitRegistered(i int) {
 	Eventually(c.t, 10*time.Second, func() bool {
 		for _, ns := range c.NamesrvAddrs() {
 			info, err := c.clusterInfo(ns)
-			if err != nil || !info.hasAddr(b.RouteAddr()) {
+			if err != nil || !hasAddr(info, b.RouteAddr()) {
 				return false
 			}
 		}
@@ -228,7 +228,7 @@ func (c *Cluster) WaitTopicRoute(topic string) {
 				return false
 			}
 			for i := 0; i < c.BrokerCount(); i++ {
-				if b := c.Broker(i); b != nil && !route.hasBroker(b.Config().BrokerName) {
+				if b := c.Broker(i); b != nil && !hasBroker(route, b.Config().BrokerName) {
 					return false
 				}
 			}

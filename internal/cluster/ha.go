@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"fmt"
-	"strconv"
+	"maps"
 	"testing"
 	"time"
 
@@ -70,13 +70,7 @@ func (c *Cluster) BrokerAddrs(brokerName string) (map[int64]string, error) {
 		return nil, err
 	}
 	out := map[int64]string{}
-	for id, a := range info.BrokerAddrTable[brokerName].BrokerAddrs {
-		n, err := strconv.ParseInt(id, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("broker id %q of %s: %w", id, brokerName, err)
-		}
-		out[n] = a
-	}
+	maps.Copy(out, info.BrokerAddrTable[brokerName].BrokerAddrs)
 	return out, nil
 }
 

@@ -6,21 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-type brokerData struct {
-	Cluster     string            `json:"cluster"`
-	BrokerName  string            `json:"brokerName"`
-	BrokerAddrs map[string]string `json:"brokerAddrs"`
-}
-
-type clusterInfo struct {
-	BrokerAddrTable  map[string]brokerData `json:"brokerAddrTable"`
-	ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
-}
-
-func (ci *clusterInfo) hasAddr(addr string) bool {
+// hasAddr reports whether addr is an address of any broker of ci.
+func hasAddr(ci *protocol.ClusterInfo, addr string) bool {
 	for _, bd := range ci.BrokerAddrTable {
 		for _, a := range bd.BrokerAddrs {
 			if a == addr {
@@ -31,14 +22,8 @@ func (ci *clusterInfo) hasAddr(addr string) bool {
 	return false
 }
 
-type topicRoute struct {
-	QueueDatas []struct {
-		BrokerName string `json:"brokerName"`
-	} `json:"queueDatas"`
-	BrokerDatas []brokerData `json:"brokerDatas"`
-}
-
-func (r *topicRoute) hasBroker(name string) bool {
+// hasBroker reports whether the route has queues on broker name.
+func hasBroker(r *protocol.TopicRouteData, name string) bool {
 	for _, q := range r.QueueDatas {
 		if q.BrokerName == name {
 			return true
@@ -60,12 +45,12 @@ func (c *Cluster) invoke(addr string, code remoting.RequestCode, ext map[string]
 	return json.Unmarshal(resp.Body, out)
 }
 
-func (c *Cluster) clusterInfo(ns string) (*clusterInfo, error) {
-	var ci clusterInfo
+func (c *Cluster) clusterInfo(ns string) (*protocol.ClusterInfo, error) {
+	var ci protocol.ClusterInfo
 	return &ci, c.invoke(ns, remoting.GetBrokerClusterInfo, nil, &ci)
 }
 
-func (c *Cluster) topicRoute(ns, topic string) (*topicRoute, error) {
-	var r topicRoute
+func (c *Cluster) topicRoute(ns, topic string) (*protocol.TopicRouteData, error) {
+	var r protocol.TopicRouteData
 	return &r, c.invoke(ns, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, &r)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rocketraft/rocketraft/internal/freeport"
 
 	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // startRaft starts the Raft group of Options.RaftNodes (broker indexes 0..RaftNodes-1, brokerName
@@ -161,7 +162,7 @@ func (c *Cluster) raftMasterNow(brokerName string) (int, bool) {
 	addr := c.Broker(master).RouteAddr() // the virtual address with MasterVIP
 	for _, ns := range c.NamesrvAddrs() {
 		info, err := c.clusterInfo(ns)
-		if err != nil || info.BrokerAddrTable[brokerName].BrokerAddrs["0"] != addr {
+		if err != nil || info.BrokerAddrTable[brokerName].BrokerAddrs[protocol.MasterID] != addr {
 			return -1, false
 		}
 	}

@@ -58,16 +58,6 @@ func handshake(t *testing.T, srv, cli *peertls.Material, want string) (serr, cer
 	return handshakeWith(t, srv, cli.ClientConfig(want))
 }
 
-// rawClient presents the certificate of c and checks nothing of the server.
-func rawClient(t *testing.T, c peertls.Config) *tls.Config {
-	t.Helper()
-	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}
-}
-
 func handshakeWith(t *testing.T, srv *peertls.Material, ccfg *tls.Config) (serr, cerr error, id string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -128,10 +118,10 @@ func TestHandshakeChecksBothEnds(t *testing.T) {
 	}
 	// A client of another CA, and a client of this CA but another group, are refused.
 	rogueCA := peertlstest.NewCA(t, "rogue")
-	if serr, _, _ := handshakeWith(t, n0, rawClient(t, rogueCA.Node("g", "n1"))); !errors.Is(serr, peertls.ErrRefused) || !strings.Contains(serr.Error(), "not signed by the cluster CA") {
+	if serr, _, _ := handshakeWith(t, n0, peertlstest.ClientPresenting(t, rogueCA.Node("g", "n1"))); !errors.Is(serr, peertls.ErrRefused) || !strings.Contains(serr.Error(), "not signed by the cluster CA") {
 		t.Errorf("a client of another CA was accepted: %v", serr)
 	}
-	if serr, _, _ := handshakeWith(t, n0, rawClient(t, ca.Node("h", "n1"))); serr == nil || !strings.Contains(serr.Error(), "names no node of group") {
+	if serr, _, _ := handshakeWith(t, n0, peertlstest.ClientPresenting(t, ca.Node("h", "n1"))); serr == nil || !strings.Contains(serr.Error(), "names no node of group") {
 		t.Errorf("a client of another group was accepted: %v", serr)
 	}
 	// No client certificate at all.
@@ -180,7 +170,7 @@ func TestTrustRotation(t *testing.T) {
 	newCA := peertlstest.NewCA(t, "new")
 	c0 := oldCA.Node("g", "n0")
 	n0 := mustLoad(t, c0, "g")
-	fromNew := rawClient(t, newCA.Node("g", "n1"))
+	fromNew := peertlstest.ClientPresenting(t, newCA.Node("g", "n1"))
 	if serr, _, _ := handshakeWith(t, n0, fromNew); serr == nil {
 		t.Fatal("a peer of the new CA was accepted before the rotation")
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -104,4 +105,15 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ClientPresenting is a TLS client config that presents the certificate of c and checks nothing of the
+// server: what a rogue peer holding a certificate of some CA dials with.
+func ClientPresenting(t testing.TB, c peertls.Config) *tls.Config {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(c.CertPath, c.KeyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}
 }

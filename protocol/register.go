@@ -1,4 +1,4 @@
-package namesrv
+package protocol
 
 import (
 	"bytes"
@@ -12,88 +12,8 @@ import (
 	"strings"
 )
 
-// The JSON bodies the name server reads and writes. Field names are RocketMQ's (QueueData.java,
-// BrokerData.java, TopicRouteData.java, ClusterInfo.java, TopicList.java, KVTable.java, DataVersion.java,
-// RegisterBrokerBody.java, TopicConfig.java): wire format, never rename a tag.
-
-// Permission bits of a topic or queue (PermName.java). Wire format: never change.
-const (
-	PermPriority = 8
-	PermRead     = 4
-	PermWrite    = 2
-	PermInherit  = 1
-)
-
-// MasterID is the broker id of a master; slaves have ids above it.
-const MasterID int64 = 0
-
-// QueueData is one broker name's queues of a topic.
-type QueueData struct {
-	BrokerName     string `json:"brokerName"`
-	ReadQueueNums  int32  `json:"readQueueNums"`
-	WriteQueueNums int32  `json:"writeQueueNums"`
-	Perm           int32  `json:"perm"`
-	TopicSysFlag   int32  `json:"topicSysFlag"`
-}
-
-// BrokerData is one broker name's addresses by broker id (0 = master). BrokerAddrs is never nil in what the
-// name server sends: the Go client parses the text between its braces and panics when the key is missing.
-type BrokerData struct {
-	Cluster     string           `json:"cluster"`
-	BrokerName  string           `json:"brokerName"`
-	BrokerAddrs map[int64]string `json:"brokerAddrs"`
-}
-
-// TopicRouteData is GET_ROUTEINFO_BY_TOPIC's answer. QueueDatas and BrokerDatas are always arrays.
-type TopicRouteData struct {
-	OrderTopicConf    string              `json:"orderTopicConf,omitempty"`
-	QueueDatas        []QueueData         `json:"queueDatas"`
-	BrokerDatas       []BrokerData        `json:"brokerDatas"`
-	FilterServerTable map[string][]string `json:"filterServerTable"`
-}
-
-// ClusterInfo is GET_BROKER_CLUSTER_INFO's answer.
-type ClusterInfo struct {
-	BrokerAddrTable  map[string]BrokerData `json:"brokerAddrTable"`
-	ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
-}
-
-// TopicList is the answer of the topic-listing requests.
-type TopicList struct {
-	TopicList  []string `json:"topicList"`
-	BrokerAddr string   `json:"brokerAddr,omitempty"`
-}
-
-// KVTable is GET_KVLIST_BY_NAMESPACE's answer (and REGISTER_BROKER's body: the order-topic table).
-type KVTable struct {
-	Table map[string]string `json:"table"`
-}
-
-// DataVersion versions a broker's topic table; the name server re-reads the table only when it changes.
-type DataVersion struct {
-	StateVersion int64 `json:"stateVersion,omitempty"` // 5.x
-	Timestamp    int64 `json:"timestamp"`
-	Counter      int64 `json:"counter"`
-}
-
-// TopicConfig is one topic as a broker registers it.
-type TopicConfig struct {
-	TopicName       string `json:"topicName"`
-	ReadQueueNums   int32  `json:"readQueueNums"`
-	WriteQueueNums  int32  `json:"writeQueueNums"`
-	Perm            int32  `json:"perm"`
-	TopicFilterType string `json:"topicFilterType,omitempty"`
-	TopicSysFlag    int32  `json:"topicSysFlag"`
-	Order           bool   `json:"order"`
-}
-
-// TopicConfigSerializeWrapper is the topic table a broker registers, with its version.
-type TopicConfigSerializeWrapper struct {
-	TopicConfigTable map[string]TopicConfig `json:"topicConfigTable"`
-	DataVersion      DataVersion            `json:"dataVersion"`
-}
-
-// RegisterBrokerBody is REGISTER_BROKER's body.
+// RegisterBrokerBody is REGISTER_BROKER's body (RegisterBrokerBody.java): JSON, or the compressed form
+// below. Wire format: never rename a tag.
 type RegisterBrokerBody struct {
 	TopicConfigSerializeWrapper TopicConfigSerializeWrapper `json:"topicConfigSerializeWrapper"`
 	FilterServerList            []string                    `json:"filterServerList"`
@@ -136,7 +56,7 @@ func DecodeRegisterBrokerBody(body []byte, compressed bool) (RegisterBrokerBody,
 	if r.err == nil && (n < 0 || n > maxTopicCount) {
 		return rb, fmt.Errorf("compressed register broker body: topic count %d out of range 0..%d", n, maxTopicCount)
 	}
-	table := make(map[string]TopicConfig)
+	table := make(map[string]*TopicConfig)
 	for i := int32(0); r.err == nil && i < n; i++ {
 		line := r.chunk("topic config")
 		if r.err != nil {
@@ -146,7 +66,7 @@ func DecodeRegisterBrokerBody(body []byte, compressed bool) (RegisterBrokerBody,
 		if err != nil {
 			return rb, fmt.Errorf("compressed register broker body: topic %d: %w", i, err)
 		}
-		table[tc.TopicName] = tc
+		table[tc.TopicName] = &tc
 	}
 	filters := r.chunk("filterServerList")
 	if r.err != nil {
@@ -236,6 +156,9 @@ func EncodeRegisterBrokerBodyCompressed(rb RegisterBrokerBody) ([]byte, error) {
 	table := rb.TopicConfigSerializeWrapper.TopicConfigTable
 	_ = binary.Write(zw, binary.BigEndian, int32(len(table)))
 	for _, tc := range table {
+		if tc == nil {
+			tc = &TopicConfig{}
+		}
 		filter := tc.TopicFilterType
 		if filter == "" {
 			filter = "SINGLE_TAG"

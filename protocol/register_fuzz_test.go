@@ -1,4 +1,4 @@
-package namesrv
+package protocol
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // door otherwise.
 func FuzzDecodeRegisterBrokerBody(f *testing.F) {
 	rb := RegisterBrokerBody{FilterServerList: []string{}}
-	rb.TopicConfigSerializeWrapper.TopicConfigTable = map[string]TopicConfig{
+	rb.TopicConfigSerializeWrapper.TopicConfigTable = map[string]*TopicConfig{
 		"T": {TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, TopicFilterType: "SINGLE_TAG"},
 	}
 	rb.TopicConfigSerializeWrapper.DataVersion.Counter = 3

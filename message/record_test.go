@@ -1,4 +1,4 @@
-package store
+package message
 
 import (
 	"bytes"
@@ -156,9 +156,6 @@ func TestTagsHashIsJavaStringHashCode(t *testing.T) {
 	if got := TagsHash("polygenelubricants"); got != -2147483648 {
 		t.Errorf("TagsHash overflow = %d, want -2147483648", got)
 	}
-	if got := indexKeyHash("polygenelubricants"); got != 0 {
-		t.Errorf("indexKeyHash(MIN_VALUE) = %d, want 0", got)
-	}
 }
 
 func TestProperties(t *testing.T) {
@@ -175,11 +172,11 @@ func TestProperties(t *testing.T) {
 	if len(odd) != 2 || odd["k"] != "v" || odd["last"] != "v" {
 		t.Fatalf("ParseProperties(odd) = %v", odd)
 	}
-	if v, ok := propertyValue([]byte(enc), "b"); !ok || string(v) != "2" {
-		t.Fatalf("propertyValue = %q %v", v, ok)
+	if v, ok := PropertyValue([]byte(enc), "b"); !ok || string(v) != "2" {
+		t.Fatalf("PropertyValue = %q %v", v, ok)
 	}
-	if _, ok := propertyValue([]byte(enc), "c"); ok {
-		t.Fatal("propertyValue found a missing name")
+	if _, ok := PropertyValue([]byte(enc), "c"); ok {
+		t.Fatal("PropertyValue found a missing name")
 	}
 }
 

@@ -1,4 +1,4 @@
-package store
+package message
 
 import (
 	"encoding/binary"
@@ -30,27 +30,27 @@ const (
 	MaxTopicLength = 127
 	// MaxPropertiesLength is the longest encoded properties string (2-byte signed length).
 	MaxPropertiesLength = math.MaxInt16
-	// blankRecordMinLength is the room a file must keep for a blank record: size + magic.
-	blankRecordMinLength = 8
-	// recordFixedLength is the size of a record with IPv4 hosts, empty body, topic and properties.
-	recordFixedLength = 91
-	// hostV4Length and hostV6Length are the sizes of an encoded host: address + int32 port.
-	hostV4Length = 8
-	hostV6Length = 20
+	// BlankRecordMinLength is the room a file must keep for a blank record: size + magic.
+	BlankRecordMinLength = 8
+	// RecordFixedLength is the size of a record with IPv4 hosts, empty body, topic and properties.
+	RecordFixedLength = 91
+	// HostV4Length and HostV6Length are the sizes of an encoded host: address + int32 port.
+	HostV4Length = 8
+	HostV6Length = 20
 )
 
 // Byte offsets of the fixed-position fields of a record. Wire format: never change.
 const (
-	offTotalSize      = 0
-	offMagic          = 4
-	offBodyCRC        = 8
-	offQueueID        = 12
-	offFlag           = 16
-	offQueueOffset    = 20
-	offPhysicalOffset = 28
-	offSysFlag        = 36
-	offBornTimestamp  = 40
-	offBornHost       = 48
+	OffTotalSize      = 0
+	OffMagic          = 4
+	OffBodyCRC        = 8
+	OffQueueID        = 12
+	OffFlag           = 16
+	OffQueueOffset    = 20
+	OffPhysicalOffset = 28
+	OffSysFlag        = 36
+	OffBornTimestamp  = 40
+	OffBornHost       = 48
 )
 
 // Message sysFlag bits (RocketMQ MessageSysFlag). Wire format: never change.
@@ -153,29 +153,40 @@ type MessageExt struct {
 	BodyCRC        int32
 }
 
-// ErrCorruptRecord is returned (wrapped with the detail) by DecodeMessage and by the readers
-// when bytes do not form a valid stored record.
-var ErrCorruptRecord = errors.New("store: corrupt record")
+// Sentinel errors of the record codec, each wrapped with the value and the limit. Their texts keep
+// the "store:" prefix they were born with: they reach clients inside SEND_MESSAGE remarks, and the
+// store re-exports them under the same names (store.ErrMessageTooLarge is ErrMessageTooLarge).
+var (
+	// ErrCorruptRecord: bytes do not form a valid stored record (DecodeMessage, ParseRecord and
+	// the store's readers).
+	ErrCorruptRecord = errors.New("store: corrupt record")
+	// ErrMessageTooLarge: the record does not fit its length fields (the store adds maxMessageSize).
+	ErrMessageTooLarge = errors.New("store: message too large")
+	// ErrTopicTooLong: the topic is empty or longer than 127 bytes.
+	ErrTopicTooLong = errors.New("store: topic too long")
+	// ErrPropertiesTooLarge: the encoded properties pass 32767 bytes.
+	ErrPropertiesTooLarge = errors.New("store: properties too large")
+)
 
-// putInt32 writes v big-endian (for negative constants).
-func putInt32(b []byte, v int32) { binary.BigEndian.PutUint32(b, uint32(v)) }
+// PutInt32 writes v big-endian (for negative constants).
+func PutInt32(b []byte, v int32) { binary.BigEndian.PutUint32(b, uint32(v)) }
 
 // hostLength is the encoded size of a host: IPv4 (and IPv4-mapped IPv6) take 8 bytes.
 func hostLength(ap netip.AddrPort) int {
 	if ap.Addr().Unmap().Is6() {
-		return hostV6Length
+		return HostV6Length
 	}
-	return hostV4Length
+	return HostV4Length
 }
 
-// putHost encodes ap (address + big-endian int32 port) at b and returns the bytes written.
-func putHost(b []byte, ap netip.AddrPort) int {
+// PutHost encodes ap (address + big-endian int32 port) at b and returns the bytes written.
+func PutHost(b []byte, ap netip.AddrPort) int {
 	a := ap.Addr().Unmap()
 	if a.Is6() {
 		ip := a.As16()
 		copy(b, ip[:])
 		binary.BigEndian.PutUint32(b[16:], uint32(ap.Port()))
-		return hostV6Length
+		return HostV6Length
 	}
 	if a.Is4() {
 		ip := a.As4()
@@ -184,13 +195,13 @@ func putHost(b []byte, ap netip.AddrPort) int {
 		clear(b[:4])
 	}
 	binary.BigEndian.PutUint32(b[4:], uint32(ap.Port()))
-	return hostV4Length
+	return HostV4Length
 }
 
 // readHost decodes a host of the given encoded length.
 func readHost(b []byte, n int) (netip.AddrPort, error) {
 	var addr netip.Addr
-	if n == hostV6Length {
+	if n == HostV6Length {
 		addr = netip.AddrFrom16([16]byte(b[:16]))
 	} else {
 		addr = netip.AddrFrom4([4]byte(b[:4]))
@@ -205,10 +216,10 @@ func readHost(b []byte, n int) (netip.AddrPort, error) {
 // hostSysFlag returns sysFlag with the born/store IPv6 bits set from the actual addresses.
 func hostSysFlag(sysFlag int32, born, storeHost netip.AddrPort) int32 {
 	sysFlag &^= SysFlagBornHostV6 | SysFlagStoreHostV6
-	if hostLength(born) == hostV6Length {
+	if hostLength(born) == HostV6Length {
 		sysFlag |= SysFlagBornHostV6
 	}
-	if hostLength(storeHost) == hostV6Length {
+	if hostLength(storeHost) == HostV6Length {
 		sysFlag |= SysFlagStoreHostV6
 	}
 	return sysFlag
@@ -235,7 +246,7 @@ func checkMessageLimits(m *Message) error {
 
 // recordLength is the stored size of m with the given host lengths.
 func recordLength(m *Message, bornHostLen, storeHostLen int) int {
-	return recordFixedLength - 2*hostV4Length + bornHostLen + storeHostLen +
+	return RecordFixedLength - 2*HostV4Length + bornHostLen + storeHostLen +
 		len(m.Body) + len(m.Topic) + len(m.Properties)
 }
 
@@ -252,33 +263,33 @@ func RecordSize(m *Message, storeHost netip.AddrPort) (int, error) {
 	return n, nil
 }
 
-// encodedMessage holds what is computed before the CommitLog lock is taken.
-type encodedMessage struct {
-	msg       *Message
-	length    int
-	bodyCRC   int32
-	sysFlag   int32
-	storeHost netip.AddrPort
+// Encoded holds what is computed before the CommitLog lock is taken.
+type Encoded struct {
+	Msg       *Message
+	Length    int
+	BodyCRC   int32
+	SysFlag   int32
+	StoreHost netip.AddrPort
 }
 
-// encodeRecordAt writes the whole record of e into b (len(b) >= e.length) with the given
+// EncodeRecordAt writes the whole record of e into b (len(b) >= e.Length) with the given
 // store-assigned fields. It is the one encoder of the record layout.
-func encodeRecordAt(b []byte, e *encodedMessage, queueOffset, physicalOffset, storeTimestamp int64) {
-	m := e.msg
+func EncodeRecordAt(b []byte, e *Encoded, queueOffset, physicalOffset, storeTimestamp int64) {
+	m := e.Msg
 	be := binary.BigEndian
-	be.PutUint32(b[offTotalSize:], uint32(e.length))
-	putInt32(b[offMagic:], MessageMagicCode)
-	be.PutUint32(b[offBodyCRC:], uint32(e.bodyCRC))
-	be.PutUint32(b[offQueueID:], uint32(m.QueueID))
-	be.PutUint32(b[offFlag:], uint32(m.Flag))
-	be.PutUint64(b[offQueueOffset:], uint64(queueOffset))
-	be.PutUint64(b[offPhysicalOffset:], uint64(physicalOffset))
-	be.PutUint32(b[offSysFlag:], uint32(e.sysFlag))
-	be.PutUint64(b[offBornTimestamp:], uint64(m.BornTimestamp))
-	p := offBornHost + putHost(b[offBornHost:], m.BornHost)
+	be.PutUint32(b[OffTotalSize:], uint32(e.Length))
+	PutInt32(b[OffMagic:], MessageMagicCode)
+	be.PutUint32(b[OffBodyCRC:], uint32(e.BodyCRC))
+	be.PutUint32(b[OffQueueID:], uint32(m.QueueID))
+	be.PutUint32(b[OffFlag:], uint32(m.Flag))
+	be.PutUint64(b[OffQueueOffset:], uint64(queueOffset))
+	be.PutUint64(b[OffPhysicalOffset:], uint64(physicalOffset))
+	be.PutUint32(b[OffSysFlag:], uint32(e.SysFlag))
+	be.PutUint64(b[OffBornTimestamp:], uint64(m.BornTimestamp))
+	p := OffBornHost + PutHost(b[OffBornHost:], m.BornHost)
 	be.PutUint64(b[p:], uint64(storeTimestamp))
 	p += 8
-	p += putHost(b[p:], e.storeHost)
+	p += PutHost(b[p:], e.StoreHost)
 	be.PutUint32(b[p:], uint32(m.ReconsumeTimes))
 	be.PutUint64(b[p+4:], uint64(m.PreparedTransactionOffset))
 	be.PutUint32(b[p+12:], uint32(len(m.Body)))
@@ -292,18 +303,18 @@ func encodeRecordAt(b []byte, e *encodedMessage, queueOffset, physicalOffset, st
 	copy(b[p:], m.Properties)
 }
 
-// prepareMessage validates m and computes its length, CRC and sysFlag (no store limits).
-func prepareMessage(m *Message, storeHost netip.AddrPort) (encodedMessage, error) {
+// Prepare validates m and computes its length, CRC and sysFlag (no store limits).
+func Prepare(m *Message, storeHost netip.AddrPort) (Encoded, error) {
 	n, err := RecordSize(m, storeHost)
 	if err != nil {
-		return encodedMessage{}, err
+		return Encoded{}, err
 	}
-	return encodedMessage{
-		msg:       m,
-		length:    n,
-		bodyCRC:   BodyCRC(m.Body),
-		sysFlag:   hostSysFlag(m.SysFlag, m.BornHost, storeHost),
-		storeHost: storeHost,
+	return Encoded{
+		Msg:       m,
+		Length:    n,
+		BodyCRC:   BodyCRC(m.Body),
+		SysFlag:   hostSysFlag(m.SysFlag, m.BornHost, storeHost),
+		StoreHost: storeHost,
 	}, nil
 }
 
@@ -311,96 +322,96 @@ func prepareMessage(m *Message, storeHost netip.AddrPort) (encodedMessage, error
 // CommitLog holds. The body CRC is computed from m.Body (m.BodyCRC and m.StoreSize are
 // ignored) and the host bits of the sysFlag follow the addresses.
 func EncodeRecord(dst []byte, m *MessageExt) ([]byte, error) {
-	e, err := prepareMessage(&m.Message, m.StoreHost)
+	e, err := Prepare(&m.Message, m.StoreHost)
 	if err != nil {
 		return dst, err
 	}
 	start := len(dst)
-	dst = append(dst, make([]byte, e.length)...)
-	encodeRecordAt(dst[start:], &e, m.QueueOffset, m.PhysicalOffset, m.StoreTimestamp)
+	dst = append(dst, make([]byte, e.Length)...)
+	EncodeRecordAt(dst[start:], &e, m.QueueOffset, m.PhysicalOffset, m.StoreTimestamp)
 	return dst, nil
 }
 
-// recordView gives access to the fields of a record that has passed parseRecord; the slices
+// RecordView gives access to the fields of a record that has passed ParseRecord; the slices
 // alias the record.
-type recordView struct {
-	size           int
-	magic          int32
-	bodyCRC        int32
-	queueID        int32
-	flag           int32
-	queueOffset    int64
-	physicalOffset int64
-	sysFlag        int32
-	bornTimestamp  int64
-	bornHost       []byte
-	storeTimestamp int64
-	storeHost      []byte
-	reconsumeTimes int32
-	preparedTxOff  int64
-	body           []byte
-	topic          []byte
-	properties     []byte
+type RecordView struct {
+	Size           int
+	Magic          int32
+	BodyCRC        int32
+	QueueID        int32
+	Flag           int32
+	QueueOffset    int64
+	PhysicalOffset int64
+	SysFlag        int32
+	BornTimestamp  int64
+	BornHost       []byte
+	StoreTimestamp int64
+	StoreHost      []byte
+	ReconsumeTimes int32
+	PreparedTxOff  int64
+	Body           []byte
+	Topic          []byte
+	Properties     []byte
 }
 
-// parseRecord checks the framing of the record at the start of b and returns its view. It
+// ParseRecord checks the framing of the record at the start of b and returns its view. It
 // never panics: every length is checked against the total size and against len(b).
-func parseRecord(b []byte) (recordView, error) {
-	var v recordView
+func ParseRecord(b []byte) (RecordView, error) {
+	var v RecordView
 	if len(b) < 8 {
 		return v, fmt.Errorf("%w: %d bytes, too short for size and magic", ErrCorruptRecord, len(b))
 	}
 	be := binary.BigEndian
-	size := int64(int32(be.Uint32(b[offTotalSize:])))
-	v.magic = int32(be.Uint32(b[offMagic:]))
-	if v.magic != MessageMagicCode && v.magic != MessageMagicCodeV2 {
-		return v, fmt.Errorf("%w: bad magic code 0x%08X", ErrCorruptRecord, uint32(v.magic))
+	size := int64(int32(be.Uint32(b[OffTotalSize:])))
+	v.Magic = int32(be.Uint32(b[OffMagic:]))
+	if v.Magic != MessageMagicCode && v.Magic != MessageMagicCodeV2 {
+		return v, fmt.Errorf("%w: bad magic code 0x%08X", ErrCorruptRecord, uint32(v.Magic))
 	}
-	if size < recordFixedLength || size > int64(len(b)) {
-		return v, fmt.Errorf("%w: total size %d outside %d..%d", ErrCorruptRecord, size, recordFixedLength, len(b))
+	if size < RecordFixedLength || size > int64(len(b)) {
+		return v, fmt.Errorf("%w: total size %d outside %d..%d", ErrCorruptRecord, size, RecordFixedLength, len(b))
 	}
-	v.size = int(size)
-	r := b[:v.size]
-	v.bodyCRC = int32(be.Uint32(r[offBodyCRC:]))
-	v.queueID = int32(be.Uint32(r[offQueueID:]))
-	v.flag = int32(be.Uint32(r[offFlag:]))
-	v.queueOffset = int64(be.Uint64(r[offQueueOffset:]))
-	v.physicalOffset = int64(be.Uint64(r[offPhysicalOffset:]))
-	v.sysFlag = int32(be.Uint32(r[offSysFlag:]))
-	v.bornTimestamp = int64(be.Uint64(r[offBornTimestamp:]))
-	bornLen, storeLen := hostV4Length, hostV4Length
-	if v.sysFlag&SysFlagBornHostV6 != 0 {
-		bornLen = hostV6Length
+	v.Size = int(size)
+	r := b[:v.Size]
+	v.BodyCRC = int32(be.Uint32(r[OffBodyCRC:]))
+	v.QueueID = int32(be.Uint32(r[OffQueueID:]))
+	v.Flag = int32(be.Uint32(r[OffFlag:]))
+	v.QueueOffset = int64(be.Uint64(r[OffQueueOffset:]))
+	v.PhysicalOffset = int64(be.Uint64(r[OffPhysicalOffset:]))
+	v.SysFlag = int32(be.Uint32(r[OffSysFlag:]))
+	v.BornTimestamp = int64(be.Uint64(r[OffBornTimestamp:]))
+	bornLen, storeLen := HostV4Length, HostV4Length
+	if v.SysFlag&SysFlagBornHostV6 != 0 {
+		bornLen = HostV6Length
 	}
-	if v.sysFlag&SysFlagStoreHostV6 != 0 {
-		storeLen = hostV6Length
+	if v.SysFlag&SysFlagStoreHostV6 != 0 {
+		storeLen = HostV6Length
 	}
-	p := offBornHost
+	p := OffBornHost
 	need := p + bornLen + 8 + storeLen + 4 + 8 + 4
-	if need > v.size {
-		return v, fmt.Errorf("%w: header needs %d bytes, total size %d", ErrCorruptRecord, need, v.size)
+	if need > v.Size {
+		return v, fmt.Errorf("%w: header needs %d bytes, total size %d", ErrCorruptRecord, need, v.Size)
 	}
-	v.bornHost = r[p : p+bornLen]
+	v.BornHost = r[p : p+bornLen]
 	p += bornLen
-	v.storeTimestamp = int64(be.Uint64(r[p:]))
+	v.StoreTimestamp = int64(be.Uint64(r[p:]))
 	p += 8
-	v.storeHost = r[p : p+storeLen]
+	v.StoreHost = r[p : p+storeLen]
 	p += storeLen
-	v.reconsumeTimes = int32(be.Uint32(r[p:]))
-	v.preparedTxOff = int64(be.Uint64(r[p+4:]))
+	v.ReconsumeTimes = int32(be.Uint32(r[p:]))
+	v.PreparedTxOff = int64(be.Uint64(r[p+4:]))
 	bodyLen := int64(int32(be.Uint32(r[p+12:])))
 	p += 16
-	if bodyLen < 0 || int64(p)+bodyLen > int64(v.size) {
-		return v, fmt.Errorf("%w: body length %d overruns total size %d", ErrCorruptRecord, bodyLen, v.size)
+	if bodyLen < 0 || int64(p)+bodyLen > int64(v.Size) {
+		return v, fmt.Errorf("%w: body length %d overruns total size %d", ErrCorruptRecord, bodyLen, v.Size)
 	}
-	v.body = r[p : p+int(bodyLen)]
+	v.Body = r[p : p+int(bodyLen)]
 	p += int(bodyLen)
 	topicLenSize := 1
-	if v.magic == MessageMagicCodeV2 {
+	if v.Magic == MessageMagicCodeV2 {
 		topicLenSize = 2
 	}
-	if p+topicLenSize > v.size {
-		return v, fmt.Errorf("%w: topic length overruns total size %d", ErrCorruptRecord, v.size)
+	if p+topicLenSize > v.Size {
+		return v, fmt.Errorf("%w: topic length overruns total size %d", ErrCorruptRecord, v.Size)
 	}
 	var topicLen int
 	if topicLenSize == 1 {
@@ -409,58 +420,67 @@ func parseRecord(b []byte) (recordView, error) {
 		topicLen = int(be.Uint16(r[p:]))
 	}
 	p += topicLenSize
-	if p+topicLen+2 > v.size {
-		return v, fmt.Errorf("%w: topic length %d overruns total size %d", ErrCorruptRecord, topicLen, v.size)
+	if p+topicLen+2 > v.Size {
+		return v, fmt.Errorf("%w: topic length %d overruns total size %d", ErrCorruptRecord, topicLen, v.Size)
 	}
-	v.topic = r[p : p+topicLen]
+	v.Topic = r[p : p+topicLen]
 	p += topicLen
 	propsLen := int(int16(be.Uint16(r[p:])))
 	p += 2
-	if propsLen < 0 || p+propsLen != v.size {
-		return v, fmt.Errorf("%w: properties length %d does not end at total size %d (at %d)", ErrCorruptRecord, propsLen, v.size, p)
+	if propsLen < 0 || p+propsLen != v.Size {
+		return v, fmt.Errorf("%w: properties length %d does not end at total size %d (at %d)", ErrCorruptRecord, propsLen, v.Size, p)
 	}
-	v.properties = r[p : p+propsLen]
+	v.Properties = r[p : p+propsLen]
 	return v, nil
 }
 
 // DecodeMessage decodes the record at the start of rec into a copy that does not alias rec.
 // withBody=false leaves Body nil. Every malformed case is an error wrapping ErrCorruptRecord.
 func DecodeMessage(rec []byte, withBody bool) (*MessageExt, error) {
-	v, err := parseRecord(rec)
+	v, err := ParseRecord(rec)
 	if err != nil {
 		return nil, err
 	}
-	born, err := readHost(v.bornHost, len(v.bornHost))
+	born, err := readHost(v.BornHost, len(v.BornHost))
 	if err != nil {
 		return nil, err
 	}
-	storeHost, err := readHost(v.storeHost, len(v.storeHost))
+	storeHost, err := readHost(v.StoreHost, len(v.StoreHost))
 	if err != nil {
 		return nil, err
 	}
 	m := &MessageExt{
 		Message: Message{
-			Topic:                     string(v.topic),
-			QueueID:                   v.queueID,
-			Flag:                      v.flag,
-			Properties:                string(v.properties),
-			SysFlag:                   v.sysFlag,
-			BornTimestamp:             v.bornTimestamp,
+			Topic:                     string(v.Topic),
+			QueueID:                   v.QueueID,
+			Flag:                      v.Flag,
+			Properties:                string(v.Properties),
+			SysFlag:                   v.SysFlag,
+			BornTimestamp:             v.BornTimestamp,
 			BornHost:                  born,
-			ReconsumeTimes:            v.reconsumeTimes,
-			PreparedTransactionOffset: v.preparedTxOff,
+			ReconsumeTimes:            v.ReconsumeTimes,
+			PreparedTransactionOffset: v.PreparedTxOff,
 		},
-		QueueOffset:    v.queueOffset,
-		PhysicalOffset: v.physicalOffset,
-		StoreTimestamp: v.storeTimestamp,
+		QueueOffset:    v.QueueOffset,
+		PhysicalOffset: v.PhysicalOffset,
+		StoreTimestamp: v.StoreTimestamp,
 		StoreHost:      storeHost,
-		StoreSize:      int32(v.size),
-		BodyCRC:        v.bodyCRC,
+		StoreSize:      int32(v.Size),
+		BodyCRC:        v.BodyCRC,
 	}
 	if withBody {
-		m.Body = append([]byte(nil), v.body...)
+		m.Body = append([]byte(nil), v.Body...)
 	}
 	return m, nil
+}
+
+// RecordProperties parses the properties of a stored record.
+func RecordProperties(rec []byte) (map[string]string, error) {
+	v, err := ParseRecord(rec)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProperties(string(v.Properties)), nil
 }
 
 // ParseProperties decodes an encoded properties string. Items without exactly one
@@ -503,8 +523,8 @@ func EncodeProperties(m map[string]string) string {
 	return sb.String()
 }
 
-// propertyValue finds name in encoded properties without allocating; ok is false when absent.
-func propertyValue(props []byte, name string) (value []byte, ok bool) {
+// PropertyValue finds name in encoded properties without allocating; ok is false when absent.
+func PropertyValue(props []byte, name string) (value []byte, ok bool) {
 	for len(props) > 0 {
 		item := props
 		if i := indexByte(props, PropertySeparator); i >= 0 {
@@ -534,14 +554,14 @@ func indexByte(b []byte, c byte) int {
 	return -1
 }
 
-// javaStringHash is Java's String.hashCode: 31*h + c over the UTF-16 code units of s.
-func javaStringHash[T string | []byte](s T) int32 {
-	return javaStringHashAppend(0, s)
+// JavaStringHash is Java's String.hashCode: 31*h + c over the UTF-16 code units of s.
+func JavaStringHash[T string | []byte](s T) int32 {
+	return JavaStringHashAppend(0, s)
 }
 
-// javaStringHashAppend continues a String.hashCode h over the UTF-16 code units of s, so the
+// JavaStringHashAppend continues a String.hashCode h over the UTF-16 code units of s, so the
 // hash of a concatenation needs no concatenated string.
-func javaStringHashAppend[T string | []byte](h int32, s T) int32 {
+func JavaStringHashAppend[T string | []byte](h int32, s T) int32 {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x80 {
@@ -565,20 +585,20 @@ func javaStringHashAppend[T string | []byte](h int32, s T) int32 {
 // TagsHash is the ConsumeQueue tag code of a tag: Java's String.hashCode over UTF-16 code
 // units, sign-extended, as RocketMQ's tagsString2tagsCode computes it.
 func TagsHash(tag string) int64 {
-	return int64(javaStringHash(tag))
+	return int64(JavaStringHash(tag))
 }
 
 // CreateOffsetMsgID returns the offset message id: upper-case hex of the store host address,
 // its port as int32 and the physical offset as int64 (32 hex chars for IPv4, 56 for IPv6).
 func CreateOffsetMsgID(host netip.AddrPort, phyOffset int64) string {
-	var buf [hostV6Length + 8]byte
-	n := putHost(buf[:], host)
+	var buf [HostV6Length + 8]byte
+	n := PutHost(buf[:], host)
 	binary.BigEndian.PutUint64(buf[n:], uint64(phyOffset))
 	return strings.ToUpper(hex.EncodeToString(buf[:n+8]))
 }
 
-// appendOffsetMsgID appends the offset message id to dst without intermediate allocations.
-func appendOffsetMsgID(dst []byte, hostBytes []byte, phyOffset int64) []byte {
+// AppendOffsetMsgID appends the offset message id to dst without intermediate allocations.
+func AppendOffsetMsgID(dst []byte, hostBytes []byte, phyOffset int64) []byte {
 	const digits = "0123456789ABCDEF"
 	for _, c := range hostBytes {
 		dst = append(dst, digits[c>>4], digits[c&0xF])
@@ -592,7 +612,7 @@ func appendOffsetMsgID(dst []byte, hostBytes []byte, phyOffset int64) []byte {
 
 // DecodeOffsetMsgID parses an offset message id made by CreateOffsetMsgID.
 func DecodeOffsetMsgID(id string) (netip.AddrPort, int64, error) {
-	if len(id) != 2*(hostV4Length+8) && len(id) != 2*(hostV6Length+8) {
+	if len(id) != 2*(HostV4Length+8) && len(id) != 2*(HostV6Length+8) {
 		return netip.AddrPort{}, 0, fmt.Errorf("store: offset msg id %q: length %d, want 32 or 56 hex chars", id, len(id))
 	}
 	b, err := hex.DecodeString(id)
