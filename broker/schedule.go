@@ -149,7 +149,7 @@ func (s *scheduleService) arrivalOf(queueID int32, off int64) (time.Duration, bo
 		i++
 	}
 	if i > 0 {
-		a = append(a[:0:0], a[i:]...) // a fresh array: the forgotten ones are freed
+		a = a[i:] // the forgotten ones are freed when arrived's append next grows the array
 		s.arrivals[queueID] = a
 	}
 	if len(a) > 0 && a[0].off == off {
