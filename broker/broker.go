@@ -27,14 +27,17 @@ type Options struct {
 	SetLogLevel func(level string) error
 	// StatsLogInterval is how often stats.log lines are written (0 = every minute, as RocketMQ).
 	StatsLogInterval time.Duration
+	// Clock is the clock of the time-driven services (clock.go); nil is the system's.
+	Clock Clock
 }
 
 // Broker is one RocketMQ broker: a message store, the request processors, and the services around them.
 type Broker struct {
 	cfg       Config
 	log       *slog.Logger
-	addr      string // brokerIP1:listenPort, what clients and name servers see
-	haAddr    string // brokerIP1:haListenPort
+	clock     *steadyClock // the time-driven services' clock (clock.go)
+	addr      string       // brokerIP1:listenPort, what clients and name servers see
+	haAddr    string       // brokerIP1:haListenPort
 	storeHost netip.AddrPort
 
 	store    *store.Store
@@ -87,6 +90,10 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	var clock Clock = newSystemClock()
+	if opts.Clock != nil {
+		clock = opts.Clock
+	}
 	ip, err := brokerIP(cfg.BrokerIP1)
 	if err != nil {
 		return nil, err
@@ -107,6 +114,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:          cfg,
+		clock:        newSteadyClock(clock),
 		aclCheck:     aclCheck,
 		log:          log.With("broker", cfg.BrokerName, "id", cfg.BrokerID),
 		storeHost:    netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
@@ -263,7 +271,7 @@ func (b *Broker) registerProcessors() {
 func (b *Broker) arrived(a store.Arrival) {
 	switch a.Topic {
 	case TopicSchedule:
-		b.schedule.arrived(a.QueueID)
+		b.schedule.arrived(a.QueueID, a.QueueOffset)
 	case TopicTimer:
 		b.timer.arrived()
 	}

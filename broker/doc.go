@@ -26,6 +26,36 @@
 // the timer topic before they are stored; schedule.go and timer.go deliver them when due; filter.go and
 // sql_cache.go pick the store filter (tag hashes or SQL92 from filter/) of a subscription.
 //
+// # Clocks (clock.go)
+//
+// The services that act on time read an injected Clock (Options.Clock; the system's by default) through a
+// steady clock: the wall clock read once, at New, plus the monotonic time elapsed since. A step of the
+// wall clock afterwards (settimeofday, an NTP step, a VM resumed from a snapshot) is not followed until the
+// broker starts again; NTP's rate corrections are (CLOCK_MONOTONIC follows them). What each reads:
+//
+//	put.go        TIMER_DELAY_SEC / TIMER_DELAY_MS become a delivery time (ms) of the steady clock, stored
+//	              as the message's TIMER_OUT_MS; TIMER_DELIVER_MS / __STARTDELIVERTIME are the sender's wall
+//	              time and are stored as given
+//	timer.go      a message is due once the steady clock reaches its TIMER_OUT_MS: a step of this node's
+//	              wall clock delivers nothing early and stalls nothing. An absolute time is compared with the
+//	              steady clock, so it is met by this node's wall clock as it was at start plus the time since
+//	              (the sender's and this node's clocks must agree, as in RocketMQ). After a restart, or on a
+//	              new master or leader, the steady clock starts again from that node's wall clock: a step
+//	              taken before then moves every pending delivery by the step (forward: due sooner, delivered
+//	              at once in a burst if it passed them; back: delayed by the step)
+//	schedule.go   a delay-level message seen arriving (the arrival listener) is due its level's delay after
+//	              the arrival on the monotonic clock, whatever the clocks did. One not seen arriving (stored
+//	              before a restart or a leadership change, or beyond maxArrivals waiting in one level) is due
+//	              by its tag code, the store's wall-clock store timestamp plus the delay, against the steady
+//	              clock, bounded to [now, now + delay] when it reaches the head of its level (a store
+//	              timestamp after a step back would otherwise hold the level for the step)
+//	transaction   a half message is checked once the steady clock is TransactionTimeOut (or its immunity)
+//	              past its born timestamp, the producer's wall time: a step of this node's clock neither
+//	              asks every producer at once nor stops the checks
+//
+// Timestamps stored in records (born and store timestamps, the store package's) stay wall time, as the
+// protocol shows them to clients; they step with the clock and nothing here orders by them.
+//
 // Monitoring: stats.go counts what passes (per topic, group and message type, request latencies through the
 // remoting server's reply observer), stats_items.go keeps RocketMQ's BrokerStatsManager items behind
 // VIEW_BROKER_STATS_DATA, admin_runtime*.go the GET_BROKER_RUNTIME_INFO table rocketmq-exporter parses, and

@@ -387,7 +387,7 @@ func (b *Broker) collectTimer(ch chan<- prometheus.Metric) {
 		return
 	}
 	now := time.Now()
-	st := b.timer.status(now)
+	st := b.timer.status(b.clock.Now()) // the timer's due times are on the steady clock (clock.go)
 	var enqueueLatency float64
 	if st.unloaded > 0 {
 		enqueueLatency = age(now, b.storeTime(TopicTimer, 0, st.scanned))

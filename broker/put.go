@@ -104,7 +104,7 @@ func deliveryTime(props string, now time.Time) (int64, bool, error) {
 
 // putAsync prepares and stores m; done runs once (maybe on the store's flusher: it must not block).
 func (b *Broker) putAsync(m *message.Message, done func(store.PutResult, error)) {
-	if err := b.prepare(m, time.Now()); err != nil {
+	if err := b.prepare(m, b.clock.Now()); err != nil {
 		done(store.PutResult{}, err)
 		return
 	}
@@ -113,7 +113,7 @@ func (b *Broker) putAsync(m *message.Message, done func(store.PutResult, error))
 
 // put prepares and stores m, waiting for the store's durability policy.
 func (b *Broker) put(ctx context.Context, m *message.Message) (store.PutResult, error) {
-	if err := b.prepare(m, time.Now()); err != nil {
+	if err := b.prepare(m, b.clock.Now()); err != nil {
 		return store.PutResult{}, err
 	}
 	return b.putter.PutMessage(ctx, m)

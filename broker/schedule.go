@@ -35,7 +35,20 @@ type scheduleService struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	offsets map[int]int64 // level -> next queue offset; guarded by mu
+
+	amu      sync.Mutex
+	arrivals [][]arrival // per level, in queue offset order: when its messages arrived; guarded by amu
 }
+
+// arrival is when (Clock.Elapsed) the delay level message at a queue offset was dispatched here.
+type arrival struct {
+	off int64
+	at  time.Duration
+}
+
+// maxArrivals bounds the arrivals remembered per level (16 bytes each); a message arriving beyond it is
+// timed by its tag code alone (see dueAt).
+const maxArrivals = 1 << 16
 
 func newScheduleService(b *Broker, levels []time.Duration) *scheduleService {
 	s := &scheduleService{b: b, log: b.log.With("service", "schedule"), levels: levels,
@@ -44,6 +57,7 @@ func newScheduleService(b *Broker, levels []time.Duration) *scheduleService {
 	for range levels {
 		s.wakes = append(s.wakes, make(chan struct{}, 1))
 	}
+	s.arrivals = make([][]arrival, len(levels))
 	return s
 }
 
@@ -110,11 +124,54 @@ func (s *scheduleService) close() error {
 	return s.persist()
 }
 
-// arrived wakes the loop of the level whose queue got a message.
-func (s *scheduleService) arrived(queueID int32) {
-	if int(queueID) < len(s.wakes) {
-		wake(s.wakes[queueID])
+// arrived notes when the message at queueOffset of a level's queue arrived and wakes the level's loop
+// (the store's dispatch goroutine: it does not block).
+func (s *scheduleService) arrived(queueID int32, queueOffset int64) {
+	if int(queueID) >= len(s.wakes) {
+		return
 	}
+	at := s.b.clock.Elapsed()
+	s.amu.Lock()
+	if a := s.arrivals[queueID]; len(a) < maxArrivals && (len(a) == 0 || a[len(a)-1].off < queueOffset) {
+		s.arrivals[queueID] = append(a, arrival{off: queueOffset, at: at})
+	}
+	s.amu.Unlock()
+	wake(s.wakes[queueID])
+}
+
+// arrivalOf returns when the message at off of the level's queue arrived, if it is remembered, and forgets
+// the arrivals below off (delivered).
+func (s *scheduleService) arrivalOf(queueID int32, off int64) (time.Duration, bool) {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	a := s.arrivals[queueID]
+	i := 0
+	for i < len(a) && a[i].off < off {
+		i++
+	}
+	if i > 0 {
+		a = a[i:] // the forgotten ones are freed when arrived's append next grows the array
+		s.arrivals[queueID] = a
+	}
+	if len(a) > 0 && a[0].off == off {
+		return a[0].at, true
+	}
+	return 0, false
+}
+
+// dueAt is when (Clock.Elapsed) the level's message at off, with tag code tagsCode, is due. A message that
+// arrived while this service ran is due its level's delay after its arrival, on the monotonic clock: a step
+// of the wall clock changes nothing. Otherwise (it arrived before a restart or a leadership change, or
+// beyond maxArrivals) its tag code decides, the store's wall-clock timestamp plus the delay, against the
+// steady clock, never more than the delay ahead (the wall clock stepped back between its store and now)
+// and never in the past. Called once per message, when it reaches the head of its level.
+func (s *scheduleService) dueAt(queueID int32, off, tagsCode int64, delay time.Duration) time.Duration {
+	now := s.b.clock.Elapsed()
+	if at, ok := s.arrivalOf(queueID, off); ok {
+		return at + delay
+	}
+	ahead := time.Duration(tagsCode-s.b.clock.Now().UnixMilli()) * time.Millisecond
+	return now + min(max(ahead, 0), delay)
 }
 
 func wake(ch chan struct{}) {
@@ -137,6 +194,7 @@ func (s *scheduleService) levelLoop(level int) {
 	delay := s.levels[level-1]
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	headOff, headDue := int64(-1), time.Duration(0) // the head message and when it is due (Clock.Elapsed)
 	wait := func(d time.Duration) bool {
 		if !timer.Stop() {
 			select {
@@ -172,13 +230,11 @@ func (s *scheduleService) levelLoop(level int) {
 			}
 			continue
 		}
-		now := time.Now().UnixMilli()
-		due := u.TagsCode
-		if due > now+delay.Milliseconds() { // the clock went back: never wait longer than the level's delay
-			due = now + delay.Milliseconds()
+		if off != headOff {
+			headOff, headDue = off, s.dueAt(queueID, off, u.TagsCode, delay)
 		}
-		if due > now {
-			if !wait(time.Duration(due-now) * time.Millisecond) {
+		if d := headDue - s.b.clock.Elapsed(); d > 0 {
+			if !wait(d) {
 				return
 			}
 			continue

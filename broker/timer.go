@@ -157,7 +157,7 @@ func (s *timerService) loop() {
 				break
 			}
 			e := s.pending[0]
-			now := time.Now().UnixMilli()
+			now := s.b.clock.Now().UnixMilli()
 			if e.due > now {
 				next = min(next, time.Duration(e.due-now)*time.Millisecond)
 				s.mu.Unlock()
@@ -176,7 +176,7 @@ func (s *timerService) loop() {
 				// Retried after the backoff, behind what is due before then: one message that cannot be
 				// stored again does not hold back the others (none is delivered early either way).
 				s.log.Error("deliver timer message failed; retrying", "offset", e.queueOffset, "err", err)
-				e.due = max(e.due, time.Now().UnixMilli()+retryBackoff.Milliseconds())
+				e.due = max(e.due, s.b.clock.Now().UnixMilli()+retryBackoff.Milliseconds())
 				s.mu.Lock()
 				heap.Push(&s.pending, e)
 				s.mu.Unlock()

@@ -219,7 +219,7 @@ func (c *transactionChecker) check() {
 	done, ops, opStart := c.opRecords()
 	halfEnd := b.store.MaxOffsetInQueue(TopicTransHalf, 0) // messages put back during this walk wait for the next
 	off := c.queueStart(TopicTransHalf)
-	now := time.Now()
+	now := b.clock.Now()
 	for ; off < halfEnd; off++ {
 		select {
 		case <-c.stop:

@@ -1,6 +1,7 @@
 // Command mqchaos is RocketRaft's fault-injection suite: it starts a real broker group (bin/mqnamesrv,
 // bin/mqbroker), runs a producer and consumers that record what they did, injects a seeded schedule of
-// faults (kill -9, SIGSTOP/SIGCONT, partitions, delays and cuts of the replication links), then checks the
+// faults (kill -9, SIGSTOP/SIGCONT, partitions both ways or one way, delays, loss and cuts of the replication
+// links, the clients cut from the writer), then checks the
 // history (internal/chaos):
 //
 //	mqchaos run -bin ./bin -dir /tmp/chaos -role SYNC_MASTER -flush SYNC_FLUSH -rounds 8 -seed 1

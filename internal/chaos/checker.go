@@ -448,7 +448,7 @@ func (r *Report) String() string {
 		if f.FirstAck >= 0 {
 			first = f.FirstAck.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "  %2d %-14s %-22s lasted %-8v first ack after start %-8s longest ack gap %v%s\n", f.Index, f.Kind, f.Target,
+		fmt.Fprintf(&b, "  %2d %-17s %-22s lasted %-8v first ack after start %-8s longest ack gap %v%s\n", f.Index, f.Kind, f.Target,
 			(time.Duration(f.Healed-f.Start) * time.Microsecond).Round(time.Millisecond), first,
 			f.MaxGap.Round(time.Millisecond), noteOf(f.Note))
 	}

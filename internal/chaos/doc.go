@@ -22,7 +22,10 @@
 // hold what the writer holds; let the consumers drain to the writer's max offsets; scan every queue of
 // every broker. Then Check the history and write the report. Faults (schedule.go): kill -9 of the writer
 // or a follower (restarted on its data), SIGSTOP/SIGCONT of either, and a blackhole, a delay or a cut of
-// a follower's replication links. Right after a kill of a master, the surviving slave is scanned, once
+// a follower's replication links, a one-way partition of them (one direction dropped, the other passing),
+// lossy replication links (faultnet.Lossy: stalls, jitter and resets, what TCP makes of packet loss and
+// reordering), and the clients cut from the writer alone (a blackhole on the writer's Node.Client proxy, the
+// proxy on the producer's and consumers' path; peers and the name server still reach it). Right after a kill of a master, the surviving slave is scanned, once
 // its max offsets stop moving.
 //
 // # The history (history.go), JSON lines in the run's folder

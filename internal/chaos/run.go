@@ -334,7 +334,7 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 	var target *Node
 	switch f.Kind {
-	case KillWriter, PauseWriter:
+	case KillWriter, PauseWriter, CutClientWriter:
 		target = r.writer(ctx)
 	default:
 		target = r.follower(ctx)
@@ -352,7 +352,7 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 	}
 	rec.Target = target.Name
 	var links []*faultnet.Proxy
-	if f.Kind == PartitionRepl || f.Kind == DelayRepl || f.Kind == CutRepl {
+	if f.Kind == PartitionRepl || f.Kind == DelayRepl || f.Kind == CutRepl || f.Kind == OneWayRepl || f.Kind == LossyRepl {
 		links = r.cl.ReplicationLinks(target)
 		var names []string
 		for _, p := range links {
@@ -414,11 +414,68 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 		}
 		note("%d connections cut", n)
 		_ = sleepCtx(ctx, f.For)
+	case OneWayRepl:
+		var ways []string
+		for _, p := range links {
+			d := oneWayDirection(p, target, f.Inbound)
+			p.BlackholeOneWay(d)
+			ways = append(ways, p.Name()+" "+d.String())
+		}
+		note("%s: %s", f.way(), strings.Join(ways, ", "))
+		_ = sleepCtx(ctx, f.For)
+		for _, p := range links {
+			p.Heal()
+		}
+	case LossyRepl:
+		for j, p := range links {
+			lc := lossyRepl
+			lc.Seed = r.cfg.Schedule.Seed ^ uint64(i)<<16 ^ uint64(j)
+			if err := p.SetLoss(lc); err != nil {
+				r.errorf("fault %d: %v", i, err)
+			}
+		}
+		_ = sleepCtx(ctx, f.For)
+		resets := 0
+		for _, p := range links {
+			resets += p.Resets()
+			p.Heal()
+		}
+		note("%d connections reset", resets)
+	case CutClientWriter:
+		rec.Target = target.Client.Name()
+		target.Client.Blackhole()
+		_ = sleepCtx(ctx, f.For)
+		target.Client.Heal()
 	}
 	rec.Healed = micros(time.Now())
 	rec.Note = strings.Join(notes, "; ")
 	r.faults.add(rec)
 	r.printf("fault %d healed after %v%s", i, time.Since(start).Round(time.Millisecond), noteOf(rec.Note))
+}
+
+// lossyRepl is what lossy-repl does to each chunk of a replication link (faultnet.LossConfig): one in 20
+// waits 200 ms to 1 s (a lost segment's retransmission timeouts, once or a few times doubled), every one up
+// to 20 ms more (reordering), and one in 500 resets its connection.
+var lossyRepl = faultnet.LossConfig{Stall: 0.05, StallMin: 200 * time.Millisecond, StallMax: time.Second,
+	Jitter: 20 * time.Millisecond, Reset: 0.002}
+
+// oneWayDirection is the direction of p that carries bytes to n (inbound) or from n (not inbound). Proxies
+// of a replication link are named "[prefix:]dialer->target" by the topologies (masterslave.go, raft.go):
+// from the dialer is faultnet.Forward.
+func oneWayDirection(p *faultnet.Proxy, n *Node, inbound bool) faultnet.Direction {
+	name := p.Name()
+	if _, after, ok := strings.Cut(name, ":"); ok {
+		name = after
+	}
+	dialer, _, _ := strings.Cut(name, "->")
+	fromN := faultnet.Forward
+	if dialer != n.Name {
+		fromN = faultnet.Back
+	}
+	if !inbound {
+		return fromN
+	}
+	return 1 - fromN
 }
 
 // writer waits up to 30 s for the cluster to name a writer (a Raft group may be electing one).

@@ -17,10 +17,20 @@ const (
 	PartitionRepl = "partition-repl" // blackhole a follower's replication links; heal after the length
 	DelayRepl     = "delay-repl"     // delay a follower's replication links by Fault.Delay; heal after the length
 	CutRepl       = "cut-repl"       // close a follower's replication connections (instant); the length is watched
+	// OneWayRepl blackholes one direction of a follower's replication links (Fault.Inbound: what goes to the
+	// follower, else what comes from it), the other direction passing; heal after the length.
+	OneWayRepl = "oneway-repl"
+	// LossyRepl makes a follower's replication links lossy (faultnet.Lossy: seeded stalls, jitter and resets
+	// standing in for packet loss and reordering); heal after the length.
+	LossyRepl = "lossy-repl"
+	// CutClientWriter blackholes the writer's client proxy (Node.Client): the producer and the consumers
+	// cannot reach the writer, while its peers and the name server still can; heal after the length.
+	CutClientWriter = "cut-client-writer"
 )
 
 // Kinds lists every fault kind, in the order the usage text names them.
-var Kinds = []string{KillWriter, KillFollower, PauseWriter, PauseFollower, PartitionRepl, DelayRepl, CutRepl}
+var Kinds = []string{KillWriter, KillFollower, PauseWriter, PauseFollower, PartitionRepl, DelayRepl, CutRepl,
+	OneWayRepl, LossyRepl, CutClientWriter}
 
 // Fault is one entry of a schedule.
 type Fault struct {
@@ -28,6 +38,8 @@ type Fault struct {
 	Gap   time.Duration // quiet time before the fault (after the previous one healed, or the warm-up)
 	For   time.Duration // how long the fault lasts
 	Delay time.Duration // DelayRepl: the one-way delay
+	// Inbound (OneWayRepl): the way to the follower is dropped; else the way from it.
+	Inbound bool
 }
 
 func (f Fault) String() string {
@@ -35,7 +47,18 @@ func (f Fault) String() string {
 	if f.Kind == DelayRepl {
 		s += fmt.Sprintf(" (delay %v)", f.Delay)
 	}
+	if f.Kind == OneWayRepl {
+		s += " (" + f.way() + ")"
+	}
 	return s
+}
+
+// way names a OneWayRepl's dropped direction.
+func (f Fault) way() string {
+	if f.Inbound {
+		return "to the follower dropped"
+	}
+	return "from the follower dropped"
 }
 
 // ScheduleConfig says how NewSchedule draws faults.
@@ -105,6 +128,9 @@ func NewSchedule(c ScheduleConfig) (Schedule, error) {
 		pass = pass[1:]
 		if f.Kind == DelayRepl {
 			f.Delay = c.Delay
+		}
+		if f.Kind == OneWayRepl {
+			f.Inbound = r.IntN(2) == 0
 		}
 		s.Faults = append(s.Faults, f)
 	}

@@ -1,10 +1,14 @@
 package chaos
 
 import (
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketraft/rocketraft/internal/faultnet"
 )
 
 func testScheduleConfig(seed uint64, rounds int) ScheduleConfig {
@@ -61,5 +65,50 @@ func TestScheduleConfigValidateNamesTheField(t *testing.T) {
 		if _, err := NewSchedule(c); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want one naming %q", err, tc.want)
 		}
+	}
+}
+
+// TestOneWayDirection: the direction a one-way fault drops is the one into (or out of) the follower, from
+// which end of each link it is: the dialer's bytes go Forward.
+func TestOneWayDirection(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		proxy, node string
+		inbound     bool
+		want        faultnet.Direction
+	}{
+		{"ha:slave->master", "slave", true, faultnet.Back},
+		{"ha:slave->master", "slave", false, faultnet.Forward},
+		{"n0->n1", "n1", true, faultnet.Forward},
+		{"n0->n1", "n1", false, faultnet.Back},
+		{"n1->n2", "n1", true, faultnet.Back},
+	} {
+		p, err := faultnet.Listen(tc.proxy, "127.0.0.1:1", log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := oneWayDirection(p, &Node{Name: tc.node}, tc.inbound); got != tc.want {
+			t.Errorf("%s, node %s, inbound %v: %v, want %v", tc.proxy, tc.node, tc.inbound, got, tc.want)
+		}
+		p.Close()
+	}
+}
+
+// TestScheduleOneWayDrawsBothWays: a one-way fault's direction comes from the seed, and both are drawn.
+func TestScheduleOneWayDrawsBothWays(t *testing.T) {
+	c := testScheduleConfig(7, 40)
+	c.Kinds = []string{OneWayRepl}
+	s, err := NewSchedule(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := 0
+	for _, f := range s.Faults {
+		if f.Inbound {
+			in++
+		}
+	}
+	if in == 0 || in == len(s.Faults) {
+		t.Fatalf("%d of %d one-way faults inbound: want both ways drawn", in, len(s.Faults))
 	}
 }

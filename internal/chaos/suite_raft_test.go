@@ -34,6 +34,16 @@ func TestShortSuiteRaft(t *testing.T) {
 	}
 }
 
+// TestShortSuiteRaftNetShapes: the Raft group through a one-way partition of a follower's peer links, lossy
+// peer links and the clients cut from the leader alone (its peers still reach it, so no election), under
+// load; the checker must find nothing.
+func TestShortSuiteRaftNetShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	checkNetShapes(t, runShortSuiteWith(t, binaries(t), ModeRaft, netShapes(t), "n0", "n1", "n2"))
+}
+
 // TestShortSuiteRaftPeerTLS is TestShortSuiteRaft with peerTlsMode=enforcing: every peer link (through its
 // fault proxy) is mutual TLS with certificates of a CA made for the test, naming rocketraft://chaos/<node>.
 func TestShortSuiteRaftPeerTLS(t *testing.T) {

@@ -59,6 +59,44 @@ func TestShortSuite(t *testing.T) {
 	}
 }
 
+// netShapes is the short suites' schedule of the network shapes beyond partitions: a one-way partition of a
+// follower's replication links, lossy replication links, and the clients cut from the writer alone.
+func netShapes(t *testing.T) func(*RunConfig) {
+	return func(cfg *RunConfig) {
+		s, err := NewSchedule(ScheduleConfig{Seed: 3, Rounds: 3, Kinds: []string{OneWayRepl, LossyRepl, CutClientWriter},
+			MinFor: 2 * time.Second, MaxFor: 3 * time.Second, MinGap: 2 * time.Second, MaxGap: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Schedule = s
+	}
+}
+
+// checkNetShapes: every fault of netShapes ran on its target (none skipped), and writes resumed after each.
+func checkNetShapes(t *testing.T, rep *Report) {
+	t.Helper()
+	if len(rep.Faults) != 3 || rep.Acked == 0 {
+		t.Fatalf("faults %d, acked %d", len(rep.Faults), rep.Acked)
+	}
+	for _, f := range rep.Faults {
+		if strings.HasPrefix(f.Note, "skipped") || !strings.Contains(f.Target, "->") {
+			t.Fatalf("fault %s on %q (%s): not on a proxy", f.Kind, f.Target, f.Note)
+		}
+		if f.FirstAck < 0 {
+			t.Fatalf("fault %s: no write acknowledged after it began", f.Kind)
+		}
+	}
+}
+
+// TestShortSuiteNetShapes: the master and slave through a one-way partition of the HA link, a lossy HA
+// link and the clients cut from the master alone, under load; the checker must find nothing.
+func TestShortSuiteNetShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	checkNetShapes(t, runShortSuiteWith(t, binaries(t), ModeMasterSlave, netShapes(t), "master", "slave"))
+}
+
 // runShortSuite runs a short suite in mode: a kill -9 of the writer and a partition of the replication
 // links, two rounds, under load; it fails the test (with the tail of each named process's log) when the
 // checker finds anything.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -153,5 +154,169 @@ func TestCut(t *testing.T) {
 	defer c2.Close()
 	if err := roundTrip(t, c2, "b", 10*time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// sinkServer answers every chunk it reads with "ack" and hands what it read to got.
+func sinkServer(t *testing.T) (addr string, got <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan string, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 64)
+				for {
+					n, err := c.Read(b)
+					if err != nil {
+						return
+					}
+					ch <- string(b[:n])
+					if _, err := c.Write([]byte("ack")); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String(), ch
+}
+
+// TestOneWay: with the way back blackholed the target still receives, its answers are held until Heal; with
+// the way forward blackholed the target receives nothing until Heal.
+func TestOneWay(t *testing.T) {
+	addr, got := sinkServer(t)
+	p, err := Listen("oneway", addr, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ack := func(wait time.Duration) error {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		b := make([]byte, 3)
+		_, err := io.ReadFull(c, b)
+		return err
+	}
+	var ne net.Error
+	recv := func(want string) {
+		t.Helper()
+		select {
+		case s := <-got:
+			if s != want {
+				t.Fatalf("target read %q, want %q", s, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("target did not read %q", want)
+		}
+	}
+	// The connection is through to the target before the fault: a new connection waits at a one-way
+	// blackhole like at a blackhole (a handshake needs both ways).
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	recv("hello")
+	if err := ack(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	p.BlackholeOneWay(Back)
+	if m, _ := p.Mode(); m != OneWay {
+		t.Fatalf("mode %v", m)
+	}
+	if _, err := c.Write([]byte("to-target")); err != nil {
+		t.Fatal(err)
+	}
+	recv("to-target")
+	if err := ack(200 * time.Millisecond); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("answer through a blackholed way back: %v, want a read timeout", err)
+	}
+	p.Heal()
+	if err := ack(10 * time.Second); err != nil {
+		t.Fatalf("held answer after heal: %v", err)
+	}
+
+	p.BlackholeOneWay(Forward)
+	if _, err := c.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("target read %q through a blackholed way forward", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	p.Heal()
+	recv("held")
+	if err := ack(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLossyKeepsOrderThenResets: stalls and jitter never reorder or drop bytes of a stream (TCP's promise);
+// a reset draw closes the connection and is counted.
+func TestLossyKeepsOrderThenResets(t *testing.T) {
+	p, c := startProxy(t)
+	if err := p.SetLoss(LossConfig{Seed: 1, Stall: 0.3, StallMin: time.Millisecond, StallMax: 5 * time.Millisecond,
+		Jitter: 2 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	for i := range 300 {
+		msg := []byte{byte(i), byte(i >> 8), 'x'}
+		want.Write(msg)
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got := make([]byte, want.Len())
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatal("a lossy link changed the byte stream")
+	}
+	if p.Resets() != 0 {
+		t.Fatalf("%d resets with reset probability 0", p.Resets())
+	}
+	if err := p.SetLoss(LossConfig{Seed: 1, Reset: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after a reset draw: %v, want the connection closed", err)
+	}
+	if p.Resets() != 1 {
+		t.Fatalf("resets %d, want 1", p.Resets())
+	}
+}
+
+func TestLossConfigValidate(t *testing.T) {
+	for _, c := range []LossConfig{{Stall: 1.5}, {Reset: -1}, {StallMin: 2, StallMax: 1}, {Jitter: -1}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+	p, _ := startProxy(t)
+	if err := p.SetLoss(LossConfig{Stall: 2}); err == nil || !strings.Contains(err.Error(), "stall") {
+		t.Fatalf("SetLoss of a bad config: %v", err)
 	}
 }
