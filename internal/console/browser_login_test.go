@@ -2,18 +2,15 @@ package console_test
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/rocketraft/rocketraft/internal/admin"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/console"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -27,23 +24,9 @@ func startLoginConsole(t *testing.T, c *cluster.Cluster) *console.Server {
 	if err := os.WriteFile(aclPath, []byte(aclFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log := cluster.TestLogger(t, slog.LevelWarn)
-	client := admin.NewClient(c.NamesrvAddrs(), 5*time.Second, remoting.Credentials{}, log)
-	srv, err := console.New(console.Config{Listen: "127.0.0.1:0", Source: admin.NewConsoleSource(client, log), Logger: log,
-		SampleInterval: 250 * time.Millisecond, History: 2 * time.Minute, RequireLogin: true, AclFile: aclPath})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("close the console: %v", err)
-		}
-		_ = client.Close()
+	return startConsoleWith(t, c, remoting.Credentials{}, func(cfg *console.Config) {
+		cfg.RequireLogin, cfg.AclFile = true, aclPath
 	})
-	return srv
 }
 
 // fetchStatus is the page's fetch of path (same origin, with the page's cookies): the HTTP status.

@@ -262,11 +262,19 @@ func (b *browser) createTopic(topic string, queues int) {
 // startConsole serves the console for the cluster's name servers, signing reads with creds, until cleanup.
 func startConsole(t *testing.T, c *cluster.Cluster, creds remoting.Credentials) *console.Server {
 	t.Helper()
+	return startConsoleWith(t, c, creds, func(*console.Config) {})
+}
+
+// startConsoleWith is startConsole with the configuration changed by tune first.
+func startConsoleWith(t *testing.T, c *cluster.Cluster, creds remoting.Credentials, tune func(*console.Config)) *console.Server {
+	t.Helper()
 	log := cluster.TestLogger(t, slog.LevelWarn)
 	client := admin.NewClient(c.NamesrvAddrs(), 5*time.Second, creds, log)
 	// Samples (and page refreshes) every 250 ms: the pages' figures follow the cluster within a second.
-	srv, err := console.New(console.Config{Listen: "127.0.0.1:0", Source: admin.NewConsoleSource(client, log), Logger: log,
-		SampleInterval: 250 * time.Millisecond, History: 2 * time.Minute})
+	cfg := console.Config{Listen: "127.0.0.1:0", Source: admin.NewConsoleSource(client, log), Logger: log,
+		SampleInterval: 250 * time.Millisecond, History: 2 * time.Minute}
+	tune(&cfg)
+	srv, err := console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
