@@ -1,11 +1,8 @@
 package broker
 
 import (
-	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/rocketraft/rocketraft/internal/testutil"
 )
 
 // TestDelayLevelDueAt: a delay-level message that arrived while the service ran is due its level's delay
@@ -15,17 +12,7 @@ import (
 // to be recomputed on every wake-up, which put the message off again and again until the wall clock caught
 // up with its tag code (an hour, for a clock that went back an hour).
 func TestDelayLevelDueAt(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.StorePathRootDir = t.TempDir()
-	cfg.BrokerIP1 = "127.0.0.1"
-	cfg.ListenPort = testutil.FreePort(t)
-	cfg.Replication.HAListenPort = testutil.FreePort(t)
-	cfg.MetricsPort = 0
-	b, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := newLoopbackBroker(t, func(*Config) {})
 	s := b.schedule
 	const delay = 5 * time.Second
 	now, mono := b.clock.Now().UnixMilli(), b.clock.Elapsed()

@@ -15,22 +15,13 @@ import (
 // was cleaned under disk pressure after the service loaded the unit) is skipped with a warning; it does not
 // hold back the message due after it, which used to wait behind it for ever (retried at the head of the heap).
 func TestTimerSkipsRecordNoLongerStored(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.StorePathRootDir = t.TempDir()
-	cfg.BrokerIP1 = "127.0.0.1"
-	cfg.ListenPort = testutil.FreePort(t)
-	cfg.Replication.HAListenPort = testutil.FreePort(t)
-	cfg.MetricsPort = 0
-	cfg.MappedFileSizeCommitLog = 1 << 20
-	cfg.MaxMessageSize = 64 << 10
-	b, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newLoopbackBroker(t, func(cfg *Config) {
+		cfg.MappedFileSizeCommitLog = 1 << 20
+		cfg.MaxMessageSize = 64 << 10
+	})
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
 
 	const topic = "TimerGone"
 	putTimer := func(due int64) {
@@ -81,4 +72,23 @@ func TestTimerSkipsRecordNoLongerStored(t *testing.T) {
 		defer b.timer.mu.Unlock()
 		return b.timer.lowWater == 2
 	})
+}
+
+// newLoopbackBroker is a broker (not started) on 127.0.0.1 with free ports, a temporary store, no metrics
+// and no name server, its configuration changed by tune; closed at cleanup.
+func newLoopbackBroker(t *testing.T, tune func(*Config)) *Broker {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.BrokerIP1 = "127.0.0.1"
+	cfg.ListenPort = testutil.FreePort(t)
+	cfg.Replication.HAListenPort = testutil.FreePort(t)
+	cfg.MetricsPort = 0
+	tune(&cfg)
+	b, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
