@@ -35,15 +35,7 @@ func (c *jumpClock) jump(d time.Duration)   { c.offset.Add(int64(d)) }
 // is read before its delay has passed since it was sent (none early, though the clock went an hour ahead).
 func TestClockJumpsDelayNothingEarlyNothingLost(t *testing.T) {
 	clock := &jumpClock{start: time.Now()}
-	cfg := cluster.TestBrokerConfig(t, "127.0.0.1:1", "broker-clock")
-	b, err := broker.New(cfg, broker.Options{Logger: cluster.TestLogger(t, 0), Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := startClockBroker(t, cluster.TestBrokerConfig(t, "127.0.0.1:1", "broker-clock"), clock)
 	w := newWire(t, b.Addr())
 	const topic = "ClockJump"
 	expectCode(t, "create", w.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1",
@@ -177,14 +169,7 @@ func TestClockJumpsTransactionChecks(t *testing.T) {
 	cfg := cluster.TestBrokerConfig(t, "127.0.0.1:1", "broker-clock-tx")
 	cfg.TransactionCheckInterval = 200
 	cfg.TransactionTimeOut = 2000
-	b, err := broker.New(cfg, broker.Options{Logger: cluster.TestLogger(t, 0), Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := startClockBroker(t, cfg, clock)
 	w := newWire(t, b.Addr())
 	const topic, group = "ClockTx", "ClockTxProducers"
 	expectCode(t, "create", w.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1",
@@ -272,4 +257,18 @@ func TestClockJumpsTransactionChecks(t *testing.T) {
 			t.Errorf("%s committed but never read", id)
 		}
 	}
+}
+
+// startClockBroker starts a broker of cfg reading clock, closed at cleanup.
+func startClockBroker(t *testing.T, cfg broker.Config, clock broker.Clock) *broker.Broker {
+	t.Helper()
+	b, err := broker.New(cfg, broker.Options{Logger: cluster.TestLogger(t, 0), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }

@@ -15,6 +15,13 @@ import (
 // echoServer echoes every connection until the test ends.
 func echoServer(t *testing.T) string {
 	t.Helper()
+	return serve(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// serve runs handle on every connection to a new listener (closing the connection after) until the test
+// ends, and returns the listener's address.
+func serve(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +36,7 @@ func echoServer(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
@@ -160,37 +167,20 @@ func TestCut(t *testing.T) {
 // sinkServer answers every chunk it reads with "ack" and hands what it read to got.
 func sinkServer(t *testing.T) (addr string, got <-chan string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ch := make(chan string, 16)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return serve(t, func(c net.Conn) {
+		b := make([]byte, 64)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(b)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 64)
-				for {
-					n, err := c.Read(b)
-					if err != nil {
-						return
-					}
-					ch <- string(b[:n])
-					if _, err := c.Write([]byte("ack")); err != nil {
-						return
-					}
-				}
-			}()
+			ch <- string(b[:n])
+			if _, err := c.Write([]byte("ack")); err != nil {
+				return
+			}
 		}
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
-	return ln.Addr().String(), ch
+	}), ch
 }
 
 // TestOneWay: with the way back blackholed the target still receives, its answers are held until Heal; with
