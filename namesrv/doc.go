@@ -45,16 +45,9 @@
 //	 "brokerDatas":[{"cluster":"DefaultCluster","brokerName":"broker-a","brokerAddrs":{"0":"10.0.0.5:10911"}}],
 //	 "filterServerTable":{}}
 //
-// REGISTER_BROKER's body is RegisterBrokerBody JSON, or with ext compressed=true a zlib stream of
-//
-//	+-------------+------------------+-------------+----------------------------------------------+
-//	| int32 len   | DataVersion JSON | int32 count | count x (int32 len | "name read write perm     |
-//	|             |                  |             |          filterType [attributesJSON]")        |
-//	+-------------+------------------+-------------+----------------------------------------------+
-//	| int32 len   | filterServerList JSON | (5.x: int32 n, n x (int32 len | queue mapping JSON))  |
-//	+-------------+-----------------------+------------------------------------------------------+
-//
-// and ext bodyCrc32, when not 0, is the CRC32 of the body masked with 0x7FFFFFFF.
+// REGISTER_BROKER's body (RegisterBrokerBody JSON, or zlib-compressed with ext compressed=true) is
+// package protocol's (protocol/doc.go draws the compressed layout, protocol.DecodeRegisterBrokerBody bounds
+// it); ext bodyCrc32, when not 0, is the CRC32 of the body masked with 0x7FFFFFFF, checked here.
 //
 // kvConfig.json: {"configTable":{"<namespace>":{"<key>":"<value>"}}}, rewritten atomically after each change.
 //
