@@ -124,6 +124,8 @@ func TestDecodeRegisterBrokerBody(t *testing.T) {
 		{"length beyond data", zlibBytes(t, i32(1000), []byte("{}")), "unexpected EOF"},
 		{"short topic line", zlibBytes(t, i32(2), []byte("{}"), i32(1), i32(3), []byte("T 1")), "want at least 5"},
 		{"bad number", zlibBytes(t, i32(2), []byte("{}"), i32(1), i32(16), []byte("T x 1 6 SINGLE_T")), "not an integer"},
+		// Found by FuzzDecodeRegisterBrokerBody: an empty filter type was taken, then encoded as SINGLE_TAG.
+		{"empty filter type", zlibBytes(t, i32(2), []byte("{}"), i32(1), i32(9), []byte("T 4 4 7  ")), "neither SINGLE_TAG nor MULTI_TAG"},
 	} {
 		if _, err := protocol.DecodeRegisterBrokerBody(tc.body, true); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)

@@ -93,6 +93,9 @@ func parseTopicConfigLine(line string) (TopicConfig, error) {
 		}
 		*dst = int32(v)
 	}
+	if tc.TopicFilterType != "SINGLE_TAG" && tc.TopicFilterType != "MULTI_TAG" { // TopicFilterType.valueOf in Java
+		return TopicConfig{}, fmt.Errorf("%q: filter type %q is neither SINGLE_TAG nor MULTI_TAG", line, tc.TopicFilterType)
+	}
 	return tc, nil
 }
 
