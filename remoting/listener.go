@@ -74,6 +74,10 @@ func (l *Listener) ConnCount() int {
 func (l *Listener) Close() (int, error) {
 	err := l.stopAccepting()
 	l.s.mu.Lock()
+	if l.closed { // a connection closed by the first Close may not have left the table yet
+		l.s.mu.Unlock()
+		return 0, err
+	}
 	l.closed = true
 	delete(l.s.mu.listeners, l)
 	var conns []*Conn
