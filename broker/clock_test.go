@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -35,7 +37,7 @@ func (c *jumpClock) jump(d time.Duration)   { c.offset.Add(int64(d)) }
 // is read before its delay has passed since it was sent (none early, though the clock went an hour ahead).
 func TestClockJumpsDelayNothingEarlyNothingLost(t *testing.T) {
 	clock := &jumpClock{start: time.Now()}
-	b := startClockBroker(t, cluster.TestBrokerConfig(t, "127.0.0.1:1", "broker-clock"), clock)
+	b := startBrokerWith(t, cluster.TestBrokerConfig(t, "127.0.0.1:1", "broker-clock"), broker.Options{Clock: clock})
 	w := newWire(t, b.Addr())
 	const topic = "ClockJump"
 	expectCode(t, "create", w.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1",
@@ -169,7 +171,7 @@ func TestClockJumpsTransactionChecks(t *testing.T) {
 	cfg := cluster.TestBrokerConfig(t, "127.0.0.1:1", "broker-clock-tx")
 	cfg.TransactionCheckInterval = 200
 	cfg.TransactionTimeOut = 2000
-	b := startClockBroker(t, cfg, clock)
+	b := startBrokerWith(t, cfg, broker.Options{Clock: clock})
 	w := newWire(t, b.Addr())
 	const topic, group = "ClockTx", "ClockTxProducers"
 	expectCode(t, "create", w.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "readQueueNums": "1",
@@ -259,10 +261,13 @@ func TestClockJumpsTransactionChecks(t *testing.T) {
 	}
 }
 
-// startClockBroker starts a broker of cfg reading clock, closed at cleanup.
-func startClockBroker(t *testing.T, cfg broker.Config, clock broker.Clock) *broker.Broker {
+// startBrokerWith starts a broker of cfg with opts (a test logger when opts has none), closed at cleanup.
+func startBrokerWith(t *testing.T, cfg broker.Config, opts broker.Options) *broker.Broker {
 	t.Helper()
-	b, err := broker.New(cfg, broker.Options{Logger: cluster.TestLogger(t, 0), Clock: clock})
+	if opts.Logger == nil {
+		opts.Logger = cluster.TestLogger(t, 0)
+	}
+	b, err := broker.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,4 +276,17 @@ func startClockBroker(t *testing.T, cfg broker.Config, clock broker.Clock) *brok
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
+}
+
+// openTestLogs opens log files (INFO, broker layout) under a temporary folder, closed at cleanup.
+func openTestLogs(t *testing.T) (*logging.Logs, string) {
+	t.Helper()
+	dir := t.TempDir()
+	logs, err := logging.Open(logging.Config{LogDir: dir, LogLevel: "INFO", LogFileMaxSize: 1, LogFileMaxIndex: 1},
+		logging.BrokerLayout(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logs.Close() })
+	return logs, dir
 }

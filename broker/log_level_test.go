@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,29 +9,14 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // UPDATE_BROKER_CONFIG (mqadmin updateBrokerConfig -k logLevel -v DEBUG) changes the level of stderr and the
 // log files at once; a bad level is refused naming the key and changes nothing.
 func TestUpdateBrokerConfigLogLevel(t *testing.T) {
-	dir := t.TempDir()
-	logs, err := logging.Open(logging.Config{LogDir: dir, LogLevel: "INFO", LogFileMaxSize: 1, LogFileMaxIndex: 1},
-		logging.BrokerLayout(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	cfg := cluster.TestBrokerConfig(t, "", "loglevel")
-	b, err := broker.New(cfg, broker.Options{Logger: logs.Logger, SetLogLevel: logs.SetLevel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	logs, dir := openTestLogs(t)
+	b := startBrokerWith(t, cluster.TestBrokerConfig(t, "", "loglevel"), broker.Options{Logger: logs.Logger, SetLogLevel: logs.SetLevel})
 	w := newWire(t, b.Addr())
 	probe := logs.Logger.With("component", "store") // a logger made before the change
 	probe.Debug("debug before")

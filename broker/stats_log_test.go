@@ -1,7 +1,6 @@
 package broker_test
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -20,22 +18,8 @@ var statsLine = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} IN
 // stats.log gets RocketMQ's per-minute lines (here every 100 ms) with what was sent and pulled over the wire:
 // the SUMs of each item add up to the messages, AVGPT is messages per request.
 func TestStatsLog(t *testing.T) {
-	dir := t.TempDir()
-	logs, err := logging.Open(logging.Config{LogDir: dir, LogLevel: "INFO", LogFileMaxSize: 1, LogFileMaxIndex: 1},
-		logging.BrokerLayout(), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	cfg := cluster.TestBrokerConfig(t, "", "stats")
-	b, err := broker.New(cfg, broker.Options{Logger: logs.Logger, StatsLogInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	logs, dir := openTestLogs(t)
+	b := startBrokerWith(t, cluster.TestBrokerConfig(t, "", "stats"), broker.Options{Logger: logs.Logger, StatsLogInterval: 100 * time.Millisecond})
 	w := newWire(t, b.Addr())
 	expectCode(t, "create", w.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": "ST", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6"}, nil), remoting.Success)
 	for i := 0; i < 3; i++ {
