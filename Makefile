@@ -11,8 +11,8 @@ TESTSUM  ?= $(GO) tool gotestsum --format testname
 # by the wire-level tests in broker/, namesrv/ and remoting/.
 RACE_PKGS ?= $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build run run-ha bench-ha bench-compare bench-scale test test-deps cross vet unit fuzz bench clean deploy-check \
-	deploy-local deploy-local-raft
+.PHONY: all build run run-ha bench-ha bench-compare bench-scale scale-topics test test-deps cross vet unit fuzz bench clean deploy-check \
+	deploy-local deploy-local-raft deploy-lint
 
 all: build
 
@@ -59,6 +59,14 @@ bench-compare:
 bench-scale:
 	./scripts/bench-scale.sh
 
+# make scale-topics [TOPICS=10000]: issue 16's many-topics run (e2e TestScaleTopics): a SYNC_FLUSH broker
+# process with TOPICS topics x 8 queues created one by one, a message to each, SIGTERM and restart, a second
+# message to each, SIGKILL and restart, everything pulled back; prints the times and the broker's mappings,
+# open files and resident memory. Long (minutes), not part of make test.
+TOPICS ?= 10000
+scale-topics:
+	ROCKETRAFT_SCALE_TOPICS=$(TOPICS) nice go test ./e2e -run '^TestScaleTopics$$' -count=1 -v -timeout 60m
+
 vet:
 	$(GO) vet $(PKGS)
 
@@ -84,12 +92,17 @@ test-deps:
 
 # make deploy-check: ansible-playbook --syntax-check of every playbook in deploy/ and the rendered broker configs
 # of the local inventories checked against bin/mqbroker (scripts/deploy-check.sh; needs ansible-core).
-deploy-check: test-deps build
+deploy-check: test-deps build deploy-lint
 	./scripts/deploy-check.sh
 
+# make deploy-lint: ansible-lint with its production profile over deploy/ (deploy/.ansible-lint; offline, ~15 s;
+# Debian's ansible-lint, and ansible for the collection ansible.posix: make test-deps installs them).
+deploy-lint: test-deps
+	cd deploy && ansible-lint --nocolor
+
 # make deploy-local [REPLICATION=sync]: deploys two masters with two slaves on this machine with deploy/'s
-# playbooks (no systemd, no root; installs ansible-core if missing), produces and consumes, rolling-restarts,
-# produces and consumes again, stops (scripts/deploy-local.sh; a few minutes, not part of make test).
+# playbooks (no systemd, no root; installs ansible-core if missing), deploys again expecting changed=0,
+# produces and consumes, rotates the logs, rolling-restarts, produces and consumes again, stops (twice) (scripts/deploy-local.sh; a few minutes, not part of make test).
 deploy-local: build
 	./scripts/deploy-local.sh master-slave
 
@@ -106,12 +119,27 @@ fuzz:
 bench:
 	$(GO) test ./store -run '^$$' -bench . -benchtime 2s
 
+# make proto: regenerates proxy/v2pb from proto/apache/rocketmq/v2 (RocketMQ 5's gRPC protocol) with protoc and the
+# plugin versions go.mod pins (scripts/proto.sh). The generated code is committed, so a build needs Go only;
+# proxy/v2pb's TestGeneratedCodeIsCurrent (part of make test) fails when it differs from what the .proto files give.
+.PHONY: proto
+proto:
+	./scripts/proto.sh
+
 # make chaos [MODES="SYNC_MASTER:SYNC_FLUSH ASYNC_MASTER:ASYNC_FLUSH" DURATION=5m SEED=n]: the fault-injection
 # suite, real processes under a seeded schedule of faults, then the checker (scripts/chaos.sh; README "Fault
 # injection"). The short version runs in make test (internal/chaos TestShortSuite).
 .PHONY: chaos
 chaos:
 	./scripts/chaos.sh
+
+# make soak [SOAK_DURATION=1h SOAK_MODE=SYNC_MASTER:SYNC_FLUSH SEED=n]: make chaos's group, load and checker held for
+# SOAK_DURATION with a fault every few minutes and a mixed workload of the official Go client beside it; fails on
+# growth of memory, goroutines, open files or mappings beyond the bounds of docs/soak.md, or on a checker failure
+# (scripts/soak.sh; README "Long runs").
+.PHONY: soak
+soak:
+	./scripts/soak.sh
 
 clean:
 	rm -rf $(BIN)

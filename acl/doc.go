@@ -30,7 +30,7 @@
 //     (remoting.VerifySignature, which also accepts the Go client's unsigned SecurityToken).
 //  5. A request that only publishes to RMQ_SYS_TRACE_TOPIC passes.
 //  6. An admin request code (AdminCode: create/update/delete topic, update/delete subscription group,
-//     update broker config) needs admin: true.
+//     update broker config, and ours: the ACL edits, the Raft operations) needs admin: true.
 //  7. An admin account with no topicPerms and no groupPerms passes; otherwise every topic and group the
 //     request touches (needsOf, RocketMQ's table) needs PUB or SUB in the account's entry for it, or in its
 //     default when it has none. A retry topic %RETRY%G is group G. DENY refuses.
@@ -44,10 +44,20 @@
 // (same SHA-256) is not reloaded, and a file that does not read or parse is logged and refused while the
 // rules before it stay in force (Status counts both). Write new files by renaming them into place.
 //
+// # Remote edits (edit.go)
+//
+// The broker's ACL requests edit the file: UpdateAccount (UPDATE_AND_CREATE_ACL_CONFIG: create an account, or
+// change the fields the request names), DeleteAccount (DELETE_ACL_CONFIG), UpdateGlobalWhiteAddrs
+// (UPDATE_GLOBAL_WHITE_ADDRS_CONFIG); Config and Version answer GET_BROKER_CLUSTER_ACL_CONFIG and
+// GET_BROKER_CLUSTER_ACL_INFO. An edit reads the file on disk, checks the result as a load does, writes it
+// atomically (temporary file, fsync, rename, fsync of the folder, the file's mode kept) with its dataVersion
+// counter one higher, and puts it in force before it returns. The rewrite drops comments and unknown keys, as
+// RocketMQ's does. Unlike RocketMQ, the edits and GET_BROKER_CLUSTER_ACL_CONFIG (whose answer holds the secret
+// keys) need an admin account (AdminCode).
+//
 // # What is not here
 //
-// RocketMQ 4.9 also reads every *.yml under conf/acl/ besides plain_acl.yml, and has request codes to edit
-// the file remotely (UPDATE_AND_CREATE_ACL_CONFIG and friends); neither is implemented.
+// RocketMQ 4.9 also reads every *.yml under conf/acl/ besides plain_acl.yml; here there is the one file.
 //
 // # The name server
 //

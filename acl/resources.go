@@ -26,13 +26,19 @@ func (n need) String() string {
 // lets every authenticated client write traces).
 const traceTopic = "RMQ_SYS_TRACE_TOPIC"
 
-// adminCodes need an admin account (RocketMQ's Permission.ADMIN_CODE, plus the Raft operations of ours).
+// adminCodes need an admin account (RocketMQ's Permission.ADMIN_CODE, plus the ACL edits and the Raft
+// operations of ours).
 var adminCodes = map[remoting.RequestCode]bool{
 	remoting.UpdateAndCreateTopic:             true,
 	remoting.UpdateBrokerConfig:               true,
 	remoting.DeleteTopicInBroker:              true,
 	remoting.UpdateAndCreateSubscriptionGroup: true,
 	remoting.DeleteSubscriptionGroup:          true,
+	// Ours: RocketMQ lets any account edit the ACL file and read its secrets; here only an admin may.
+	remoting.UpdateAndCreateACLConfig:     true,
+	remoting.DeleteACLConfig:              true,
+	remoting.UpdateGlobalWhiteAddrsConfig: true,
+	remoting.GetBrokerClusterACLConfig:    true,
 	// Ours: the Raft mode's operations (moving leadership, changing the group's members).
 	remoting.TransferRaftLeadership: true,
 	remoting.AddRaftPeer:            true,
@@ -56,6 +62,9 @@ func AdminCode(code remoting.RequestCode) bool { return adminCodes[code] }
 //	                                              they subscribe to
 //	UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP SUB on group (consumerGroup)
 //	UPDATE_CONSUMER_OFFSET                        SUB on group (consumerGroup) and topic (topic)
+//	POP_MESSAGE, ACK_MESSAGE, NOTIFICATION,       SUB on group (consumerGroup) and topic (topic; for the group's
+//	POLLING_INFO, CHANGE_MESSAGE_INVISIBLETIME    pop retry topic %RETRY%G_T or %RETRY%G+T, on T)
+//	BATCH_ACK_MESSAGE                             SUB on every group (c) and topic (t) of the body's acks
 //	anything else                                 nothing beyond a valid signature (and admin for AdminCode)
 //
 // Differences: RocketMQ checks the reply sends not at all; a send to a retry topic it checks against the
@@ -108,8 +117,36 @@ func needsOf(req *remoting.Command) ([]need, error) {
 	case remoting.UpdateConsumerOffset:
 		group(ext["consumerGroup"])
 		topic(ext["topic"], Sub)
+	case remoting.PopMessage, remoting.AckMessage, remoting.ChangeMessageInvisibleTime, remoting.Notification, remoting.PollingInfo:
+		group(ext["consumerGroup"])
+		topic(popTopic(ext["topic"], ext["consumerGroup"]), Sub)
+	case remoting.BatchAckMessage:
+		var body struct {
+			Acks []struct {
+				Group string `json:"c"`
+				Topic string `json:"t"`
+			} `json:"acks"`
+		}
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			return nil, fmt.Errorf("the batch ack body does not decode: %v", err)
+		}
+		for _, a := range body.Acks {
+			group(a.Group)
+			topic(popTopic(a.Topic, a.Group), Sub)
+		}
 	}
 	return out, nil
+}
+
+// popTopic is the topic a pop request of group on name reads: an ack of a redelivered message names the
+// group's pop retry topic, %RETRY%<group>_<topic> or %RETRY%<group>+<topic>, whose messages are the topic's.
+func popTopic(name, group string) string {
+	for _, sep := range []string{"_", "+"} {
+		if t, ok := strings.CutPrefix(name, RetryGroupTopicPrefix+group+sep); ok && group != "" {
+			return t
+		}
+	}
+	return name
 }
 
 // heartbeat is the part of HEART_BEAT's body (HeartbeatData) the check reads.

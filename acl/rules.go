@@ -31,20 +31,20 @@ const minKeyLength = 7
 //	    groupPerms: [groupA=DENY, groupB=PUB|SUB, groupC=SUB]
 //	dataVersion: [...]               # written by RocketMQ's admin tools; read and ignored
 type fileSchema struct {
-	GlobalWhiteRemoteAddresses []string        `yaml:"globalWhiteRemoteAddresses"`
+	GlobalWhiteRemoteAddresses []string        `yaml:"globalWhiteRemoteAddresses,omitempty"`
 	Accounts                   []accountSchema `yaml:"accounts"`
-	DataVersion                any             `yaml:"dataVersion"`
+	DataVersion                any             `yaml:"dataVersion,omitempty"`
 }
 
 type accountSchema struct {
 	AccessKey          string   `yaml:"accessKey"`
 	SecretKey          string   `yaml:"secretKey"`
-	WhiteRemoteAddress string   `yaml:"whiteRemoteAddress"`
+	WhiteRemoteAddress string   `yaml:"whiteRemoteAddress,omitempty"`
 	Admin              bool     `yaml:"admin"`
-	DefaultTopicPerm   string   `yaml:"defaultTopicPerm"`
-	DefaultGroupPerm   string   `yaml:"defaultGroupPerm"`
-	TopicPerms         []string `yaml:"topicPerms"`
-	GroupPerms         []string `yaml:"groupPerms"`
+	DefaultTopicPerm   string   `yaml:"defaultTopicPerm,omitempty"`
+	DefaultGroupPerm   string   `yaml:"defaultGroupPerm,omitempty"`
+	TopicPerms         []string `yaml:"topicPerms,omitempty"`
+	GroupPerms         []string `yaml:"groupPerms,omitempty"`
 }
 
 // Rules are one loaded ACL file: immutable once built, shared by every request checked against them.
@@ -54,6 +54,7 @@ type Rules struct {
 	// UnknownKeys lists the keys of the file this version does not know (RocketMQ ignores them too); each is
 	// "line N: field X ...", never a value.
 	UnknownKeys []string
+	src         fileSchema // the file as read, for Config and the dataVersion
 }
 
 // account is one entry of accounts. secretKey never leaves the package.
@@ -115,6 +116,7 @@ func ParseRules(data []byte) (*Rules, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("acl: %w", err)
 	}
+	r.src = f
 	return r, nil
 }
 

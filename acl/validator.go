@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -41,10 +42,11 @@ type Validator struct {
 	logger *slog.Logger
 	rules  atomic.Pointer[Rules]
 
-	mu struct { // serializes loads
+	mu struct { // serializes loads and edits (edit.go)
 		sync.Mutex
-		digest [sha256.Size]byte // of the file content in force
-		status Status
+		digest  [sha256.Size]byte // of the file content in force
+		status  Status
+		version protocol.DataVersion // of the rules in force (Version)
 	}
 
 	watcher   *fsnotify.Watcher
@@ -88,15 +90,26 @@ func (v *Validator) load() (changed bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("%w (file %s)", err, v.path)
 	}
-	v.rules.Store(r)
-	v.mu.digest = digest
-	v.mu.status.Accounts = r.Accounts()
-	v.mu.status.Loads++
-	v.mu.status.LastError = ""
+	v.installLocked(data, r)
 	for _, k := range r.UnknownKeys {
 		v.logger.Warn("acl: unknown key in the ACL file, ignored", "file", v.path, "key", k)
 	}
 	return true, nil
+}
+
+// installLocked puts r, read from data, in force. v.mu must be held.
+func (v *Validator) installLocked(data []byte, r *Rules) {
+	v.rules.Store(r)
+	v.mu.digest = sha256.Sum256(data)
+	v.mu.status.Accounts = r.Accounts()
+	v.mu.status.Loads++
+	v.mu.status.LastError = ""
+	v.mu.version = fileVersion(r.src.DataVersion)
+	if v.mu.version.Timestamp == 0 {
+		if st, err := os.Stat(v.path); err == nil {
+			v.mu.version.Timestamp = st.ModTime().UnixMilli()
+		}
+	}
 }
 
 // Reload reads the file again now (the watcher does this by itself after Start). A file that cannot be read
@@ -104,11 +117,12 @@ func (v *Validator) load() (changed bool, err error) {
 func (v *Validator) Reload() error {
 	changed, err := v.load()
 	if err != nil {
+		// Logged before it is counted: whoever sees the count in Status finds the line in the log.
+		v.logger.Error("acl: the changed ACL file is refused; the rules loaded before stay in force", "err", err)
 		v.mu.Lock()
 		v.mu.status.Failures++
 		v.mu.status.LastError = err.Error()
 		v.mu.Unlock()
-		v.logger.Error("acl: the changed ACL file is refused; the rules loaded before stay in force", "err", err)
 		return err
 	}
 	if changed {
@@ -173,6 +187,12 @@ func (v *Validator) Check(remote string, req *remoting.Command) error {
 	if a.admin && len(a.topics) == 0 && len(a.groups) == 0 {
 		return nil
 	}
+	return a.grants(needs, deny)
+}
+
+// grants returns nil when the account holds every one of needs (its entry for the topic or group, else its
+// default), or deny's error for the first it lacks.
+func (a *account) grants(needs []need, deny func(format string, args ...any) error) error {
 	for _, n := range needs {
 		table, owned := a.topics, a.defaultTopic
 		if n.group {
@@ -182,7 +202,7 @@ func (v *Validator) Check(remote string, req *remoting.Command) error {
 			owned = p
 		}
 		if !owned.Allows(n.perm) {
-			return deny("account [%s] has no %s on %s", ak, n.perm, n)
+			return deny("account [%s] has no %s on %s", a.accessKey, n.perm, n)
 		}
 	}
 	return nil

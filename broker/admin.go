@@ -45,9 +45,21 @@ func (b *Broker) processUpdateAndCreateTopic(ctx context.Context, conn *remoting
 	if err := validateQueueNums(tc); err != nil {
 		return errResponse(remoting.InvalidParameter, "%v", err)
 	}
+	var current map[string]string
+	existing := b.topics.get(topic)
+	if existing != nil {
+		current = existing.Attributes
+	}
+	if tc.Attributes, err = alterTopicAttributes(current, existing == nil, req.OptString("attributes", "")); err != nil {
+		return errResponse(remoting.InvalidParameter, "topic %s: %v", topic, err)
+	}
 	if err := b.topics.update(tc); err != nil {
 		return errResponse(remoting.SystemError, "persist topic %s: %v", topic, err)
 	}
+	// Answer once the name servers route the topic (or the registration timed out), as RocketMQ does.
+	wctx, cancel := context.WithTimeout(ctx, ms(b.cfg.RegisterBrokerTimeoutMills))
+	b.waitRegistered(wctx)
+	cancel()
 	b.log.Info("topic updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm, "by", conn.RemoteAddr())
 	return remoting.NewResponse(remoting.Success, "")
 }

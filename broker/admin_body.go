@@ -28,11 +28,11 @@ type Connection struct {
 
 // ConsumerConnection is GET_CONSUMER_CONNECTION_LIST's answer.
 type ConsumerConnection struct {
-	ConnectionSet     []Connection                 `json:"connectionSet"`
-	ConsumeFromWhere  string                       `json:"consumeFromWhere"`
-	ConsumeType       string                       `json:"consumeType"`
-	MessageModel      string                       `json:"messageModel"`
-	SubscriptionTable map[string]*SubscriptionData `json:"subscriptionTable"`
+	ConnectionSet     []Connection                          `json:"connectionSet"`
+	ConsumeFromWhere  string                                `json:"consumeFromWhere"`
+	ConsumeType       string                                `json:"consumeType"`
+	MessageModel      string                                `json:"messageModel"`
+	SubscriptionTable map[string]*protocol.SubscriptionData `json:"subscriptionTable"`
 }
 
 // ProducerConnection is GET_PRODUCER_CONNECTION_LIST's answer.

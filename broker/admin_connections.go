@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -56,7 +57,7 @@ func (m *clientManager) consumerConnection(group string) (cc ConsumerConnection,
 	}
 	cc = ConsumerConnection{ConnectionSet: connections(g.channels), ConsumeFromWhere: g.consumeFromWhere,
 		ConsumeType: g.consumeType, MessageModel: g.messageModel,
-		SubscriptionTable: make(map[string]*SubscriptionData, len(g.subscriptions))}
+		SubscriptionTable: make(map[string]*protocol.SubscriptionData, len(g.subscriptions))}
 	for topic, si := range g.subscriptions {
 		sd := si.data
 		cc.SubscriptionTable[topic] = &sd

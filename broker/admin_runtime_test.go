@@ -53,8 +53,8 @@ func TestQueueTableBodies(t *testing.T) {
 		{MQ: protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 1}, Value: protocol.OffsetWrapper{BrokerOffset: 5, ConsumerOffset: 3}},
 		{MQ: protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, Value: protocol.OffsetWrapper{BrokerOffset: 2, ConsumerOffset: 2, LastTimestamp: 7}},
 	})
-	want := `{"consumeTps":1.5,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":2,"consumerOffset":2,"lastTimestamp":7},` +
-		`{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":0}}}`
+	want := `{"consumeTps":1.5,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":2,"consumerOffset":2,"lastTimestamp":7,"pullOffset":0},` +
+		`{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":0,"pullOffset":0}}}`
 	if err != nil || string(body) != want {
 		t.Fatalf("ConsumeStats body\n%s\nwant\n%s", body, want)
 	}

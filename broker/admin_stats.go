@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rocketraft/rocketraft/protocol"
@@ -47,23 +48,36 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 	if topics[0] == "" {
 		topics = b.offsets.topicsOf(group)
 	}
+	entries, tps := b.consumeEntries(group, topics, false)
+	return bodyResponse(consumeStatsBody(tps, entries))
+}
+
+// consumeEntries is group's offset table over topics here (all queues of each topic it may count) and its
+// consume TPS. As RocketMQ: while the group is online, only the topics it subscribes to count; with
+// orderOnly only ordered topics.
+func (b *Broker) consumeEntries(group string, topics []string, orderOnly bool) ([]protocol.QueueEntry[protocol.OffsetWrapper], float64) {
 	subscribed := b.clients.subscribedTopics(group)
+	pops := b.pop.inFlight()
 	var (
 		entries []protocol.QueueEntry[protocol.OffsetWrapper]
 		tps     float64
 	)
 	for _, topic := range topics {
 		tc := b.topics.get(topic)
-		if tc == nil {
+		if tc == nil || (orderOnly && !tc.Order) {
 			continue
 		}
-		// As RocketMQ: while the group is online, only the topics it subscribes to count.
 		if len(subscribed) > 0 && !subscribed[topic] {
 			continue
 		}
 		for q := range tc.ReadQueueNums {
 			w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0),
 				ConsumerOffset: max(b.offsets.query(group, topic, q), 0)}
+			w.PullOffset = max(w.ConsumerOffset, b.stats.pullOffset(group, topic, q))
+			if f, ok := pops[groupQueue{group, topic, q}]; ok {
+				// A pop group: its offset is the next to pop; what it has in flight starts at f.first.
+				w.PullOffset, w.ConsumerOffset = w.ConsumerOffset, min(w.ConsumerOffset, f.first)
+			}
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1) // 0 when gone
 			}
@@ -71,7 +85,59 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 		}
 		tps += b.admin.rates.consumeTPS(topic, group)
 	}
-	return bodyResponse(consumeStatsBody(tps, entries))
+	return entries, tps
+}
+
+// processGetBrokerConsumeStats is GET_BROKER_CONSUME_STATS (mqadmin brokerConsumeStats): for every
+// subscription group, a ConsumeStats per topic it has offsets on here (header isOrder: ordered topics only).
+// Body: {"brokerAddr":..,"consumeStatsList":[{"group":[ConsumeStats,..]},..],"totalDiff":N,"totalInflightDiff":0}.
+func (b *Broker) processGetBrokerConsumeStats(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	orderOnly, err := req.OptBool("isOrder", false)
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "%v", err)
+	}
+	table, _ := b.groups.versionedTable.snapshot()
+	groups := make([]string, 0, len(table))
+	for g := range table {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	body := []byte(`{"brokerAddr":`)
+	body = strconv.AppendQuote(body, b.addr)
+	body = append(body, `,"consumeStatsList":[`...)
+	var total int64
+	for i, g := range groups {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(strconv.AppendQuote(append(body, '{'), g), ":["...)
+		first := true
+		for _, topic := range b.offsets.topicsOf(g) {
+			entries, tps := b.consumeEntries(g, []string{topic}, orderOnly)
+			if len(entries) == 0 {
+				continue
+			}
+			for _, e := range entries {
+				total += e.Value.BrokerOffset - e.Value.ConsumerOffset
+			}
+			cs, err := consumeStatsBody(tps, entries)
+			if err != nil {
+				return errResponse(remoting.SystemError, "encode answer: %v", err)
+			}
+			if !first {
+				body = append(body, ',')
+			}
+			first = false
+			body = append(body, cs...)
+		}
+		body = append(body, "]}"...)
+	}
+	body = append(body, `],"totalDiff":`...)
+	body = strconv.AppendInt(body, total, 10)
+	body = append(body, `,"totalInflightDiff":0}`...)
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
 }
 
 // queue names queue q of topic on this broker.

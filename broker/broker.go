@@ -14,6 +14,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/acl"
 	"github.com/rocketraft/rocketraft/internal/conf"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -29,6 +30,12 @@ type Options struct {
 	StatsLogInterval time.Duration
 	// Clock is the clock of the time-driven services (clock.go); nil is the system's.
 	Clock Clock
+	// SyncObserver is passed to the store (store.Options.SyncObserver): mqbroker sets it to a
+	// power-loss journal (internal/powerloss) when the chaos suite asks; nil otherwise.
+	SyncObserver store.SyncObserver
+	// FileOps is passed to the store (store.Options.FileOps): tests inject disk faults through it; nil
+	// is the system calls.
+	FileOps store.FileOps
 }
 
 // Broker is one RocketMQ broker: a message store, the request processors, and the services around them.
@@ -44,6 +51,7 @@ type Broker struct {
 	server   *remoting.Server
 	nsClient *remoting.Client
 	aclCheck *acl.Validator // nil unless aclEnable
+	grpc     *grpcEndpoint  // nil unless enableProxy (grpc.go)
 
 	topics   *topicConfigManager
 	offsets  *consumerOffsetManager
@@ -54,7 +62,9 @@ type Broker struct {
 	schedule *scheduleService
 	timer    *timerService
 	txCheck  *transactionChecker
-	uniqIDs  *uniqIDGenerator
+	pop      *popService     // pop_*.go: RocketMQ 5's pop consumption, a master service
+	popPoll  *popPollService // held pops and notifications (pop_poll.go)
+	uniqIDs  *message.UniqIDGenerator
 	sqlCache sqlCache
 	stats    *brokerStats
 	metrics  *brokerMetrics
@@ -65,15 +75,20 @@ type Broker struct {
 
 	delayLevels []time.Duration // messageDelayLevel, parsed
 
-	masterServices bool // schedule and timer services started (not on a slave)
-	registerWake   chan struct{}
-	stop           chan struct{}
-	wg             sync.WaitGroup
-	closeOnce      sync.Once
-	closeErr       error
-	ha             haState       // ha_*.go: classic replication
-	raft           raftState     // raft_*.go: the Raft mode (enableDLegerCommitLog)
-	putter         messagePutter // where puts go: the store, or the Raft node (raft_put.go)
+	// role is the replication role (role.go), chosen in New from the config and kept until Close.
+	role replicationRole
+	// raft is the role when it is the Raft mode's (enableDLegerCommitLog), for its own request handlers and
+	// state machine (raft_*.go); nil in classic mode.
+	raft     *raftRole
+	putter   messagePutter  // where puts go: the role's (the store, or the Raft node; raft_put.go)
+	services masterServices // delay, timer and transaction check-back: run while this broker is master
+
+	registerWake chan struct{}
+	reg          registerState // register.go: rounds asked and finished
+	stop         chan struct{}
+	wg           sync.WaitGroup
+	closeOnce    sync.Once
+	closeErr     error
 
 	mu           sync.Mutex
 	masterAddr   string // guarded by mu: the master's client address (slaves), from the name server
@@ -120,7 +135,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		storeHost:    netip.AddrPortFrom(ip, uint16(cfg.ListenPort)),
 		registerWake: make(chan struct{}, 1),
 		stop:         make(chan struct{}),
-		uniqIDs:      newUniqIDGenerator(ip),
+		uniqIDs:      message.NewUniqIDGenerator(ip, [4]byte{}),
 		stats:        newBrokerStats(cfg.BrokerClusterName),
 		opts:         opts,
 	}
@@ -128,14 +143,24 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.delayLevels, _ = parseDelayLevels(cfg.MessageDelayLevel) // validated above
 	b.haAddr = net.JoinHostPort(ip.String(), strconv.Itoa(cfg.haListenPort()))
 	b.topics = newTopicConfigManager(&b.cfg, b.log)
-	b.topics.onChange = b.triggerRegister
+	b.topics.onChange = b.topicsChanged
 	b.offsets = newConsumerOffsetManager(&b.cfg, b.log)
 	b.groups = newSubscriptionGroupManager(&b.cfg, b.log)
 	b.clients = newClientManager(b.log)
 	b.locks = newRebalanceLockManager(ms(cfg.RebalanceLockMaxLiveTime))
-	b.schedule = newScheduleService(b, b.delayLevels)
-	b.timer = newTimerService(b)
-	b.txCheck = newTransactionChecker(b)
+	// The master services read the store once started; New opens it below (openedStore).
+	b.schedule = newScheduleService(scheduleOptions{store: openedStore{&b.store}, put: b.put, clock: b.clock, log: b.log,
+		levels: b.delayLevels, dir: cfg.StorePathRootDir, persistEvery: ms(cfg.FlushDelayOffsetInterval)})
+	b.timer = newTimerService(timerOptions{store: openedStore{&b.store}, put: b.put, clock: b.clock, log: b.log,
+		dir: cfg.StorePathRootDir, persistEvery: ms(cfg.FlushDelayOffsetInterval),
+		onDelivered: func(topic string) { b.stats.timerOut.Get(topic).Add(1) }})
+	b.txCheck = newTransactionChecker(transactionCheckOptions{store: openedStore{&b.store}, put: b.putRaw, offsets: b.offsets,
+		topics: b.topics, producers: b.clients, clock: b.clock, log: b.log, storeHost: b.storeHost,
+		interval: ms(cfg.TransactionCheckInterval), timeout: ms(cfg.TransactionTimeOut), checkMax: cfg.TransactionCheckMax})
+	b.pop = newPopService(b.popOptions())
+	b.popPoll = newPopPollService(cfg.Pop.PopPollingSize, cfg.Pop.MaxPopPollingSize, b.rerunHeldPop)
+	b.services.list = []namedService{{"persist delay offsets", b.schedule}, {"persist timer checkpoint", b.timer},
+		{"transaction check", b.txCheck}, {"pop revive", b.pop}}
 	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load, b.schedule.load, b.timer.load} {
 		if err := load(); err != nil {
 			return nil, err
@@ -144,19 +169,21 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.pullHold = newPullHoldService(b.log, ms(cfg.PullHoldRecheckInterval), func(t string, q int32) int64 {
 		return b.store.MaxOffsetInQueue(t, q)
 	}, b.rerunPull)
-	st, err := store.Open(cfg.Config, store.Options{
+	b.role = newReplicationRole(b)
+	storeOpts := store.Options{
 		Logger:           b.log,
 		StoreHost:        b.storeHost,
 		ArrivingListener: b.arrived,
 		TagsCode:         b.scheduleTagsCode,
-		Replicator:       b.replicator(),
-		Framed:           cfg.raftMode(),
-	})
+		SyncObserver:     opts.SyncObserver,
+		FileOps:          opts.FileOps,
+	}
+	b.role.storeOptions(&storeOpts)
+	st, err := store.Open(cfg.Config, storeOpts)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open store: %w", err)
 	}
 	b.store = st
-	b.putter = st
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second, TLS: clientTLS,
 		Credentials: cfg.ACL.Credentials()}, b.log.With("component", "namesrv-client"))
 	b.server = remoting.NewServer(remoting.ServerConfig{
@@ -170,10 +197,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		b.server.SetInterceptor(aclCheck.Intercept)
 	}
 	b.metrics = newBrokerMetrics(b)
-	if err := b.newHA(); err != nil {
+	if err := b.role.open(); err != nil {
 		_ = b.store.Close()
 		return nil, err
 	}
+	b.putter = b.role.putter()
 	return b, nil
 }
 
@@ -221,21 +249,27 @@ func (b *Broker) registerProcessors() {
 	client := pool("client", c.ClientManageThreadPoolNums, 50_000)
 	consumer := pool("consumer", c.ConsumerManageThreadPoolNums, 100_000)
 	s := b.server
-	s.Register(remoting.SendMessage, send, b.masterServed(b.processSend))
-	s.Register(remoting.SendMessageV2, send, b.masterServed(b.processSend))
-	s.Register(remoting.SendBatchMessage, send, b.masterServed(b.processSend))
-	s.Register(remoting.SendReplyMessage, send, b.masterServed(b.processSendReply))
-	s.Register(remoting.SendReplyMessageV2, send, b.masterServed(b.processSendReply))
+	s.Register(remoting.SendMessage, send, b.role.masterServed(b.processSend))
+	s.Register(remoting.SendMessageV2, send, b.role.masterServed(b.processSend))
+	s.Register(remoting.SendBatchMessage, send, b.role.masterServed(b.processSend))
+	s.Register(remoting.SendReplyMessage, send, b.role.masterServed(b.processSendReply))
+	s.Register(remoting.SendReplyMessageV2, send, b.role.masterServed(b.processSendReply))
 	s.Register(remoting.PullMessage, pull, b.processPull)
-	s.Register(remoting.ConsumerSendMsgBack, send, b.masterServed(b.processConsumerSendMsgBack))
-	s.Register(remoting.EndTransaction, send, b.masterServed(b.processEndTransaction))
+	s.Register(remoting.ConsumerSendMsgBack, send, b.role.masterServed(b.processConsumerSendMsgBack))
+	s.Register(remoting.EndTransaction, send, b.role.masterServed(b.processEndTransaction))
+	s.Register(remoting.PopMessage, pull, b.role.masterServed(b.processPopMessage))
+	s.Register(remoting.AckMessage, pull, b.role.masterServed(b.processAckMessage))
+	s.Register(remoting.BatchAckMessage, pull, b.role.masterServed(b.processBatchAckMessage))
+	s.Register(remoting.ChangeMessageInvisibleTime, pull, b.role.masterServed(b.processChangeInvisibleTime))
+	s.Register(remoting.Notification, pull, b.role.masterServed(b.processNotification))
+	s.Register(remoting.PollingInfo, pull, b.role.masterServed(b.processPollingInfo))
 	s.Register(remoting.QueryMessage, query, b.processQueryMessage)
 	s.Register(remoting.ViewMessageByID, query, b.processViewMessageByID)
 	s.Register(remoting.HeartBeat, client, b.processHeartbeat)
 	s.Register(remoting.UnregisterClient, client, b.processUnregisterClient)
 	s.Register(remoting.GetConsumerListByGroup, consumer, b.processGetConsumerListByGroup)
 	s.Register(remoting.QueryConsumerOffset, consumer, b.processQueryConsumerOffset)
-	s.Register(remoting.UpdateConsumerOffset, consumer, b.masterServed(b.processUpdateConsumerOffset))
+	s.Register(remoting.UpdateConsumerOffset, consumer, b.role.masterServed(b.processUpdateConsumerOffset))
 	s.Register(remoting.GetMaxOffset, consumer, b.processGetMaxOffset)
 	s.Register(remoting.GetMinOffset, consumer, b.processGetMinOffset)
 	s.Register(remoting.SearchOffsetByTimestamp, consumer, b.processSearchOffsetByTimestamp)
@@ -257,12 +291,22 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.UpdateBrokerConfig, admin, b.processUpdateBrokerConfig)
 	s.Register(remoting.GetTopicStatsInfo, admin, b.processGetTopicStatsInfo)
 	s.Register(remoting.GetConsumeStats, admin, b.processGetConsumeStats)
+	s.Register(remoting.GetBrokerConsumeStats, admin, b.processGetBrokerConsumeStats)
+	s.Register(remoting.DeleteExpiredCommitLog, admin, b.processDeleteExpiredCommitLog)
+	s.Register(remoting.CleanExpiredConsumeQueue, admin, b.processCleanExpiredConsumeQueue)
+	s.Register(remoting.CleanUnusedTopic, admin, b.processCleanUnusedTopic)
+	s.Register(remoting.QueryConsumeQueue, query, b.processQueryConsumeQueue)
 	s.Register(remoting.GetConsumerConnectionList, admin, b.processGetConsumerConnectionList)
 	s.Register(remoting.GetProducerConnectionList, admin, b.processGetProducerConnectionList)
 	s.Register(remoting.QueryTopicConsumeByWho, admin, b.processQueryTopicConsumeByWho)
 	s.Register(remoting.InvokeBrokerToResetOffset, admin, b.processInvokeBrokerToResetOffset)
 	s.Register(remoting.GetConsumerRunningInfo, admin, b.processGetConsumerRunningInfo)
 	s.Register(remoting.ConsumeMessageDirectly, admin, b.processConsumeMessageDirectly)
+	s.Register(remoting.UpdateAndCreateACLConfig, admin, b.processUpdateAndCreateACLConfig)
+	s.Register(remoting.DeleteACLConfig, admin, b.processDeleteACLConfig)
+	s.Register(remoting.UpdateGlobalWhiteAddrsConfig, admin, b.processUpdateGlobalWhiteAddrsConfig)
+	s.Register(remoting.GetBrokerClusterACLInfo, admin, b.processGetBrokerClusterACLInfo)
+	s.Register(remoting.GetBrokerClusterACLConfig, admin, b.processGetBrokerClusterACLConfig)
 	s.OnConnClose(b.connClosed)
 }
 
@@ -275,33 +319,41 @@ func (b *Broker) arrived(a store.Arrival) {
 	case TopicTimer:
 		b.timer.arrived()
 	}
+	b.pop.arrived(a)
+	b.popPoll.arrived(a.Topic, a.QueueID)
 	b.pullHold.arrived(a)
 }
 
 // rerunPull answers a held pull: it runs the pull again (without suspending) on the pull pool.
 func (b *Broker) rerunPull(p *heldPull) {
-	run := func() {
-		// A pull of a connection the client has closed is not answered: its messages would be counted as
-		// handed out (rocketmq_messages_out_total) and go nowhere. dropConn forgets such pulls too, but only
-		// once the connection's reader has seen the close; a message arriving first wakes them before that.
+	b.rerunOnPullPool(p.conn, p.req, "held pull", func() *remoting.Command { return b.pull(p.conn, p.req, false) })
+}
+
+// rerunOnPullPool runs a held request again on the pull pool and replies with what run answers (nothing
+// when run returns nil: held again). A request of a connection the client has closed is not run: a pull's
+// messages would be counted as handed out (rocketmq_messages_out_total) and go nowhere. dropConn forgets
+// such pulls too, but only once the connection's reader has seen the close; a message arriving first wakes
+// them before that.
+func (b *Broker) rerunOnPullPool(conn *remoting.Conn, req *remoting.Command, what string, run func() *remoting.Command) {
+	job := func() {
 		select {
-		case <-p.conn.Closed():
+		case <-conn.Closed():
 			return
 		default:
 		}
-		resp := b.pull(p.conn, p.req, false)
+		resp := run()
 		if resp == nil {
 			return
 		}
-		if err := p.conn.Reply(p.req, resp); err != nil {
+		if err := conn.Reply(req, resp); err != nil {
 			if resp.Release != nil {
 				resp.Release()
 			}
-			b.log.Debug("reply to held pull", "client", p.conn.RemoteAddr(), "err", err)
+			b.log.Debug("reply to "+what, "client", conn.RemoteAddr(), "err", err)
 		}
 	}
-	if !b.pullPool.Submit(run) {
-		_ = p.conn.Reply(p.req, errResponse(remoting.SystemBusy, "[REJECTREQUEST]system busy, the pull pool is full"))
+	if !b.pullPool.Submit(job) {
+		_ = conn.Reply(req, errResponse(remoting.SystemBusy, "[REJECTREQUEST]system busy, the pull pool is full"))
 	}
 }
 
@@ -332,14 +384,9 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.pullHold.start()
-	if err := b.startHA(); err != nil {
+	b.popPoll.start()
+	if err := b.role.start(); err != nil { // and the master services on a classic master
 		return fmt.Errorf("broker: start replication: %w", err)
-	}
-	if b.cfg.BrokerRole != RoleSlave && !b.cfg.raftMode() { // the Raft mode starts them on leadership
-		b.schedule.start()
-		b.timer.start()
-		b.txCheck.start()
-		b.masterServices = true
 	}
 	b.wg.Add(1)
 	go b.registerLoop()
@@ -347,23 +394,30 @@ func (b *Broker) start() error {
 	runEvery(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
 	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
 	b.startStatsLog()
+	var err error
+	if b.grpc, err = startGrpc(b.cfg, b.aclCheck, b.log.With("component", "grpc")); err != nil {
+		return err
+	}
 	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,
 		"namesrv", b.cfg.NamesrvAddr, "store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType)
 	return nil
 }
 
-// Close shuts down in this order: in the Raft mode a master stops its services, proposes its last offsets
-// and hands leadership over (raftHandOver), then: unregister from the name servers (clients stop routing here), stop
-// accepting connections, stop the services and answer the held pulls, run the requests already queued,
-// flush the store (so SYNC_FLUSH sends are answered), persist consumer offsets, write what the connections
-// still hold and close them, then close the store (final flush, abort file removed).
+// Close shuts down in this order: the role's first step (in the Raft mode a master stops its services,
+// proposes its last offsets and hands leadership over), then: unregister from the name servers (clients
+// stop routing here), stop accepting connections, stop the services and answer the held pulls, run the
+// requests already queued, flush the store (so SYNC_FLUSH sends are answered), stop replication (the
+// role), persist consumer offsets, write what the connections still hold and close them, the role's last
+// step, then close the store (final flush, abort file removed).
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
 		ctx, cancel := context.WithTimeout(context.Background(), ms(b.cfg.ShutdownTimeoutMillis))
 		defer cancel()
-		b.raftCloseServices() // Raft mode: stopped under its lock, none started after
-		b.raftHandOver()      // Raft mode: a master hands over while its pools still run
+		if err := b.grpc.close(); err != nil { // the v5 clients' calls end first: they go through this broker
+			errs = append(errs, fmt.Errorf("close gRPC endpoint: %w", err))
+		}
+		b.role.beforeClose() // Raft mode: a master hands over while its pools still run
 		b.unregisterAll(ctx)
 		if err := b.server.StopAccepting(); err != nil {
 			errs = append(errs, err)
@@ -373,23 +427,18 @@ func (b *Broker) Close() error {
 		}
 		close(b.stop)
 		b.wg.Wait()
-		if b.masterServices {
-			b.txCheck.close()
-			if err := b.schedule.close(); err != nil {
-				errs = append(errs, fmt.Errorf("persist delay offsets: %w", err))
-			}
-			if err := b.timer.close(); err != nil {
-				errs = append(errs, fmt.Errorf("persist timer checkpoint: %w", err))
-			}
+		if err := b.services.closeForGood(); err != nil {
+			errs = append(errs, err)
 		}
 		b.pullHold.close()
+		b.popPoll.close()
 		for _, p := range b.pools {
 			p.Drain()
 		}
 		if err := b.store.Flush(); err != nil {
 			errs = append(errs, fmt.Errorf("flush store: %w", err))
 		}
-		if err := b.closeHA(); err != nil {
+		if err := b.role.close(); err != nil {
 			errs = append(errs, fmt.Errorf("close replication: %w", err))
 		}
 		if err := b.offsets.persist(true); err != nil {
@@ -401,10 +450,8 @@ func (b *Broker) Close() error {
 		if err := b.nsClient.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		if b.raft.forward != nil {
-			if err := b.raft.forward.client.Close(); err != nil {
-				errs = append(errs, err)
-			}
+		if err := b.role.afterClose(); err != nil {
+			errs = append(errs, err)
 		}
 		if b.aclCheck != nil {
 			if err := b.aclCheck.Close(); err != nil {
@@ -459,7 +506,7 @@ func (b *Broker) runtimeInfo() map[string]string {
 	m := map[string]string{
 		"brokerVersionDesc":    "V4_9_4",
 		"brokerVersion":        "401",
-		"brokerRole":           b.roleName(),
+		"brokerRole":           b.role.name(),
 		"commitLogMaxOffset":   itoa(b.store.MaxPhyOffset()),
 		"commitLogMinOffset":   itoa(b.store.MinPhyOffset()),
 		"dispatchBehindBytes":  itoa(b.store.DispatchBehindBytes()),
@@ -467,6 +514,7 @@ func (b *Broker) runtimeInfo() map[string]string {
 		"putMessageSizeTotal":  itoa(st.PutBytes),
 		"getMessageTimesTotal": itoa(b.stats.getCount.Load()),
 		"pullHoldCount":        itoa(int64(b.pullHold.count())),
+		"popHoldCount":         itoa(int64(b.popPoll.heldCount())),
 		"msgPutTotalTodayNow":  itoa(b.stats.putCount.Load()),
 		"msgGetTotalTodayNow":  itoa(b.stats.getCount.Load()),
 		"bootTimestamp":        itoa(b.stats.boot.UnixMilli()),

@@ -47,6 +47,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 		{func(c *Config) { c.DefaultTopicQueueNums = 0 }, "defaultTopicQueueNums"},
 		{func(c *Config) { c.SendMessageThreadPoolNums = 0 }, "sendMessageThreadPoolNums"},
 		{func(c *Config) { c.FlushDiskType = "SOMETIMES" }, "flushDiskType"},
+		{func(c *Config) { c.MsgTraceTopicName = "trace topic" }, "msgTraceTopicName"},
 	} {
 		c := DefaultConfig()
 		c.BrokerName = "b"
@@ -68,7 +69,7 @@ func TestHasAndAddProperty(t *testing.T) {
 	if !hasProperty(props, "TAGS") || hasProperty(props, "TAG") || hasProperty(props, "A") {
 		t.Fatal("hasProperty matched wrongly")
 	}
-	b := &Broker{cfg: DefaultConfig(), uniqIDs: newUniqIDGenerator(netip.MustParseAddr("127.0.0.1"))}
+	b := &Broker{cfg: DefaultConfig(), uniqIDs: message.NewUniqIDGenerator(netip.MustParseAddr("127.0.0.1"), [4]byte{})}
 	out := b.addBrokerProperties(props)
 	m := message.ParseProperties(out)
 	if m["CLUSTER"] != "DefaultCluster" || len(m["UNIQ_KEY"]) != 32 || m["KEYS"] != "k1" || m["TAGS"] != "A" {

@@ -10,41 +10,9 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/filter"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
-
-// SubscriptionData is one topic subscription of a consumer group, as the heartbeat carries it.
-type SubscriptionData struct {
-	ClassFilterMode bool     `json:"classFilterMode"`
-	Topic           string   `json:"topic"`
-	SubString       string   `json:"subString"`
-	TagsSet         []string `json:"tagsSet"`
-	CodeSet         []any    `json:"codeSet"` // the Go client sends strings, Java sends numbers
-	SubVersion      int64    `json:"subVersion"`
-	ExpressionType  string   `json:"expressionType"`
-}
-
-// ConsumerData is one consumer group in a heartbeat.
-type ConsumerData struct {
-	GroupName           string              `json:"groupName"`
-	ConsumeType         string              `json:"consumeType"`  // CONSUME_PASSIVELY (push) / CONSUME_ACTIVELY (pull)
-	MessageModel        string              `json:"messageModel"` // CLUSTERING / BROADCASTING
-	ConsumeFromWhere    string              `json:"consumeFromWhere"`
-	SubscriptionDataSet []*SubscriptionData `json:"subscriptionDataSet"`
-	UnitMode            bool                `json:"unitMode"`
-}
-
-// ProducerData is one producer group in a heartbeat.
-type ProducerData struct {
-	GroupName string `json:"groupName"`
-}
-
-// HeartbeatData is the HEART_BEAT body.
-type HeartbeatData struct {
-	ClientID        string          `json:"clientID"`
-	ProducerDataSet []*ProducerData `json:"producerDataSet"`
-	ConsumerDataSet []*ConsumerData `json:"consumerDataSet"`
-}
 
 // clientChannel is one client instance on one connection.
 type clientChannel struct {
@@ -69,7 +37,7 @@ type consumerGroupInfo struct {
 // subscriptionInfo is a compiled subscription: the tag codes used to filter at the ConsumeQueue, or the
 // compiled SQL92 expression (or why it does not compile).
 type subscriptionInfo struct {
-	data   SubscriptionData
+	data   protocol.SubscriptionData
 	all    bool           // "*" or empty
 	codes  map[int64]bool // tag hash codes
 	tags   map[string]bool
@@ -100,7 +68,7 @@ func newClientManager(log *slog.Logger) *clientManager {
 	}
 }
 
-func compileSubscription(sd *SubscriptionData) *subscriptionInfo {
+func compileSubscription(sd *protocol.SubscriptionData) *subscriptionInfo {
 	si := &subscriptionInfo{data: *sd, codes: map[int64]bool{}, tags: map[string]bool{}}
 	switch sd.ExpressionType {
 	case "", "TAG":
@@ -124,7 +92,7 @@ func compileSubscription(sd *SubscriptionData) *subscriptionInfo {
 
 // heartbeat registers the client's groups on conn. It returns the consumer groups whose membership
 // changed, so the caller can notify their members.
-func (m *clientManager) heartbeat(conn *remoting.Conn, hb *HeartbeatData, language string, version int32) (changed []string) {
+func (m *clientManager) heartbeat(conn *remoting.Conn, hb *protocol.HeartbeatData, language string, version int32) (changed []string) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -382,8 +350,8 @@ func dedupe(in []string) []string {
 	return out
 }
 
-func decodeHeartbeat(body []byte) (*HeartbeatData, error) {
-	var hb HeartbeatData
+func decodeHeartbeat(body []byte) (*protocol.HeartbeatData, error) {
+	var hb protocol.HeartbeatData
 	if err := json.Unmarshal(body, &hb); err != nil {
 		return nil, err
 	}

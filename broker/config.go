@@ -36,8 +36,12 @@ type Config struct {
 	TLS remoting.TLSConfig `mapstructure:",squash"`
 	// ACL holds aclEnable, aclFile, rocketmqHome and the broker's own accessKey/secretKey.
 	ACL ACLConfig `mapstructure:",squash"`
+	// Grpc holds enableProxy and grpcServerPort: RocketMQ 5's gRPC endpoint in this process (grpc.go).
+	Grpc GrpcConfig `mapstructure:",squash"`
 	// Raft holds the Raft mode's keys (raft_config.go): enableDLegerCommitLog, dLegerPeers, ...
 	Raft RaftConfig `mapstructure:",squash"`
+	// Pop holds RocketMQ 5's keys of pop consumption (pop_config.go): reviveQueueNum, reviveInterval, ...
+	Pop PopConfig `mapstructure:",squash"`
 	// ExporterConfig holds RocketMQ 5's metrics keys: metricsExporterType (DISABLE by default, or PROM),
 	// metricsPromExporterHost, metricsPromExporterPort (5557), and metricsPort, the older synonym that turns
 	// the endpoint on at its port.
@@ -64,13 +68,15 @@ type Config struct {
 	DefaultTopicQueueNums        int    `mapstructure:"defaultTopicQueueNums"`        // queues of TBW102 and of auto-created topics
 	ClusterTopicEnable           bool   `mapstructure:"clusterTopicEnable"`           // a topic named after the cluster
 	BrokerTopicEnable            bool   `mapstructure:"brokerTopicEnable"`            // a topic named after the broker
-	TraceTopicEnable             bool   `mapstructure:"traceTopicEnable"`             // RMQ_SYS_TRACE_TOPIC
+	TraceTopicEnable             bool   `mapstructure:"traceTopicEnable"`             // create the message-trace topic msgTraceTopicName
+	MsgTraceTopicName            string `mapstructure:"msgTraceTopicName"`            // topic the clients' trace records go to
 	RejectTransactionMessage     bool   `mapstructure:"rejectTransactionMessage"`     // refuse half messages
 	MaxReconsumeTimes            int    `mapstructure:"maxReconsumeTimes"`            // default retry budget of a group
 	LongPollingEnable            bool   `mapstructure:"longPollingEnable"`            // hold pulls that find nothing
 	ShortPollingTimeMills        int64  `mapstructure:"shortPollingTimeMills"`        // hold time when long polling is off
 	RegisterNameServerPeriod     int64  `mapstructure:"registerNameServerPeriod"`     // re-registration interval (30 s)
 	RegisterBrokerTimeoutMills   int64  `mapstructure:"registerBrokerTimeoutMills"`   // per name server request timeout
+	CompressedRegister           bool   `mapstructure:"compressedRegister"`           // zlib REGISTER_BROKER bodies (register.go)
 	FlushConsumerOffsetInterval  int64  `mapstructure:"flushConsumerOffsetInterval"`  // consumerOffset.json persistence (5 s)
 	ChannelExpiredTimeout        int64  `mapstructure:"channelExpiredTimeout"`        // close silent client connections (120 s)
 	ClientHousekeepingInterval   int64  `mapstructure:"clientHousekeepingInterval"`   // scan for silent clients (10 s)
@@ -107,8 +113,10 @@ func DefaultConfig() Config {
 	return Config{
 		Config:                       store.DefaultConfig(),
 		Replication:                  DefaultReplicationConfig(),
+		Pop:                          DefaultPopConfig(),
 		TLS:                          remoting.DefaultTLSConfig(),
 		ACL:                          ACLConfig{RocketmqHome: defaultRocketmqHome(), AclFile: DefaultAclFile},
+		Grpc:                         DefaultGrpcConfig(),
 		Raft:                         DefaultRaftConfig(),
 		ExporterConfig:               metrics.DefaultExporterConfig(metrics.DefaultBrokerPort),
 		Log:                          logging.DefaultConfig(),
@@ -124,11 +132,13 @@ func DefaultConfig() Config {
 		ClusterTopicEnable:           true,
 		BrokerTopicEnable:            true,
 		TraceTopicEnable:             false,
+		MsgTraceTopicName:            TopicTrace,
 		MaxReconsumeTimes:            16,
 		LongPollingEnable:            true,
 		ShortPollingTimeMills:        1000,
 		RegisterNameServerPeriod:     30_000,
 		RegisterBrokerTimeoutMills:   6_000,
+		CompressedRegister:           true,
 		FlushConsumerOffsetInterval:  5_000,
 		ChannelExpiredTimeout:        120_000,
 		ClientHousekeepingInterval:   10_000,
@@ -166,6 +176,9 @@ func (c Config) Validate() error {
 	if err := c.validateReplication(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.validateGrpc(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.validateRaft(); err != nil {
 		errs = append(errs, err)
 	}
@@ -177,6 +190,9 @@ func (c Config) Validate() error {
 	}
 	if err := protocol.ValidateTopicName(c.BrokerName); c.BrokerName == "" || err != nil {
 		bad("brokerName", "%q must be 1..127 characters of %%|a-zA-Z0-9_-", c.BrokerName)
+	}
+	if err := protocol.ValidateTopicName(c.MsgTraceTopicName); err != nil {
+		bad("msgTraceTopicName", "%v", err)
 	}
 	if c.BrokerID < 0 {
 		bad("brokerId", "%d is negative", c.BrokerID)
@@ -250,6 +266,9 @@ func (c Config) Validate() error {
 		bad("metricsQueueLagSeriesLimit", "%d is negative (0 = no per-queue lag series)", c.MetricsQueueLagSeriesLimit)
 	}
 	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Pop.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ACL.AclEnable && c.ACL.AclFile == "" {

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -57,16 +58,22 @@ func (m *consumerOffsetManager) commit(group, topic string, queueID int32, offse
 	key := topic + offsetKeySep + group
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	q := m.table[key]
-	if q == nil {
-		q = map[int32]int64{}
-		m.table[key] = q
-	}
+	q := m.queuesLocked(key)
 	if old, ok := q[queueID]; ok && old == offset {
 		return
 	}
 	q[queueID] = offset
 	m.dirty = true
+}
+
+// queuesLocked is key's queue -> offset table, created empty when absent. m.mu must be held.
+func (m *consumerOffsetManager) queuesLocked(key string) map[int32]int64 {
+	q := m.table[key]
+	if q == nil {
+		q = map[int32]int64{}
+		m.table[key] = q
+	}
+	return q
 }
 
 // query returns the committed offset, or -1 when the group never committed one for the queue.
@@ -116,6 +123,31 @@ func (m *consumerOffsetManager) removeGroup(group string) {
 			m.dirty = true
 		}
 	}
+}
+
+// apply sets the offsets in set (topic@group -> queue -> offset; queues not named keep theirs) and drops the
+// keys in removed: a Raft offsets entry of the master (raft_offsets.go).
+func (m *consumerOffsetManager) apply(set map[string]map[int32]int64, removed []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, q := range set {
+		maps.Copy(m.queuesLocked(k), q)
+	}
+	for _, k := range removed {
+		delete(m.table, k)
+	}
+	m.dirty = true
+}
+
+// replace makes table (copied) the offsets: a Raft snapshot (raft_meta.go).
+func (m *consumerOffsetManager) replace(table map[string]map[int32]int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.table = make(map[string]map[int32]int64, len(table))
+	for k, q := range table {
+		m.table[k] = maps.Clone(q)
+	}
+	m.dirty = true
 }
 
 func (m *consumerOffsetManager) snapshot() ConsumerOffsetWrapper {

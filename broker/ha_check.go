@@ -17,25 +17,27 @@ import (
 // tailCheckTimeout bounds one tail check.
 const tailCheckTimeout = 5 * time.Second
 
-// processTailCheck answers a slave's tail check (masters only).
-func (b *Broker) processTailCheck(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.ha.svc == nil {
-		return errResponse(remoting.ServiceNotAvailable, "broker %s is a slave (brokerId %d): only a master answers tail checks", b.addr, b.cfg.BrokerID)
-	}
+// processTailCheck answers a slave's tail check.
+func (m *classicMaster) processTailCheck(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	check, err := ha.DecodeCheckRequest(req.Body)
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "%v", err)
 	}
 	resp := remoting.NewResponse(remoting.Success, "")
-	resp.Body = ha.AnswerCheck(b.ha.cl, check).Encode()
+	resp.Body = ha.AnswerCheck(m.b.store, check).Encode()
 	return resp
 }
 
+// refuseTailCheck answers a tail check that reached a slave: only a master answers them.
+func (s *classicSlave) refuseTailCheck(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return errResponse(remoting.ServiceNotAvailable, "broker %s is a slave (brokerId %d): only a master answers tail checks", s.b.addr, s.b.cfg.BrokerID)
+}
+
 // masterTailChecker sends a slave's tail checks to its master's remoting port.
-type masterTailChecker struct{ b *Broker }
+type masterTailChecker struct{ s *classicSlave }
 
 func (c masterTailChecker) CheckTail(ctx context.Context, req ha.CheckRequest) (ha.CheckResponse, error) {
-	b := c.b
+	b := c.s.b
 	addr := b.masterAddress()
 	if addr == "" {
 		if len(b.cfg.NamesrvAddrs()) == 0 {
@@ -45,7 +47,7 @@ func (c masterTailChecker) CheckTail(ctx context.Context, req ha.CheckRequest) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, tailCheckTimeout)
 	defer cancel()
-	resp, err := b.ha.remote.Invoke(ctx, addr, remoting.NewRequest(remoting.RequestCode(ha.CheckRequestCode), nil, req.Encode()))
+	resp, err := c.s.remote.Invoke(ctx, addr, remoting.NewRequest(remoting.RequestCode(ha.CheckRequestCode), nil, req.Encode()))
 	if err != nil {
 		return ha.CheckResponse{}, fmt.Errorf("tail check to master %s: %w", addr, err)
 	}

@@ -10,7 +10,7 @@ import (
 // Consumer offsets on a slave. RocketMQ's slave overwrites its offsets with the master's every 10 s
 // and has no way back, so offsets that clients committed to the slave while the master was away
 // are lost when the master returns and consumers re-read from the master's stale offsets (issues
-// #1094, #2513). Here the slave remembers what it last took from the master (haState.synced); an
+// #1094, #2513). Here the slave remembers what it last took from the master (classicSlave.synced); an
 // entry that differs from it was committed to the slave since. When the master is back such an
 // entry is pushed to it (UPDATE_CONSUMER_OFFSET, as a client would) if the master's own value is
 // lower, and the slave keeps it instead of the master's lower one. A master that is ahead wins.
@@ -18,9 +18,10 @@ import (
 // pushes old values over a master that moved (an offset reset, say).
 
 // syncConsumerOffsets pulls the master's offsets, pushes back the slave's newer commits, and merges.
-func (b *Broker) syncConsumerOffsets(ctx context.Context, addr string) error {
+func (s *classicSlave) syncConsumerOffsets(ctx context.Context, addr string) error {
+	b := s.b
 	var w ConsumerOffsetWrapper
-	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllConsumerOffset, &w); err != nil {
+	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllConsumerOffset, &w); err != nil {
 		return err
 	}
 	master := w.OffsetTable
@@ -29,7 +30,7 @@ func (b *Broker) syncConsumerOffsets(ctx context.Context, addr string) error {
 	}
 	for key, queues := range b.offsets.snapshot().OffsetTable {
 		for qid, off := range queues {
-			if synced, ok := b.ha.synced[key][qid]; ok && synced == off {
+			if synced, ok := s.synced[key][qid]; ok && synced == off {
 				continue // taken from the master, not committed here
 			}
 			if mo, ok := master[key][qid]; ok && mo >= off {
@@ -41,7 +42,7 @@ func (b *Broker) syncConsumerOffsets(ctx context.Context, addr string) error {
 			}
 			req := remoting.NewRequest(remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": group, "topic": topic,
 				"queueId": itoa(int64(qid)), "commitOffset": itoa(off)}, nil)
-			if _, err := b.callMaster(ctx, addr, req); err != nil {
+			if _, err := s.callMaster(ctx, addr, req); err != nil {
 				b.log.Warn("could not push an offset committed to the slave back to the master", "group", group, "topic", topic,
 					"queue", qid, "offset", off, "err", err)
 				continue
@@ -54,7 +55,7 @@ func (b *Broker) syncConsumerOffsets(ctx context.Context, addr string) error {
 			master[key][qid] = off
 		}
 	}
-	b.ha.synced = b.offsets.mergeFromMaster(master, b.ha.synced)
+	s.synced = b.offsets.mergeFromMaster(master, s.synced)
 	return b.offsets.persist(false)
 }
 
@@ -73,11 +74,7 @@ func (m *consumerOffsetManager) mergeFromMaster(master, synced map[string]map[in
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for key, queues := range master {
-		local := m.table[key]
-		if local == nil {
-			local = map[int32]int64{}
-			m.table[key] = local
-		}
+		local := m.queuesLocked(key)
 		taken := next[key]
 		if taken == nil {
 			taken = make(map[int32]int64, len(queues))

@@ -18,8 +18,9 @@ import (
 // syncCallTimeout bounds one request to the master (RocketMQ's BrokerOuterAPI uses 3 s).
 const syncCallTimeout = 3 * time.Second
 
-// slaveSyncLoop runs the sync until the broker stops.
-func (b *Broker) slaveSyncLoop() {
+// syncLoop runs the sync until the broker stops.
+func (s *classicSlave) syncLoop() {
+	b := s.b
 	defer b.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -39,14 +40,15 @@ func (b *Broker) slaveSyncLoop() {
 		case <-b.stop:
 			return
 		case <-t.C:
-		case <-b.ha.syncWake:
+		case <-s.syncWake:
 		}
-		b.syncFromMaster(ctx)
+		s.syncFromMaster(ctx)
 	}
 }
 
 // syncFromMaster is one round: the four tables, each on its own (one failing does not stop the rest).
-func (b *Broker) syncFromMaster(ctx context.Context) {
+func (s *classicSlave) syncFromMaster(ctx context.Context) {
+	b := s.b
 	addr := b.masterAddress()
 	if addr == "" || addr == b.addr {
 		return
@@ -55,14 +57,14 @@ func (b *Broker) syncFromMaster(ctx context.Context) {
 		what string
 		fn   func(context.Context, string) error
 	}{
-		{"topics", b.syncTopics},
-		{"consumer offsets", b.syncConsumerOffsets},
-		{"delay offsets", b.syncDelayOffsets},
-		{"subscription groups", b.syncSubscriptionGroups},
+		{"topics", s.syncTopics},
+		{"consumer offsets", s.syncConsumerOffsets},
+		{"delay offsets", s.syncDelayOffsets},
+		{"subscription groups", s.syncSubscriptionGroups},
 	}
-	for _, s := range steps {
-		if err := s.fn(ctx, addr); err != nil && ctx.Err() == nil {
-			b.log.Warn("slave sync from the master failed", "what", s.what, "master", addr, "err", err)
+	for _, step := range steps {
+		if err := step.fn(ctx, addr); err != nil && ctx.Err() == nil {
+			b.log.Warn("slave sync from the master failed", "what", step.what, "master", addr, "err", err)
 		}
 	}
 }
@@ -75,10 +77,10 @@ func (b *Broker) masterAddress() string {
 }
 
 // callMaster sends req to the master and checks the answer's code.
-func (b *Broker) callMaster(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
+func (s *classicSlave) callMaster(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, syncCallTimeout)
 	defer cancel()
-	resp, err := b.ha.remote.Invoke(ctx, addr, req)
+	resp, err := s.remote.Invoke(ctx, addr, req)
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +91,8 @@ func (b *Broker) callMaster(ctx context.Context, addr string, req *remoting.Comm
 }
 
 // fetchFromMaster sends a body-less request and decodes the JSON answer into v.
-func (b *Broker) fetchFromMaster(ctx context.Context, addr string, code remoting.RequestCode, v any) error {
-	resp, err := b.callMaster(ctx, addr, remoting.NewRequest(code, nil, nil))
+func (s *classicSlave) fetchFromMaster(ctx context.Context, addr string, code remoting.RequestCode, v any) error {
+	resp, err := s.callMaster(ctx, addr, remoting.NewRequest(code, nil, nil))
 	if err != nil {
 		return err
 	}
@@ -100,9 +102,10 @@ func (b *Broker) fetchFromMaster(ctx context.Context, addr string, code remoting
 	return nil
 }
 
-func (b *Broker) syncTopics(ctx context.Context, addr string) error {
+func (s *classicSlave) syncTopics(ctx context.Context, addr string) error {
+	b := s.b
 	var w protocol.TopicConfigSerializeWrapper
-	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllTopicConfig, &w); err != nil {
+	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllTopicConfig, &w); err != nil {
 		return err
 	}
 	for name, tc := range w.TopicConfigTable {
@@ -120,9 +123,10 @@ func (b *Broker) syncTopics(ctx context.Context, addr string) error {
 	return b.topics.changed()
 }
 
-func (b *Broker) syncSubscriptionGroups(ctx context.Context, addr string) error {
+func (s *classicSlave) syncSubscriptionGroups(ctx context.Context, addr string) error {
+	b := s.b
 	var w SubscriptionGroupWrapper
-	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllSubscriptionGroupConfig, &w); err != nil {
+	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllSubscriptionGroupConfig, &w); err != nil {
 		return err
 	}
 	if !b.groups.replaceFrom(w.SubscriptionGroupTable, w.DataVersion) {
@@ -132,14 +136,13 @@ func (b *Broker) syncSubscriptionGroups(ctx context.Context, addr string) error 
 	return b.groups.persist()
 }
 
-func (b *Broker) syncDelayOffsets(ctx context.Context, addr string) error {
+func (s *classicSlave) syncDelayOffsets(ctx context.Context, addr string) error {
+	b := s.b
 	var w DelayOffsetWrapper
-	if err := b.fetchFromMaster(ctx, addr, remoting.GetAllDelayOffset, &w); err != nil {
+	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllDelayOffset, &w); err != nil {
 		return err
 	}
-	for level, off := range w.OffsetTable {
-		b.schedule.setOffset(level, off)
-	}
+	b.schedule.setOffsets(w.OffsetTable)
 	return b.schedule.persist()
 }
 
@@ -152,6 +155,7 @@ func (t *versionedTable[T]) replaceFrom(values map[string]*T, version protocol.D
 	if version == t.version {
 		return false
 	}
+	t.dropped = true
 	table := make(map[string]*T, len(values))
 	for k, v := range values {
 		if v != nil {

@@ -10,7 +10,7 @@ import (
 
 // brokerMetrics is the broker's Prometheus endpoint (metricsExporterType=PROM, metricsPromExporterPort): a registry whose collectors read the
 // broker's state at scrape time (this file, metrics_lag.go, metrics_ha.go) and the HTTP server. The HA series
-// come with classic replication (b.ha, built in New); the Raft mode adds its own with registerRaft. With
+// come with classic replication (its roles collect them, role_classic.go); the Raft mode adds its own with registerRaft. With
 // the endpoint off (DISABLE, the default) it is empty and every method does nothing; only brokerStats' per-topic counters still run.
 type brokerMetrics struct {
 	reg *prometheus.Registry // nil when the endpoint is off
@@ -31,7 +31,9 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 	// labelMap); so do we, on ours as well.
 	rmq := prometheus.WrapRegistererWith(prometheus.Labels{labelCluster: b.cfg.BrokerClusterName,
 		labelNodeType: nodeTypeBroker, labelNodeID: b.cfg.BrokerName}, reg)
-	rmq.MustRegister(b.metricsCollector(), b.rmq5Collector())
+	rmq.MustRegister(b.metricsCollector(), b.rmq5Collector(), metrics.NewCollector(func(ch chan<- prometheus.Metric) {
+		b.pop.collect(ch, b.popPoll.heldCount())
+	}, popDescs...))
 	b.server.SetReplyObserver(b.stats.observeReply)
 	return &brokerMetrics{reg: reg, rmq: rmq,
 		server: metrics.NewEndpoint(b.cfg.ExporterConfig, listenHost(b.cfg.BrokerIP1), reg, b.log.With("component", "metrics"))}
@@ -78,7 +80,7 @@ var (
 // metricsCollector reads the broker's numbers at scrape time.
 func (b *Broker) metricsCollector() prometheus.Collector {
 	return metrics.NewCollector(func(ch chan<- prometheus.Metric) {
-		ch <- metrics.Gauge(brokerInfoDesc, 1, b.cfg.BrokerName, strconv.FormatInt(b.brokerID(), 10), b.roleName())
+		ch <- metrics.Gauge(brokerInfoDesc, 1, b.cfg.BrokerName, strconv.FormatInt(b.role.brokerID(), 10), b.role.name())
 		st := b.store.Stats()
 		ch <- metrics.Histogram(putLatencyDesc, st.PutLatency.Bounds, st.PutLatency.Counts, st.PutLatency.Sum)
 		ch <- metrics.Histogram(flushLatencyDesc, st.FlushLatency.Bounds, st.FlushLatency.Counts, st.FlushLatency.Sum)
@@ -91,7 +93,7 @@ func (b *Broker) metricsCollector() prometheus.Collector {
 		ch <- metrics.Counter(warmStallsDesc, float64(st.WarmStalls))
 		ch <- metrics.Gauge(pullsHeldDesc, float64(b.pullHold.count()))
 		b.collectConsumerLag(ch)
-		b.collectHA(ch)
+		b.role.collect(ch) // classic replication's series (role_classic.go)
 	}, brokerInfoDesc, putLatencyDesc, flushLatencyDesc, commitBehindDesc, diskRatioDesc, writableDesc, putFailuresDesc,
 		flushFailuresDesc, warmBytesDesc, warmStallsDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
 		consumerQueueingDesc, consumerReadyDesc, queueLagDesc, queueLagOmittedDesc,

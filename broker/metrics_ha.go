@@ -25,17 +25,6 @@ var (
 		"1 while this slave's HA client is connected to its master, else 0 (classic replication).")
 )
 
-// collectHA sends the classic-replication series: a master's slaves and their lag, or whether a slave's
-// HA client is connected. The HA pieces are built in New and never replaced, so reading them here is safe.
-func (b *Broker) collectHA(ch chan<- prometheus.Metric) {
-	switch {
-	case b.ha.svc != nil:
-		collectSlaves(ch, b.ha.svc, b.store.MaxPhyOffset())
-	case b.ha.client != nil:
-		ch <- metrics.Gauge(haMasterConnectedDesc, metrics.Bool(b.ha.client.Connected()))
-	}
-}
-
 // collectSlaves sends the number of slave connections and, per connection that has reported, its lag
 // behind end. The slave label is the connection's remote address (host:port): a slave that reconnects
 // shows up under a new port, and its old series ends.

@@ -88,10 +88,12 @@ func (b *Broker) progressPairs() []groupTopic {
 
 // consumerProgress computes every pair's progress over the topic's write queues, as ConsumerLagCalculator
 // does: a queue the group never committed on counts as consumed to its end, one it never pulled from as
-// pulled up to its committed offset. Counts are never negative (an offset past a queue's end, after a reset
+// pulled up to its committed offset. A pop group's messages popped and not acked are its inflight ones and
+// count into its lag, from the first of them. Counts are never negative (an offset past a queue's end, after a reset
 // or on a slave behind its master, counts as 0).
 func (b *Broker) consumerProgress() []groupProgress {
 	pairs := b.progressPairs()
+	pops := b.pop.inFlight()
 	out := make([]groupProgress, 0, len(pairs))
 	for _, p := range pairs {
 		tc := b.topics.get(p.topic)
@@ -111,8 +113,17 @@ func (b *Broker) consumerProgress() []groupProgress {
 			if pulled < 0 {
 				pulled = committed
 			}
+			inflight := max(pulled-committed, 0)
+			if f, ok := pops[groupQueue{p.group, p.topic, q}]; ok {
+				// A pop group's offset is its pop offset: what it popped and has not acked is in flight
+				// (RocketMQ 5 counts it into the lag as well), from the first such message on.
+				pulled, committed, inflight = max(committed, pulled), min(committed, f.first), f.count
+				if n := len(g.queues); n > 0 && g.queues[n-1].queueID == q {
+					g.queues[n-1].lag = max(end-committed, 0)
+				}
+			}
 			g.lag += max(end-committed, 0)
-			g.inflight += max(pulled-committed, 0)
+			g.inflight += inflight
 			g.ready += max(end-pulled, 0)
 			if committed < end {
 				g.oldestLag = oldest(g.oldestLag, b.storeTime(p.topic, q, committed))

@@ -60,7 +60,7 @@ func TestMessageTypeOf(t *testing.T) {
 // and by how far ahead they are (RocketMQ's timer distribution bounds).
 func TestTimerStatus(t *testing.T) {
 	b := startMetricsBroker(t, metricsTestConfig(t))
-	s := newTimerService(b) // not started: nothing delivers the entries below
+	s := newTimerService(timerOptions{store: b.store, clock: b.clock, log: b.log, dir: t.TempDir()}) // not started: nothing delivers the entries below
 	now := time.Now()
 	ms := now.UnixMilli()
 	for _, due := range []int64{ms - 3000, ms - 10, ms + 2000, ms + 5000, ms + 59_000, ms + 3_600_000, ms + 90_000_000} {

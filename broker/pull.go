@@ -122,13 +122,13 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	} else {
 		res.Release()
 	}
-	if allowSuspend && h.sysFlag&remoting.PullFlagCommitOffset != 0 && !b.actsAsSlave() {
+	if allowSuspend && h.sysFlag&remoting.PullFlagCommitOffset != 0 && b.role.acceptsWrites() {
 		b.offsets.commit(h.group, h.topic, h.queueID, h.commitOffset)
 	}
 	if code == remoting.PullNotFound && allowSuspend && h.sysFlag&remoting.PullFlagSuspend != 0 {
 		hold := h.suspendTimeout
-		if !b.cfg.LongPollingEnable {
-			hold = ms(b.cfg.ShortPollingTimeMills)
+		if live := b.liveConfig(); !live.LongPollingEnable {
+			hold = ms(live.ShortPollingTimeMills)
 		}
 		if hold > 0 {
 			req.MarkSuspended()
@@ -150,7 +150,7 @@ func (b *Broker) pullSubscription(h *pullHeader, group *protocol.SubscriptionGro
 		return nil, errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s (enablePropertyFilter=false)", h.expressionType)
 	}
 	if h.sysFlag&remoting.PullFlagSubscription != 0 {
-		sub := b.sqlCache.compile(&SubscriptionData{Topic: h.topic, SubString: h.subscription, ExpressionType: h.expressionType, SubVersion: h.subVersion})
+		sub := b.sqlCache.compile(&protocol.SubscriptionData{Topic: h.topic, SubString: h.subscription, ExpressionType: h.expressionType, SubVersion: h.subVersion})
 		if sub.sqlErr != nil {
 			return nil, errResponse(remoting.SubscriptionParseFailed, "the subscription %q of group %s on %s does not compile: %v", h.subscription, h.group, h.topic, sub.sqlErr)
 		}
@@ -204,7 +204,7 @@ func pullResponseCode(st store.GetStatus, requested int64) (remoting.ResponseCod
 // its data is likely out of memory (the store's accessMessageInMemoryMaxRatio rule), else the group's
 // brokerId; without it, always the master (0).
 func (b *Broker) suggestBrokerID(group *protocol.SubscriptionGroupConfig, res *store.GetResult) int64 {
-	if !b.cfg.Replication.SlaveReadEnable {
+	if !b.liveConfig().Replication.SlaveReadEnable {
 		return 0
 	}
 	if res.SuggestPullingFromSlave {

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -34,23 +33,25 @@ type pullHoldService struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	mu       sync.Mutex
-	held     map[string][]*heldPull // "topic@queueId" -> held pulls; guarded by mu
-	earliest time.Time              // guarded by mu: earliest deadline among held pulls
+	held     map[holdKey][]*heldPull // held pulls by queue; guarded by mu
+	earliest time.Time               // guarded by mu: earliest deadline among held pulls
 }
 
 func newPullHoldService(log *slog.Logger, recheck time.Duration, maxOff func(string, int32) int64, rerun func(*heldPull)) *pullHoldService {
 	return &pullHoldService{log: log, recheck: recheck, maxOff: maxOff, rerun: rerun,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), held: map[string][]*heldPull{}}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), held: map[holdKey][]*heldPull{}}
 }
 
-func holdKey(topic string, queueID int32) string {
-	return topic + "@" + strconv.Itoa(int(queueID))
+// holdKey names a queue in the held table (a struct: looking one up for every arrival builds no string).
+type holdKey struct {
+	topic   string
+	queueID int32
 }
 
 // hold parks p. A message may have arrived between the pull's read and now, so the queue is checked once
 // more after parking; that closes the race with the arrival listener.
 func (s *pullHoldService) hold(p *heldPull) {
-	key := holdKey(p.topic, p.queueID)
+	key := holdKey{p.topic, p.queueID}
 	s.mu.Lock()
 	s.held[key] = append(s.held[key], p)
 	earlier := s.earliest.IsZero() || p.deadline.Before(s.earliest)
@@ -75,7 +76,7 @@ func (s *pullHoldService) arrived(a store.Arrival) {
 // notify wakes the pulls on topic/queue that maxOffset satisfies (and whose filter accepts the arrived
 // message, when known), and those past their deadline.
 func (s *pullHoldService) notify(topic string, queueID int32, maxOffset int64, a *store.Arrival) {
-	key := holdKey(topic, queueID)
+	key := holdKey{topic, queueID}
 	now := time.Now()
 	s.mu.Lock()
 	list := s.held[key]
@@ -84,9 +85,10 @@ func (s *pullHoldService) notify(topic string, queueID int32, maxOffset int64, a
 		return
 	}
 	var ready, keep []*heldPull
+	var props map[string]string // the arrival's, decoded for the first pull that needs them
 	for _, p := range list {
 		switch {
-		case maxOffset > p.offset && (a == nil || p.filter.MatchByConsumeQueue(a.TagsCode) && (a.Properties == nil || p.filter.MatchByCommitLog(nil, a.Properties))):
+		case maxOffset > p.offset && (a == nil || arrivalMatches(p.filter, a, &props)):
 			ready = append(ready, p)
 		case !now.Before(p.deadline):
 			ready = append(ready, p)
@@ -105,6 +107,18 @@ func (s *pullHoldService) notify(topic string, queueID int32, maxOffset int64, a
 	}
 }
 
+// arrivalMatches says whether f accepts the arrived message a, decoding its properties into *props on first
+// use (they are valid during the arrival listener's call only).
+func arrivalMatches(f store.MessageFilter, a *store.Arrival, props *map[string]string) bool {
+	if !f.MatchByConsumeQueue(a.TagsCode) {
+		return false
+	}
+	if *props == nil {
+		*props = a.PropertyMap()
+	}
+	return f.MatchByCommitLog(nil, *props)
+}
+
 func (s *pullHoldService) start() {
 	s.wg.Add(1)
 	go s.loop()
@@ -116,7 +130,7 @@ func (s *pullHoldService) close() {
 	// Answer whatever is still held so clients do not wait for their timeouts.
 	s.mu.Lock()
 	all := s.held
-	s.held = map[string][]*heldPull{}
+	s.held = map[holdKey][]*heldPull{}
 	s.mu.Unlock()
 	for _, list := range all {
 		for _, p := range list {

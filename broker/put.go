@@ -119,19 +119,26 @@ func (b *Broker) put(ctx context.Context, m *message.Message) (store.PutResult, 
 	return b.putter.PutMessage(ctx, m)
 }
 
+// putRaw stores m as it is (no delay or timer rewriting), waiting for the store's durability policy.
+func (b *Broker) putRaw(ctx context.Context, m *message.Message) (store.PutResult, error) {
+	return b.putter.PutMessage(ctx, m)
+}
+
 // scheduleTagsCode is the store's TagsCode hook: a SCHEDULE_TOPIC_XXXX unit holds its delivery time, and
 // so does a timer-topic unit, as RocketMQ's ConsumeQueue does for delayed messages.
-func (b *Broker) scheduleTagsCode(topic string, props map[string]string, storeTimestamp int64) (int64, bool) {
+func (b *Broker) scheduleTagsCode(topic string, props []byte, storeTimestamp int64) (int64, bool) {
 	switch topic {
 	case TopicSchedule:
-		level, err := strconv.Atoi(props[message.PropertyDelayLevel])
+		v, _ := message.PropertyValue(props, message.PropertyDelayLevel)
+		level, err := strconv.Atoi(string(v))
 		if err != nil || level < 1 {
 			return storeTimestamp, true
 		}
 		level = min(level, len(b.delayLevels))
 		return storeTimestamp + b.delayLevels[level-1].Milliseconds(), true
 	case TopicTimer:
-		due, err := strconv.ParseInt(props[propTimerOutMs], 10, 64)
+		v, _ := message.PropertyValue(props, propTimerOutMs)
+		due, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
 			return storeTimestamp, true
 		}

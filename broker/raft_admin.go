@@ -45,7 +45,7 @@ func (b *Broker) processTransferRaftLeadership(ctx context.Context, conn *remoti
 	}
 	if hold > 0 {
 		until := time.Now().Add(time.Duration(hold) * time.Millisecond).UnixMilli()
-		if _, err := b.proposeMeta(&metaCmd{Op: metaHold, Name: b.cfg.Raft.DLegerSelfId, HoldUntil: until}); err != nil {
+		if _, err := b.raft.proposeMeta(&metaCmd{Op: metaHold, Name: b.cfg.Raft.DLegerSelfId, HoldUntil: until}); err != nil {
 			return errResponse(remoting.ServiceNotAvailable, "hold preferred-leader moves of Raft group %s for %d ms before the transfer: %v",
 				b.cfg.raftGroup(), hold, err)
 		}

@@ -77,6 +77,21 @@ type RaftConfig struct {
 	// a request that would pass it is answered SYSTEM_BUSY naming this key. 0 turns forwarding off: a
 	// node that is not the master refuses writes with SERVICE_NOT_AVAILABLE, as before forwarding.
 	DLegerForwardMaxInflightBytes int64 `mapstructure:"dLegerForwardMaxInflightBytes"`
+	// RaftOverlapLeaderSync (SYNC_FLUSH): the leader syncs an entry while it replicates it instead
+	// of before (true; raftlog.Config.OverlapLeaderSync). A send is still answered, and a message
+	// readable on any node, only once the leader and a majority hold it on disk; false restores the
+	// leader's sync before replication.
+	RaftOverlapLeaderSync bool `mapstructure:"raftOverlapLeaderSync"`
+	// RaftProposeMaxInFlight is how many entries the leader's proposer keeps in flight at once
+	// (raftlog.Config.MaxInFlight): puts arriving meanwhile queue and go together in the next entry, so
+	// fewer in flight means bigger entries (fewer syncs per message) and more in flight shorter waits.
+	// 0 (the default) picks by flush mode: 1 with SYNC_FLUSH, where every entry costs a sync on every
+	// node, 2 with ASYNC_FLUSH (make bench-compare, 16 producers: SYNC_FLUSH 1.35-1.45x the msgs/s of 2
+	// and 10 % less CPU per message; ASYNC_FLUSH 0.93x).
+	RaftProposeMaxInFlight int `mapstructure:"raftProposeMaxInFlight"`
+	// RaftProposeMaxLingerMicros is the longest the proposer waits, with a slot free, for as many puts
+	// as the last entry carried (1000 µs; raftlog.Config.MaxLinger); 0 sends what is queued at once.
+	RaftProposeMaxLingerMicros int64 `mapstructure:"raftProposeMaxLingerMicros"`
 }
 
 // DefaultRaftConfig returns the Raft mode's defaults (off).
@@ -89,6 +104,8 @@ func DefaultRaftConfig() RaftConfig {
 		DLegerOffsetSyncIntervalMs:    1000,
 		DLegerForwardTimeoutMs:        3000,
 		DLegerForwardMaxInflightBytes: 64 << 20,
+		RaftOverlapLeaderSync:         true,
+		RaftProposeMaxLingerMicros:    1000,
 	}
 }
 
@@ -115,6 +132,15 @@ func (c Config) raftNodeConfig() raftlog.Config {
 	rc.Sync = c.FlushDiskType == "SYNC_FLUSH"
 	rc.CheckCRCOnRecover = c.CheckCRCOnRecover
 	rc.PreferredLeaderID = c.Raft.PreferredLeaderId
+	rc.OverlapLeaderSync = c.Raft.RaftOverlapLeaderSync
+	rc.MaxInFlight = c.Raft.RaftProposeMaxInFlight
+	if rc.MaxInFlight == 0 {
+		rc.MaxInFlight = 2
+		if rc.Sync {
+			rc.MaxInFlight = 1
+		}
+	}
+	rc.MaxLinger = time.Duration(c.Raft.RaftProposeMaxLingerMicros) * time.Microsecond
 	return rc
 }
 
@@ -154,6 +180,12 @@ func (c Config) validateRaft() error {
 	errs := []error{vipErr}
 	bad := func(key string, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config key %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if r.RaftProposeMaxInFlight < 0 || r.RaftProposeMaxInFlight > 64 {
+		bad("raftProposeMaxInFlight", "%d must be 0 (by flush mode) to 64", r.RaftProposeMaxInFlight)
+	}
+	if r.RaftProposeMaxLingerMicros < 0 || r.RaftProposeMaxLingerMicros > 100_000 {
+		bad("raftProposeMaxLingerMicros", "%d must be 0 to 100000 (100 ms)", r.RaftProposeMaxLingerMicros)
 	}
 	if c.BrokerRole == RoleSlave {
 		bad("brokerRole", "SLAVE cannot be combined with enableDLegerCommitLog=true: in the Raft mode the role follows leadership (leave brokerRole unset)")

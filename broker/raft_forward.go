@@ -139,11 +139,12 @@ func (f *raftForwarder) target(minTerm uint64) (leaderAnnouncement, bool) {
 // master within dLegerForwardTimeoutMs instead of relaying the refusal. Responses are not signed.
 const extNotMaster = "rocketraftNotMaster"
 
-// masterServed wraps the handler of a request that only the master serves (forwardedCodes): unchanged in
-// classic mode and on the master; elsewhere the request is forwarded, or refused when it was forwarded
-// already.
-func (b *Broker) masterServed(h remoting.HandlerFunc) remoting.HandlerFunc {
-	if !b.cfg.raftMode() || b.cfg.Raft.DLegerForwardMaxInflightBytes == 0 {
+// masterServed wraps the handler of a request that only the master serves (forwardedCodes): unchanged on
+// the master; elsewhere the request is forwarded, or refused when it was forwarded already. With
+// dLegerForwardMaxInflightBytes=0 h is returned unchanged (refuseWrite answers a send on a follower).
+func (r *raftRole) masterServed(h remoting.HandlerFunc) remoting.HandlerFunc {
+	b := r.b
+	if b.cfg.Raft.DLegerForwardMaxInflightBytes == 0 {
 		return h
 	}
 	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -153,7 +154,7 @@ func (b *Broker) masterServed(h remoting.HandlerFunc) remoting.HandlerFunc {
 		if req.Flag&remoting.FlagForwarded != 0 {
 			return b.refuseForwarded(conn, req)
 		}
-		return b.raft.forward.forward(conn, req, h)
+		return r.forward.forward(conn, req, h)
 	}
 }
 
@@ -166,16 +167,16 @@ func (b *Broker) servesWrites() bool {
 // forwardRefusedPut forwards a send whose put the Raft node refused with ErrNotLeader (nothing was
 // proposed: leadership moved, or a transfer runs, after the send passed masterServed) and reports
 // whether it took the request over; the caller answers it otherwise.
-func (b *Broker) forwardRefusedPut(conn *remoting.Conn, req *remoting.Command, err error) bool {
-	if !b.cfg.raftMode() || b.cfg.Raft.DLegerForwardMaxInflightBytes == 0 || !errors.Is(err, raftlog.ErrNotLeader) {
+func (r *raftRole) forwardRefusedPut(conn *remoting.Conn, req *remoting.Command, err error) bool {
+	if r.b.cfg.Raft.DLegerForwardMaxInflightBytes == 0 || !errors.Is(err, raftlog.ErrNotLeader) {
 		return false
 	}
 	if req.Flag&remoting.FlagForwarded != 0 {
-		b.raft.forward.reply(conn, req, b.refuseForwarded(conn, req))
+		r.forward.reply(conn, req, r.b.refuseForwarded(conn, req))
 		return true
 	}
-	if resp := b.raft.forward.forward(conn, req, nil); resp != nil {
-		b.raft.forward.reply(conn, req, resp)
+	if resp := r.forward.forward(conn, req, nil); resp != nil {
+		r.forward.reply(conn, req, resp)
 	}
 	return true
 }
@@ -348,7 +349,7 @@ func (b *Broker) announceLeader(term uint64) {
 	cmd := &metaCmd{Op: metaLeader, Name: b.cfg.Raft.DLegerSelfId, BrokerAddr: b.addr, Term: term}
 	go func() {
 		for b.raft.master.Load() && b.raft.node.Status().Term == term {
-			_, err := b.proposeMeta(cmd)
+			_, err := b.raft.proposeMeta(cmd)
 			if err == nil {
 				return
 			}
@@ -368,8 +369,8 @@ func (b *Broker) announceLeader(term uint64) {
 // clientAddr is the address of the client that sent req: the connection's peer or, for a request another
 // node of the Raft group forwarded, the client address that node put in the remark. It is for bornHost
 // only, never for a check: anyone may set the flag.
-func (b *Broker) clientAddr(conn *remoting.Conn, req *remoting.Command) string {
-	if b.cfg.raftMode() && req.Flag&remoting.FlagForwarded != 0 && req.Remark != "" {
+func (r *raftRole) clientAddr(conn *remoting.Conn, req *remoting.Command) string {
+	if req.Flag&remoting.FlagForwarded != 0 && req.Remark != "" {
 		return req.Remark
 	}
 	return conn.RemoteAddr()

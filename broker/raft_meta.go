@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/raftlog"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // Metadata as Raft entries (kind 2, raftlog.KindMeta). In the Raft mode the topic table, the subscription
@@ -68,38 +68,45 @@ type metaSnapshot struct {
 	Leader  *leaderAnnouncement                          `json:"leader,omitempty"`
 }
 
-// topicRaft and groupRaft are the Raft mode's side of the topic and subscription group managers: in the
-// Raft mode their changes are proposals (the managers' raft field), implemented by the Broker below.
-type topicRaft interface {
-	raftTopicCreate(tc *protocol.TopicConfig) (*protocol.TopicConfig, error)
-	raftTopicPut(tc *protocol.TopicConfig) error
-	raftTopicDelete(topic string) (bool, error)
+// raftMeta is the Raft role's raftlog.MetaApplier: it applies metadata entries and snapshots to the tables
+// through their managers' methods.
+type raftMeta struct {
+	topics   *topicConfigManager
+	groups   *subscriptionGroupManager
+	offsets  *consumerOffsetManager
+	schedule *scheduleService
+	timer    *timerService
+	queues   topicQueues // the store: a deleted topic's consume queues go
+	role     *raftRole   // its offsets entries, leader announcements and the node's preferred-leader hold
+	changed  func()      // the tables changed wholesale (a snapshot restored): the broker re-registers
+	log      *slog.Logger
 }
 
-type groupRaft interface {
-	raftGroupCreate(g *protocol.SubscriptionGroupConfig) *protocol.SubscriptionGroupConfig
-	raftGroupPut(g *protocol.SubscriptionGroupConfig) error
-	raftGroupDelete(group string) (bool, error)
+// topicQueues deletes topics' consume queues (*store.Store).
+type topicQueues interface {
+	// DeleteTopics drops the consume queues of topics and their next queue offsets; their records stay
+	// in the CommitLog until it expires.
+	DeleteTopics(topics []string) error
 }
 
-// raftMeta is the broker's raftlog.MetaApplier.
-type raftMeta struct{ b *Broker }
-
-var _ raftlog.MetaApplier = (*raftMeta)(nil)
+var (
+	_ raftlog.MetaApplier = (*raftMeta)(nil)
+	_ topicQueues         = (*store.Store)(nil)
+)
 
 // proposeMeta proposes cmd on the leader and returns what applying it here answered. A follower gets
 // raftlog.ErrNotLeader.
-func (b *Broker) proposeMeta(cmd *metaCmd) (any, error) {
+func (r *raftRole) proposeMeta(cmd *metaCmd) (any, error) {
 	data, err := json.Marshal(cmd)
 	if err != nil {
 		return nil, err
 	}
-	if !b.raft.master.Load() {
-		return nil, fmt.Errorf("%w: metadata changes are made on the master of Raft group %s", raftlog.ErrNotLeader, b.cfg.raftGroup())
+	if !r.master.Load() {
+		return nil, fmt.Errorf("%w: metadata changes are made on the master of Raft group %s", raftlog.ErrNotLeader, r.b.cfg.raftGroup())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.raftWaitAck())
+	ctx, cancel := context.WithTimeout(context.Background(), r.b.cfg.raftWaitAck())
 	defer cancel()
-	resp, err := b.raft.node.ProposeMeta(ctx, data)
+	resp, err := r.node.ProposeMeta(ctx, data)
 	if err != nil {
 		return nil, err
 	}
@@ -111,10 +118,9 @@ func (b *Broker) proposeMeta(cmd *metaCmd) (any, error) {
 
 // ApplyMeta applies one command on the FSM goroutine (raftlog.MetaApplier).
 func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
-	b := a.b
 	var cmd metaCmd
 	if err := json.Unmarshal(data, &cmd); err != nil {
-		b.log.Error("raft: a metadata entry does not parse; skipped", "index", index, "err", err)
+		a.log.Error("raft: a metadata entry does not parse; skipped", "index", index, "err", err)
 		return fmt.Errorf("raft: metadata entry %d: %w", index, err)
 	}
 	switch cmd.Op {
@@ -122,13 +128,13 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 		if cmd.Topic == nil || cmd.Topic.TopicName == "" {
 			return fmt.Errorf("raft: metadata entry %d: %s without a topic", index, cmd.Op)
 		}
-		return applyPut(&b.topics.versionedTable, cmd.Topic.TopicName, cmd.Topic, cmd.Op == metaTopicCreate, b.topics.changed, b.log)
+		return a.topics.apply(cmd.Topic, cmd.Op == metaTopicCreate)
 	case metaTopicDelete:
-		existed := applyRemove(&b.topics.versionedTable, cmd.Name, b.topics.changed, b.log)
-		b.offsets.removeTopic(cmd.Name)
+		existed := a.topics.applyDelete(cmd.Name)
+		a.offsets.removeTopic(cmd.Name)
 		if !dispatched {
-			if err := b.store.DeleteTopics([]string{cmd.Name}); err != nil {
-				b.log.Error("raft: delete the consume queues of a deleted topic", "topic", cmd.Name, "err", err)
+			if err := a.queues.DeleteTopics([]string{cmd.Name}); err != nil {
+				a.log.Error("raft: delete the consume queues of a deleted topic", "topic", cmd.Name, "err", err)
 			}
 		}
 		return existed
@@ -136,67 +142,36 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 		if cmd.Group == nil || cmd.Group.GroupName == "" {
 			return fmt.Errorf("raft: metadata entry %d: %s without a group", index, cmd.Op)
 		}
-		return applyPut(&b.groups.versionedTable, cmd.Group.GroupName, cmd.Group, cmd.Op == metaGroupCreate, b.groups.persist, b.log)
+		return a.groups.apply(cmd.Group, cmd.Op == metaGroupCreate)
 	case metaGroupDelete:
-		return applyRemove(&b.groups.versionedTable, cmd.Name, b.groups.persist, b.log)
+		return a.groups.applyDelete(cmd.Name)
 	case metaOffsets:
-		if cmd.Origin == b.raft.offsets.origin {
+		if cmd.Origin == a.role.offsets.origin {
 			return nil // proposed here: the local tables are at least this new
 		}
-		b.raft.offsets.apply(&cmd)
+		a.role.offsets.apply(&cmd)
 		return nil
 	case metaLeader:
-		b.raft.forward.announced(leaderAnnouncement{ID: cmd.Name, BrokerAddr: cmd.BrokerAddr, Term: cmd.Term})
+		a.role.forward.announced(leaderAnnouncement{ID: cmd.Name, BrokerAddr: cmd.BrokerAddr, Term: cmd.Term})
 		return nil
 	case metaHold:
-		b.raft.node.HoldPreferredLeader(time.UnixMilli(cmd.HoldUntil)) // replayed after it ended: no effect
+		a.role.node.HoldPreferredLeader(time.UnixMilli(cmd.HoldUntil)) // replayed after it ended: no effect
 		return nil
 	}
-	b.log.Warn("raft: unknown metadata operation skipped", "index", index, "op", cmd.Op)
+	a.log.Warn("raft: unknown metadata operation skipped", "index", index, "op", cmd.Op)
 	return nil
-}
-
-// applyPut stores a copy of v under name (with create only when name is absent), persists the table when
-// it changed, and returns a copy of the value now there.
-func applyPut[T any](t *versionedTable[T], name string, v *T, create bool, persist func() error, lg *slog.Logger) *T {
-	got, changed := v, true
-	if create {
-		got, changed = t.putIfAbsent(name, func() *T { c := *v; return &c })
-	} else {
-		t.put(name, v)
-	}
-	if changed {
-		if err := persist(); err != nil {
-			lg.Error("raft: persist applied metadata", "name", name, "err", err)
-		}
-	}
-	return got
-}
-
-// applyRemove deletes name, persists the table when it held it, and reports whether it did.
-func applyRemove[T any](t *versionedTable[T], name string, persist func() error, lg *slog.Logger) bool {
-	if !t.remove(name) {
-		return false
-	}
-	if err := persist(); err != nil {
-		lg.Error("raft: persist applied metadata", "name", name, "err", err)
-	}
-	return true
 }
 
 // SnapshotMeta is the metadata as of the last entry applied (raftlog.MetaApplier).
 func (a *raftMeta) SnapshotMeta() ([]byte, error) {
-	b := a.b
-	topics, _ := b.topics.versionedTable.snapshot()
-	groups, _ := b.groups.versionedTable.snapshot()
-	timer := b.timer.checkpoint()
-	return json.Marshal(metaSnapshot{Topics: topics, Groups: groups, Offsets: b.offsets.snapshot().OffsetTable,
-		Delay: b.schedule.snapshot().OffsetTable, Timer: &timer, Leader: b.raft.forward.lastAnnouncement()})
+	timer := a.timer.checkpoint()
+	return json.Marshal(metaSnapshot{Topics: a.topics.snapshot().TopicConfigTable, Groups: a.groups.snapshot().SubscriptionGroupTable,
+		Offsets: a.offsets.snapshot().OffsetTable, Delay: a.schedule.snapshot().OffsetTable, Timer: &timer,
+		Leader: a.role.forward.lastAnnouncement()})
 }
 
 // RestoreMeta replaces the metadata with a snapshot's (raftlog.MetaApplier).
 func (a *raftMeta) RestoreMeta(data []byte) error {
-	b := a.b
 	var s metaSnapshot
 	if len(data) == 0 {
 		return nil // a snapshot taken without metadata
@@ -204,91 +179,72 @@ func (a *raftMeta) RestoreMeta(data []byte) error {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("raft: snapshot metadata: %w", err)
 	}
-	replaceTable(&b.topics.versionedTable, s.Topics)
-	replaceTable(&b.groups.versionedTable, s.Groups)
-	b.offsets.mu.Lock()
-	b.offsets.table = map[string]map[int32]int64{}
-	for k, q := range s.Offsets {
-		b.offsets.table[k] = maps.Clone(q)
-	}
-	b.offsets.dirty = true
-	b.offsets.mu.Unlock()
-	b.schedule.mu.Lock()
-	b.schedule.offsets = maps.Clone(s.Delay)
-	if b.schedule.offsets == nil {
-		b.schedule.offsets = map[int]int64{}
-	}
-	b.schedule.mu.Unlock()
+	a.topics.replace(s.Topics)
+	a.groups.replace(s.Groups)
+	a.offsets.replace(s.Offsets)
+	a.schedule.replaceOffsets(s.Delay)
 	if s.Timer != nil {
-		b.timer.restoreCheckpoint(*s.Timer)
+		a.timer.restoreCheckpoint(*s.Timer)
 	}
 	if s.Leader != nil {
-		b.raft.forward.announced(*s.Leader)
+		a.role.forward.announced(*s.Leader)
 	}
-	b.raft.offsets.reset()
-	b.triggerRegister()
+	a.role.offsets.reset()
+	a.changed()
 	return a.PersistMeta()
-}
-
-// replaceTable swaps a versioned table's contents for values (the version moves).
-func replaceTable[T any](t *versionedTable[T], values map[string]*T) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.table = map[string]*T{}
-	for k, v := range values {
-		if v != nil {
-			c := *v
-			t.table[k] = &c
-		}
-	}
-	t.version.Counter++
 }
 
 // PersistMeta writes the metadata files (raftlog.MetaApplier; the snapshot goroutine).
 func (a *raftMeta) PersistMeta() error {
-	b := a.b
-	return errors.Join(b.topics.persist(), b.groups.persist(), b.offsets.persist(true), b.schedule.persist(), b.timer.persist())
+	return errors.Join(a.topics.persist(), a.groups.persist(), a.offsets.persist(true), a.schedule.persist(), a.timer.persist())
 }
 
-// raftTopicCreate proposes a topic unless it exists and returns the topic as it is now (the existing
-// one when another proposal created it first). On a follower the topic is not created: the config
-// is returned unstored, so a caller there (a heartbeat creating a retry topic) goes on; the master
-// creates it when the client reaches it.
-func (b *Broker) raftTopicCreate(tc *protocol.TopicConfig) (*protocol.TopicConfig, error) {
-	resp, err := b.proposeMeta(&metaCmd{Op: metaTopicCreate, Topic: tc})
+// The Raft role is the topic and subscription group managers' topicChanges and groupChanges: their
+// changes are proposals, applied on every node by ApplyMeta.
+var (
+	_ topicChanges = (*raftRole)(nil)
+	_ groupChanges = (*raftRole)(nil)
+)
+
+// createTopic proposes a topic unless it exists and returns the topic as it is now (the existing one when
+// another proposal created it first). On a follower the topic is not created: the config is returned
+// unstored, so a caller there (a heartbeat creating a retry topic) goes on; the master creates it when
+// the client reaches it.
+func (r *raftRole) createTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error) {
+	resp, err := r.proposeMeta(&metaCmd{Op: metaTopicCreate, Topic: tc})
 	if errors.Is(err, raftlog.ErrNotLeader) {
-		return tc, nil
+		return tc, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("raft: create topic %s: %w", tc.TopicName, err)
+		return nil, false, fmt.Errorf("raft: create topic %s: %w", tc.TopicName, err)
 	}
 	if got, ok := resp.(*protocol.TopicConfig); ok {
 		c := *got
-		return &c, nil
+		return &c, false, nil
 	}
-	return tc, nil
+	return tc, false, nil
 }
 
-// raftTopicPut proposes a topic's config (create or replace).
-func (b *Broker) raftTopicPut(tc *protocol.TopicConfig) error {
-	_, err := b.proposeMeta(&metaCmd{Op: metaTopicPut, Topic: tc})
+// putTopic proposes a topic's config (create or replace).
+func (r *raftRole) putTopic(tc *protocol.TopicConfig) error {
+	_, err := r.proposeMeta(&metaCmd{Op: metaTopicPut, Topic: tc})
 	return err
 }
 
-// raftTopicDelete proposes a topic's deletion and reports whether it existed.
-func (b *Broker) raftTopicDelete(topic string) (bool, error) {
-	resp, err := b.proposeMeta(&metaCmd{Op: metaTopicDelete, Name: topic})
+// deleteTopic proposes a topic's deletion and reports whether it existed.
+func (r *raftRole) deleteTopic(topic string) (bool, error) {
+	resp, err := r.proposeMeta(&metaCmd{Op: metaTopicDelete, Name: topic})
 	existed, _ := resp.(bool)
 	return existed, err
 }
 
-// raftGroupCreate proposes a subscription group unless it exists (a follower returns it unstored,
-// as raftTopicCreate).
-func (b *Broker) raftGroupCreate(g *protocol.SubscriptionGroupConfig) *protocol.SubscriptionGroupConfig {
-	resp, err := b.proposeMeta(&metaCmd{Op: metaGroupCreate, Group: g})
+// createGroup proposes a subscription group unless it exists (a follower returns it unstored, as
+// createTopic).
+func (r *raftRole) createGroup(g *protocol.SubscriptionGroupConfig) *protocol.SubscriptionGroupConfig {
+	resp, err := r.proposeMeta(&metaCmd{Op: metaGroupCreate, Group: g})
 	if err != nil {
 		if !errors.Is(err, raftlog.ErrNotLeader) {
-			b.log.Warn("raft: create subscription group", "group", g.GroupName, "err", err)
+			r.b.log.Warn("raft: create subscription group", "group", g.GroupName, "err", err)
 		}
 		return g
 	}
@@ -299,15 +255,15 @@ func (b *Broker) raftGroupCreate(g *protocol.SubscriptionGroupConfig) *protocol.
 	return g
 }
 
-// raftGroupPut proposes a subscription group's config.
-func (b *Broker) raftGroupPut(g *protocol.SubscriptionGroupConfig) error {
-	_, err := b.proposeMeta(&metaCmd{Op: metaGroupPut, Group: g})
+// putGroup proposes a subscription group's config.
+func (r *raftRole) putGroup(g *protocol.SubscriptionGroupConfig) error {
+	_, err := r.proposeMeta(&metaCmd{Op: metaGroupPut, Group: g})
 	return err
 }
 
-// raftGroupDelete proposes a subscription group's deletion and reports whether it existed.
-func (b *Broker) raftGroupDelete(group string) (bool, error) {
-	resp, err := b.proposeMeta(&metaCmd{Op: metaGroupDelete, Name: group})
+// deleteGroup proposes a subscription group's deletion and reports whether it existed.
+func (r *raftRole) deleteGroup(group string) (bool, error) {
+	resp, err := r.proposeMeta(&metaCmd{Op: metaGroupDelete, Name: group})
 	existed, _ := resp.(bool)
 	return existed, err
 }

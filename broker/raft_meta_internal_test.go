@@ -32,7 +32,7 @@ func raftTestBroker(t *testing.T) (*Broker, *raftMeta) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	return b, &raftMeta{b: b}
+	return b, b.raft.meta
 }
 
 func applyMeta(t *testing.T, m *raftMeta, index uint64, cmd metaCmd) any {
@@ -49,7 +49,7 @@ func applyMeta(t *testing.T, m *raftMeta, index uint64, cmd metaCmd) any {
 // a node skips its own offset entries; the timer checkpoint travels with the offsets.
 func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 	b1, m1 := raftTestBroker(t)
-	if got := b1.brokerID(); got != 2 {
+	if got := b1.role.brokerID(); got != 2 {
 		t.Fatalf("follower n1 registers as brokerId %d, want 2 (position + 1)", got)
 	}
 	cmds := []metaCmd{
@@ -113,7 +113,7 @@ func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 // the creations made on the side of a client request (retry topics, groups), which are skipped.
 func TestRaftFollowerRefusesWrites(t *testing.T) {
 	b, _ := raftTestBroker(t)
-	if resp := b.raftRefuseSend(); resp == nil || resp.Code != int32(remoting.ServiceNotAvailable) {
+	if resp := b.role.refuseWrite(); resp == nil || resp.Code != int32(remoting.ServiceNotAvailable) {
 		t.Fatalf("a follower's send answer: %+v", resp)
 	}
 	for _, err := range []error{&raftlog.NotLeaderError{LeaderID: "n0"}, raftlog.ErrLeadershipLost, raftlog.ErrProposalTimeout, raftlog.ErrShutdown} {

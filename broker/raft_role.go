@@ -4,15 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
 )
 
-// raftState is the broker's Raft mode (enableDLegerCommitLog=true): the node of package raftlog over the
-// framed store, and the role that follows its leadership.
+// raftRole is the replicationRole of the Raft mode (enableDLegerCommitLog=true): the node of package
+// raftlog over the framed store, and the role that follows its leadership. The broker also keeps it as
+// Broker.raft (nil in classic mode) for the Raft mode's own request handlers and state machine side
+// (raft_*.go).
 //
 // Role: a node starts as a slave (brokerId = its position in dLegerPeers + 1, never 0 before it was
 // elected, so a restarting node cannot clobber the master's route). The node reports RoleLeader once it
@@ -22,27 +26,31 @@ import (
 // masterVipAddress it takes that address first (raft_vip.go). On RoleFollower it lets the address go
 // (closing its connections), turns slave (sends refused at once), then stops those services and registers
 // with its slave id. Between Raft losing leadership and the event, the proposer refuses puts with ErrNotLeader.
-type raftState struct {
-	node    *raftlog.Node
+type raftRole struct {
+	b       *Broker
+	node    *raftlog.Node // built by open
 	slaveID int64
 	// master is set on RoleLeader and cleared on RoleFollower; sends are accepted only while it is set.
 	master atomic.Bool
 
-	// servicesMu serialises the start and stop of the leader-only services (Broker.masterServices);
-	// servicesClosed (guarded by it) is set by Close: no start after it.
-	servicesMu     sync.Mutex
-	servicesClosed bool
-
 	offsets *raftOffsetSync
+	meta    *raftMeta // the node's state machine side for metadata entries (raft_meta.go)
 	// vip holds masterVipAddress while this node is master (raft_vip.go); nil when the key is unset.
 	vip     *raftVIP
 	forward *raftForwarder // raft_forward.go
 }
 
-// newRaft opens the Raft node over the framed store (recovering the log). Nothing runs until startRaft.
-func (b *Broker) newRaft() error {
+var _ replicationRole = (*raftRole)(nil)
+
+// storeOptions makes the store framed: its CommitLog is the Raft log.
+func (r *raftRole) storeOptions(o *store.Options) { o.Framed = true }
+
+// open opens the Raft node over the framed store (recovering the log), registers the Raft requests and
+// series, and makes the topic and group managers propose their changes. Nothing runs until start.
+func (r *raftRole) open() error {
+	b := r.b
 	cfg := b.cfg
-	b.raft.slaveID = cfg.raftSlaveID()
+	r.slaveID = cfg.raftSlaveID()
 	peerTLS, err := cfg.peerTLSMaterial(cfg.raftGroup(), b.log)
 	if err != nil {
 		return err
@@ -51,218 +59,185 @@ func (b *Broker) newRaft() error {
 	if err != nil {
 		return err
 	}
-	b.raft.forward = newRaftForwarder(b, remoting.NewClient(remoting.ClientConfig{TLS: clientTLS, ConnsPerAddr: 2},
+	r.meta = &raftMeta{topics: b.topics, groups: b.groups, offsets: b.offsets, schedule: b.schedule, timer: b.timer,
+		queues: b.store, role: r, changed: b.triggerRegister, log: b.log}
+	r.forward = newRaftForwarder(b, remoting.NewClient(remoting.ClientConfig{TLS: clientTLS, ConnsPerAddr: 2},
 		b.log.With("component", "raft-forward")))
 	node, err := raftlog.OpenNode(b.store, cfg.raftNodeConfig(), raftlog.NodeOptions{
 		Logger:       b.log,
 		Dir:          filepath.Join(cfg.StorePathRootDir, "raft"),
-		Meta:         &raftMeta{b: b},
+		Meta:         r.meta,
 		AddressOf:    cfg.raftDialOf(),
 		PeerTLS:      peerTLS,
-		OnRoleChange: b.raftRoleChanged,
+		OnRoleChange: r.roleChanged,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: open the raft log (enableDLegerCommitLog): %w", err)
 	}
-	b.raft.node = node
-	if b.raft.vip, err = newRaftVIP(cfg, b.server, b.log); err != nil {
+	r.node = node
+	if r.vip, err = newRaftVIP(cfg, b.server, b.log); err != nil {
 		_ = node.Close()
+		r.node = nil
 		return err
 	}
-	b.raft.offsets = newRaftOffsetSync(b)
-	b.putter = node
-	b.topics.raft = b
-	b.groups.raft = b
+	r.offsets = newRaftOffsetSync(r, b.offsets, b.schedule, b.timer, b.log, cfg.Raft.DLegerSelfId)
+	b.topics.proposeThrough(r)
+	b.groups.proposeThrough(r)
 	b.metrics.registerRaft(raftMetrics{b})
 	b.registerRaftAdmin()
 	return nil
 }
 
-// startRaft starts the Raft node (bootstrapping a new group from dLegerPeers on first start) and the
-// offset sync. The store must be started.
-func (b *Broker) startRaft() error {
-	if err := b.raft.vip.clearStale(); err != nil {
+func (r *raftRole) putter() messagePutter { return r.node }
+
+// start starts the Raft node (bootstrapping a new group from dLegerPeers on first start) and the offset
+// sync. The master services start on leadership (roleChanged).
+func (r *raftRole) start() error {
+	if err := r.vip.clearStale(); err != nil {
 		return err
 	}
-	if err := b.raft.node.Start(); err != nil {
+	if err := r.node.Start(); err != nil {
 		return err
 	}
-	runEvery(b.stop, &b.wg, ms(b.cfg.Raft.DLegerOffsetSyncIntervalMs), b.raft.offsets.sync)
+	runEvery(r.b.stop, &r.b.wg, ms(r.b.cfg.Raft.DLegerOffsetSyncIntervalMs), r.offsets.sync)
 	return nil
 }
 
-// closeRaft stops the node: a master lets its virtual address go (its clients reconnect to the next
-// holder), then the leader hands leadership over (raftlog.Node.Close). Runs after the last sends were
-// answered.
-func (b *Broker) closeRaft() error {
-	if b.raft.node == nil {
-		return nil
+// beforeClose stops the master services for good, then a master proposes its last offsets and timer
+// progress, so the node it hands leadership to loses none of them, and hands leadership to the most
+// up-to-date follower when this node leads a group of more than one voter (raftlog.Node.HandOver): the
+// master's virtual address and its clients move to the new master at once, and the requests that still
+// reach this node are forwarded while its pools run, instead of meeting drained pools (SYSTEM_BUSY). A
+// failed hand-over is logged and Close goes on (raftlog.Node.Close tries again).
+func (r *raftRole) beforeClose() {
+	b := r.b
+	if err := b.services.closeForGood(); err != nil {
+		b.log.Error("stop the master services", "err", err)
 	}
-	b.raft.vip.close()
-	b.raft.master.Store(false)
-	return b.raft.node.Close()
-}
-
-// raftHandOver moves leadership to the most up-to-date follower when this node leads a group of more than
-// one voter (raftlog.Node.HandOver), first thing in Close: the master's virtual address and its clients
-// move to the new master at once, and the requests that still reach this node are forwarded while its
-// pools run, instead of meeting drained pools (SYSTEM_BUSY). A failure is logged and Close goes on
-// (raftlog.Node.Close tries again).
-func (b *Broker) raftHandOver() {
-	if b.raft.node == nil {
-		return
-	}
-	if err := b.raft.node.HandOver(); err != nil {
+	r.offsets.sync()
+	if err := r.node.HandOver(); err != nil {
 		b.log.Warn("raft: hand leadership over before stopping", "err", err)
 	}
 }
 
-// raftCloseServices stops the leader-only services for good (Close, before the classic shutdown of
-// those services, which then finds them stopped). A master proposes its last offsets and timer
-// progress first, so the node it hands leadership to loses none of them.
-func (b *Broker) raftCloseServices() {
-	if !b.cfg.raftMode() {
-		return
-	}
-	b.stopMasterServices()
-	b.raft.offsets.sync()
-	b.raft.servicesMu.Lock()
-	b.raft.servicesClosed = true
-	b.raft.servicesMu.Unlock()
+// close stops the node: a master lets its virtual address go (its clients reconnect to the next holder),
+// then the leader hands leadership over (raftlog.Node.Close). Runs after the last sends were answered.
+func (r *raftRole) close() error {
+	r.vip.close()
+	r.master.Store(false)
+	return r.node.Close()
+}
+
+// afterClose closes the forwarding client: forwards still in flight were relayed or failed by then.
+func (r *raftRole) afterClose() error {
+	return r.forward.client.Close()
 }
 
 // RaftNode is the Raft node (nil in classic mode), for tests and tools in this module.
-func (b *Broker) RaftNode() *raftlog.Node { return b.raft.node }
+func (b *Broker) RaftNode() *raftlog.Node {
+	if b.raft == nil {
+		return nil
+	}
+	return b.raft.node
+}
 
 // IsRaftMaster reports whether this node is the Raft group's master (leader, barrier passed).
-func (b *Broker) IsRaftMaster() bool { return b.raft.master.Load() }
+func (b *Broker) IsRaftMaster() bool { return b.raft != nil && b.raft.master.Load() }
 
-// raftRoleChanged moves the broker's role with the node's (raftlog.NodeOptions.OnRoleChange: in order,
-// one at a time).
-func (b *Broker) raftRoleChanged(ev raftlog.RoleEvent) {
+// roleChanged moves the broker's role with the node's (raftlog.NodeOptions.OnRoleChange: in order, one
+// at a time).
+func (r *raftRole) roleChanged(ev raftlog.RoleEvent) {
+	b := r.b
 	switch {
-	case ev.Role == raftlog.RoleLeader && !b.raft.master.Load():
-		b.raft.offsets.reset()
-		b.raft.master.Store(true)
+	case ev.Role == raftlog.RoleLeader && !r.master.Load():
+		r.offsets.reset()
+		r.master.Store(true)
 		b.log.Info("raft: this node leads its group: master (brokerId 0)", "group", b.cfg.raftGroup(), "term", ev.Term)
-		b.raft.vip.take() // after the barrier (the event), before the registration that names it
-		b.startMasterServices()
+		r.vip.take() // after the barrier (the event), before the registration that names it
+		b.services.start()
 		b.triggerRegister()
 		b.announceLeader(ev.Term) // raft_forward.go: the other nodes forward writes here
-		b.raft.forward.wake()
+		r.forward.wake()
 	case ev.Role == raftlog.RoleLeader:
 		b.announceLeader(ev.Term) // re-elected in a new term while master: forwarding follows the term
-	case ev.Role == raftlog.RoleFollower && b.raft.master.Load():
+	case ev.Role == raftlog.RoleFollower && r.master.Load():
 		// The virtual address goes first: its clients' connections end now and they reconnect to the next
 		// holder instead of being refused here.
-		b.raft.vip.release("no longer the leader")
-		b.raft.master.Store(false)
-		b.log.Info("raft: this node no longer leads its group: slave", "group", b.cfg.raftGroup(), "brokerId", b.raft.slaveID,
+		r.vip.release("no longer the leader")
+		r.master.Store(false)
+		b.log.Info("raft: this node no longer leads its group: slave", "group", b.cfg.raftGroup(), "brokerId", r.slaveID,
 			"term", ev.Term, "leader", ev.LeaderID)
-		b.stopMasterServices()
+		if err := b.services.stop(); err != nil {
+			b.log.Error("stop the master services", "err", err)
+		}
 		b.triggerRegister()
-		b.raft.forward.wake()
+		r.forward.wake()
 	}
-}
-
-// startMasterServices starts the leader-only services unless they run or the broker is closing.
-func (b *Broker) startMasterServices() {
-	b.raft.servicesMu.Lock()
-	defer b.raft.servicesMu.Unlock()
-	if b.masterServices || b.raft.servicesClosed {
-		return
-	}
-	b.schedule.start()
-	b.timer.start()
-	b.txCheck.start()
-	b.masterServices = true
-}
-
-// stopMasterServices stops the leader-only services if they run.
-func (b *Broker) stopMasterServices() {
-	b.raft.servicesMu.Lock()
-	defer b.raft.servicesMu.Unlock()
-	if !b.masterServices {
-		return
-	}
-	b.txCheck.close()
-	if err := b.schedule.close(); err != nil {
-		b.log.Error("persist delay offsets", "err", err)
-	}
-	if err := b.timer.close(); err != nil {
-		b.log.Error("persist timer checkpoint", "err", err)
-	}
-	b.masterServices = false
 }
 
 // TransferLeadership hands leadership to the node id (dLegerSelfId), or to the most up-to-date follower
 // when id is empty, and returns once Raft did or gave up (raftlog.Node.TransferLeadership). Only the
 // leader can.
 func (b *Broker) TransferLeadership(id string) error {
-	if b.raft.node == nil {
+	if b.raft == nil {
 		return errors.New("broker: not in the Raft mode (enableDLegerCommitLog=false)")
 	}
 	return b.raft.node.TransferLeadership(id)
 }
 
-// brokerID is the id this broker registers with: brokerId in classic mode; in the Raft mode 0 while it is
-// master, else its slave id.
-func (b *Broker) brokerID() int64 {
-	if !b.cfg.raftMode() {
-		return b.cfg.BrokerID
-	}
-	if b.raft.master.Load() {
+// brokerID is 0 while this node is master, else its slave id.
+func (r *raftRole) brokerID() int64 {
+	if r.master.Load() {
 		return 0
 	}
-	return b.raft.slaveID
+	return r.slaveID
 }
 
-// actsAsSlave reports whether the broker refuses writes as a slave: brokerRole=SLAVE in classic mode, not
-// (yet) master in the Raft mode.
-func (b *Broker) actsAsSlave() bool {
-	if !b.cfg.raftMode() {
-		return b.cfg.BrokerRole == RoleSlave
-	}
-	return !b.raft.master.Load()
-}
+// acceptsWrites: only the master (not yet master: a slave).
+func (r *raftRole) acceptsWrites() bool { return r.master.Load() }
 
-// roleName is brokerRole as reported (runtime info, metrics): in the Raft mode SYNC_MASTER or ASYNC_MASTER
-// per flushDiskType on the master, SLAVE elsewhere.
-func (b *Broker) roleName() string {
-	if !b.cfg.raftMode() {
-		return b.cfg.BrokerRole
-	}
-	if b.raft.master.Load() {
-		return b.cfg.BrokerRole
+// name is SYNC_MASTER or ASYNC_MASTER (brokerRole) on the master, SLAVE elsewhere.
+func (r *raftRole) name() string {
+	if r.master.Load() {
+		return r.b.cfg.BrokerRole
 	}
 	return RoleSlave
 }
 
-// raftRefuseSend is the answer to a write that reached a Raft follower (nil in classic mode or on the
-// master): SERVICE_NOT_AVAILABLE, which the official clients retry (on another broker, with the route
-// refreshed), with the leader's id in the remark.
-func (b *Broker) raftRefuseSend() *remoting.Command {
-	if !b.cfg.raftMode() || b.raft.master.Load() {
+// refuseWrite answers a write that reached a follower: SERVICE_NOT_AVAILABLE, which the official clients
+// retry (on another broker, with the route refreshed), with the leader's id in the remark.
+func (r *raftRole) refuseWrite() *remoting.Command {
+	if r.master.Load() {
 		return nil
 	}
-	st := b.raft.node.Status()
+	b := r.b
+	st := r.node.Status()
 	return errResponse(remoting.ServiceNotAvailable, "broker %s is not the master of Raft group %s (node %s is %s, leader %q): send to the master",
 		b.addr, b.cfg.raftGroup(), b.cfg.Raft.DLegerSelfId, st.Role, st.LeaderID)
 }
 
-// registrationID is the brokerId a registration carries. In the Raft mode a master first confirms with a
-// quorum that it still leads (raft VerifyLeader): a leader that was paused or cut off can wake up with its
-// role event still queued, and a registration as brokerId 0 from it would replace the real master's
-// address at the name servers until the master's next registration (the chaos suite saw 9.4 s without a
-// routed master after a SIGSTOP). Unconfirmed, it registers with its slave id.
-func (b *Broker) registrationID() int64 {
-	id := b.brokerID()
-	if id != 0 || !b.cfg.raftMode() || b.raft.node == nil || b.raft.node.Raft() == nil {
-		return id
+// registration carries brokerId 0 on the master, which first confirms with a quorum that it still leads
+// (raft VerifyLeader): a leader that was paused or cut off can wake up with its role event still queued,
+// and a registration as brokerId 0 from it would replace the real master's address at the name servers
+// until the master's next registration (the chaos suite saw 9.4 s without a routed master after a
+// SIGSTOP). Unconfirmed, it registers with its slave id. The name server orders master registrations by
+// the term and routes a stand-in master while a group elects (namesrv/raftgroup.go); RocketMQ's name
+// server ignores raftTerm and raftSlaveId.
+func (r *raftRole) registration() (int64, string, map[string]string) {
+	id := r.brokerID()
+	if id == 0 && r.node.Raft() != nil {
+		if err := r.node.Raft().VerifyLeader().Error(); err != nil {
+			r.b.log.Warn("raft: leadership not confirmed by a quorum; registering as a slave", "brokerId", r.slaveID, "err", err)
+			id = r.slaveID
+		}
 	}
-	if err := b.raft.node.Raft().VerifyLeader().Error(); err != nil {
-		b.log.Warn("raft: leadership not confirmed by a quorum; registering as a slave", "brokerId", b.raft.slaveID, "err", err)
-		return b.raft.slaveID
+	return id, r.registrationAddr(id), map[string]string{
+		"raftTerm":    itoa(int64(r.node.Status().Term)),
+		"raftSlaveId": itoa(r.slaveID),
 	}
-	return id
 }
+
+func (r *raftRole) routeAddr() string { return r.registrationAddr(r.brokerID()) }
+
+// collect sends nothing: the Raft series are registered by open.
+func (r *raftRole) collect(chan<- prometheus.Metric) {}

@@ -8,12 +8,12 @@ import (
 // RaftStatus returns this node's Raft status from state it holds (no wait on the Raft loop); ok is false
 // in classic mode.
 func (b *Broker) RaftStatus() (protocol.RaftStatus, bool) {
-	if b.raft.node == nil {
+	if b.raft == nil {
 		return protocol.RaftStatus{}, false
 	}
 	st := b.raft.node.Status()
 	return protocol.RaftStatus{Group: b.cfg.raftGroup(), SelfID: b.cfg.Raft.DLegerSelfId, Peers: b.cfg.Raft.DLegerPeers,
-		BrokerAddr: b.addr, BrokerID: b.brokerID(), Role: st.Role, Master: b.raft.master.Load(), Term: st.Term,
+		BrokerAddr: b.addr, BrokerID: b.role.brokerID(), Role: st.Role, Master: b.raft.master.Load(), Term: st.Term,
 		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LeaderID: st.LeaderID,
 		LeaderAddr: st.LeaderAddr, Failovers: st.Failovers, Members: b.raftMembers(), MasterVipAddress: b.raft.vip.heldAddr(),
 		Forwarded: b.raft.forward.forwarded.Load(), ForwardFailed: b.raft.forward.forwardFailed.Load(),

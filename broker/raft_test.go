@@ -63,6 +63,8 @@ func TestRaftConfigErrorsNameTheKey(t *testing.T) {
 		{"dial self", func(c *broker.Config) { c.Raft.DLegerPeersDial = "n0-127.0.0.1:1" }, "dLegerPeersDial"},
 		{"forward timeout", func(c *broker.Config) { c.Raft.DLegerForwardTimeoutMs = 0 }, "dLegerForwardTimeoutMs"},
 		{"forward bytes", func(c *broker.Config) { c.Raft.DLegerForwardMaxInflightBytes = -1 }, "dLegerForwardMaxInflightBytes"},
+		{"negative in flight", func(c *broker.Config) { c.Raft.RaftProposeMaxInFlight = -1 }, "raftProposeMaxInFlight"},
+		{"negative linger", func(c *broker.Config) { c.Raft.RaftProposeMaxLingerMicros = -1 }, "raftProposeMaxLingerMicros"},
 	} {
 		c := base()
 		tc.edit(&c)

@@ -403,19 +403,19 @@ func (v *raftVIP) routeAddr(own string) string {
 }
 
 // registrationAddr is the brokerAddr a registration with brokerId id carries (register.go).
-func (b *Broker) registrationAddr(id int64) string {
+func (r *raftRole) registrationAddr(id int64) string {
 	if id != 0 {
-		return b.addr
+		return r.b.addr
 	}
-	return b.raft.vip.routeAddr(b.addr)
+	return r.vip.routeAddr(r.b.addr)
 }
 
-// afterRegistration runs after a registration with brokerId id at addr succeeded (register loop). A
-// master registered through the virtual address unregisters its own address's slave entry once: left
-// there, it would expire at the name servers and take the master's registration with it (they close the
-// connection of an expired broker, and drop every registration made on it).
-func (b *Broker) afterRegistration(ctx context.Context, id int64, addr string) {
-	v := b.raft.vip
+// registered runs after a registration succeeded (register loop). A master registered through the
+// virtual address unregisters its own address's slave entry once: left there, it would expire at the name
+// servers and take the master's registration with it (they close the connection of an expired broker, and
+// drop every registration made on it).
+func (r *raftRole) registered(ctx context.Context, res registerResult, _ bool) {
+	b, v, id, addr := r.b, r.vip, res.id, res.addr
 	if v == nil {
 		return
 	}
@@ -427,7 +427,7 @@ func (b *Broker) afterRegistration(ctx context.Context, id int64, addr string) {
 		return
 	}
 	ext := map[string]string{"brokerName": b.cfg.BrokerName, "brokerAddr": b.addr,
-		"clusterName": b.cfg.BrokerClusterName, "brokerId": itoa(b.raft.slaveID)}
+		"clusterName": b.cfg.BrokerClusterName, "brokerId": itoa(r.slaveID)}
 	ok := true
 	for _, ns := range b.cfg.NamesrvAddrs() {
 		cctx, cancel := context.WithTimeout(ctx, ms(b.cfg.RegisterBrokerTimeoutMills))
@@ -448,7 +448,7 @@ func (b *Broker) afterRegistration(ctx context.Context, id int64, addr string) {
 
 // RouteAddr is the address this broker registers with the name servers: the master's virtual address on
 // a Raft master that holds masterVipAddress (or waits for it), else Addr.
-func (b *Broker) RouteAddr() string { return b.registrationAddr(b.brokerID()) }
+func (b *Broker) RouteAddr() string { return b.role.routeAddr() }
 
 // MasterVipHeld reports whether this node listens on masterVipAddress now (false when it is unset).
-func (b *Broker) MasterVipHeld() bool { return b.raft.vip.held() }
+func (b *Broker) MasterVipHeld() bool { return b.raft != nil && b.raft.vip.held() }

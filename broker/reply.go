@@ -21,12 +21,12 @@ func (b *Broker) processSendReply(ctx context.Context, conn *remoting.Conn, req 
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "bad reply header: %v", err)
 	}
-	_, qid, resp := b.checkSend(h, conn)
+	qid, resp := b.checkSend(h, conn)
 	if resp != nil {
 		return resp
 	}
 	m := &message.Message{Topic: h.topic, QueueID: qid, Flag: h.flag, Body: req.Body, Properties: h.properties,
-		SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp, BornHost: addrPortOf(b.clientAddr(conn, req)), ReconsumeTimes: h.reconsumeTimes}
+		SysFlag: h.sysFlag, BornTimestamp: h.bornTimestamp, BornHost: addrPortOf(b.role.clientAddr(conn, req)), ReconsumeTimes: h.reconsumeTimes}
 	pushErr := b.pushReply(ctx, h, m)
 	if !b.cfg.StoreReplyMessageEnable {
 		if pushErr != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -26,9 +27,8 @@ type DelayOffsetWrapper struct {
 // succeeded and is persisted every flushDelayOffsetInterval and at close, so a restart re-delivers at most
 // what was delivered since the last persist (at-least-once), and loses nothing.
 type scheduleService struct {
-	b       *Broker
+	scheduleOptions
 	log     *slog.Logger
-	levels  []time.Duration
 	path    string
 	wakes   []chan struct{} // per level, capacity 1: a message arrived in its queue
 	stop    chan struct{}
@@ -50,14 +50,24 @@ type arrival struct {
 // timed by its tag code alone (see dueAt).
 const maxArrivals = 1 << 16
 
-func newScheduleService(b *Broker, levels []time.Duration) *scheduleService {
-	s := &scheduleService{b: b, log: b.log.With("service", "schedule"), levels: levels,
-		path: filepath.Join(b.cfg.StorePathRootDir, "config", "delayOffset.json"),
-		stop: make(chan struct{}), offsets: map[int]int64{}}
-	for range levels {
+// scheduleOptions is what the delay service is built with.
+type scheduleOptions struct {
+	store        queueStore      // reads SCHEDULE_TOPIC_XXXX and the parked records
+	put          putFunc         // stores a due message in its real topic (the broker's put path)
+	clock        Clock           // the steady clock (clock.go)
+	log          *slog.Logger    // tagged service=schedule here
+	levels       []time.Duration // messageDelayLevel: level n is levels[n-1]
+	dir          string          // storePathRootDir: delayOffset.json goes to its config directory
+	persistEvery time.Duration   // flushDelayOffsetInterval
+}
+
+func newScheduleService(o scheduleOptions) *scheduleService {
+	s := &scheduleService{scheduleOptions: o, log: o.log.With("service", "schedule"),
+		path: filepath.Join(o.dir, "config", "delayOffset.json"), stop: make(chan struct{}), offsets: map[int]int64{}}
+	for range o.levels {
 		s.wakes = append(s.wakes, make(chan struct{}, 1))
 	}
-	s.arrivals = make([][]arrival, len(levels))
+	s.arrivals = make([][]arrival, len(o.levels))
 	return s
 }
 
@@ -105,13 +115,31 @@ func (s *scheduleService) setOffset(level int, off int64) {
 	s.mu.Unlock()
 }
 
+// setOffsets takes the levels' offsets in table (the master's, or a Raft offsets entry); levels not in
+// it keep theirs.
+func (s *scheduleService) setOffsets(table map[int]int64) {
+	s.mu.Lock()
+	maps.Copy(s.offsets, table)
+	s.mu.Unlock()
+}
+
+// replaceOffsets makes table the offsets (a Raft snapshot); levels not in it start from 0.
+func (s *scheduleService) replaceOffsets(table map[int]int64) {
+	s.mu.Lock()
+	s.offsets = maps.Clone(table)
+	if s.offsets == nil {
+		s.offsets = map[int]int64{}
+	}
+	s.mu.Unlock()
+}
+
 func (s *scheduleService) start() {
 	s.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
 	for i := range s.levels {
 		s.wg.Add(1)
 		go s.levelLoop(i + 1)
 	}
-	runEvery(s.stop, &s.wg, ms(s.b.cfg.FlushDelayOffsetInterval), func() {
+	runEvery(s.stop, &s.wg, s.persistEvery, func() {
 		if err := s.persist(); err != nil {
 			s.log.Error("persist delay offsets", "err", err)
 		}
@@ -130,7 +158,7 @@ func (s *scheduleService) arrived(queueID int32, queueOffset int64) {
 	if int(queueID) >= len(s.wakes) {
 		return
 	}
-	at := s.b.clock.Elapsed()
+	at := s.clock.Elapsed()
 	s.amu.Lock()
 	if a := s.arrivals[queueID]; len(a) < maxArrivals && (len(a) == 0 || a[len(a)-1].off < queueOffset) {
 		s.arrivals[queueID] = append(a, arrival{off: queueOffset, at: at})
@@ -166,11 +194,11 @@ func (s *scheduleService) arrivalOf(queueID int32, off int64) (time.Duration, bo
 // steady clock, never more than the delay ahead (the wall clock stepped back between its store and now)
 // and never in the past. Called once per message, when it reaches the head of its level.
 func (s *scheduleService) dueAt(queueID int32, off, tagsCode int64, delay time.Duration) time.Duration {
-	now := s.b.clock.Elapsed()
+	now := s.clock.Elapsed()
 	if at, ok := s.arrivalOf(queueID, off); ok {
 		return at + delay
 	}
-	ahead := time.Duration(tagsCode-s.b.clock.Now().UnixMilli()) * time.Millisecond
+	ahead := time.Duration(tagsCode-s.clock.Now().UnixMilli()) * time.Millisecond
 	return now + min(max(ahead, 0), delay)
 }
 
@@ -218,12 +246,12 @@ func (s *scheduleService) levelLoop(level int) {
 		default:
 		}
 		off := s.offset(level)
-		if min := s.b.store.MinOffsetInQueue(TopicSchedule, queueID); off < min {
+		if min := s.store.MinOffsetInQueue(TopicSchedule, queueID); off < min {
 			s.log.Warn("delay level offset below the queue's minimum (expired): skipping ahead", "level", level, "offset", off, "min", min)
 			s.setOffset(level, min)
 			continue
 		}
-		u, err := s.b.store.ConsumeQueueUnit(TopicSchedule, queueID, off)
+		u, err := s.store.ConsumeQueueUnit(TopicSchedule, queueID, off)
 		if err != nil {
 			if !wait(idleRecheck) {
 				return
@@ -233,7 +261,7 @@ func (s *scheduleService) levelLoop(level int) {
 		if off != headOff {
 			headOff, headDue = off, s.dueAt(queueID, off, u.TagsCode, delay)
 		}
-		if d := headDue - s.b.clock.Elapsed(); d > 0 {
+		if d := headDue - s.clock.Elapsed(); d > 0 {
 			if !wait(d) {
 				return
 			}
@@ -252,7 +280,7 @@ func (s *scheduleService) levelLoop(level int) {
 
 // deliver stores the delayed message at phy again, in its real topic and queue.
 func (s *scheduleService) deliver(phy int64) error {
-	m, err := s.b.store.LookMessageByOffset(phy)
+	m, err := s.store.LookMessageByOffset(phy)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			s.log.Warn("delayed message no longer in the CommitLog; skipped", "phyOffset", phy)
@@ -263,7 +291,7 @@ func (s *scheduleService) deliver(phy int64) error {
 	real := restoreReal(m, message.PropertyDelayLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = s.b.put(ctx, real)
+	_, err = s.put(ctx, real)
 	return err
 }
 

@@ -41,49 +41,57 @@ var (
 )
 
 func parseSendHeader(req *remoting.Command) (*sendHeader, error) {
+	h := &sendHeader{}
+	if err := h.parse(req); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// parse fills h from req's header.
+func (h *sendHeader) parse(req *remoting.Command) error {
 	keys := longSendKeys
 	switch remoting.RequestCode(req.Code) {
 	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
 		keys = shortSendKeys
 	}
-	h := &sendHeader{}
 	var err error
 	if h.producerGroup, err = req.ExtString(keys[0]); err != nil {
-		return nil, err
+		return err
 	}
 	if h.topic, err = req.ExtString(keys[1]); err != nil {
-		return nil, err
+		return err
 	}
 	h.defaultTopic = req.OptString(keys[2], TopicAutoCreate)
 	if h.defaultTopicQueueNums, err = req.OptInt32(keys[3], 4); err != nil {
-		return nil, err
+		return err
 	}
 	if h.queueID, err = req.ExtInt32(keys[4]); err != nil {
-		return nil, err
+		return err
 	}
 	if h.sysFlag, err = req.OptInt32(keys[5], 0); err != nil {
-		return nil, err
+		return err
 	}
 	if h.bornTimestamp, err = req.OptInt64(keys[6], 0); err != nil {
-		return nil, err
+		return err
 	}
 	if h.flag, err = req.OptInt32(keys[7], 0); err != nil {
-		return nil, err
+		return err
 	}
 	h.properties = req.OptString(keys[8], "")
 	if h.reconsumeTimes, err = req.OptInt32(keys[9], 0); err != nil {
-		return nil, err
+		return err
 	}
 	if h.unitMode, err = req.OptBool(keys[10], false); err != nil {
-		return nil, err
+		return err
 	}
 	if h.maxReconsumeTimes, err = req.OptInt32(keys[11], 0); err != nil {
-		return nil, err
+		return err
 	}
 	if h.batch, err = req.OptBool(keys[12], false); err != nil {
-		return nil, err
+		return err
 	}
-	return h, nil
+	return nil
 }
 
 // errResponse answers a request with code and a remark that says what went wrong.
@@ -91,85 +99,85 @@ func errResponse(code remoting.ResponseCode, format string, args ...any) *remoti
 	return remoting.NewResponse(code, fmt.Sprintf(format, args...))
 }
 
-// checkWritable is RocketMQ's msgCheck for the broker side: role, permission, topic name, topic existence
-// (creating it from the template when allowed) and queue id. It returns the topic config and the queue id
-// to use, or the response to send.
-func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (*protocol.TopicConfig, int32, *remoting.Command) {
-	if resp := b.raftRefuseSend(); resp != nil {
-		return nil, 0, resp
-	}
-	if b.cfg.BrokerRole == RoleSlave {
-		return nil, 0, errResponse(remoting.ServiceNotAvailable, "broker %s is a slave (brokerId %d) and does not accept messages; send to its master", b.addr, b.cfg.BrokerID)
+// checkSend is RocketMQ's msgCheck for the broker side: role, permission, topic name, topic existence
+// (creating it from the template when allowed) and queue id. It returns the queue id to use, or the
+// response to send.
+func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (int32, *remoting.Command) {
+	if resp := b.role.refuseWrite(); resp != nil {
+		return 0, resp
 	}
 	if b.permission()&protocol.PermWrite == 0 {
-		return nil, 0, errResponse(remoting.NoPermission, "the broker[%s] sending message is forbidden (brokerPermission %d)", b.addr, b.permission())
+		return 0, errResponse(remoting.NoPermission, "the broker[%s] sending message is forbidden (brokerPermission %d)", b.addr, b.permission())
 	}
 	if err := protocol.ValidateTopicName(h.topic); err != nil {
-		return nil, 0, errResponse(remoting.InvalidParameter, "%v", err)
+		return 0, errResponse(remoting.InvalidParameter, "%v", err)
 	}
 	if notAllowedSendTopics[h.topic] {
-		return nil, 0, errResponse(remoting.NoPermission, "sending message to topic[%s] is forbidden: it is a system topic", h.topic)
+		return 0, errResponse(remoting.NoPermission, "sending message to topic[%s] is forbidden: it is a system topic", h.topic)
 	}
-	tc := b.topics.get(h.topic)
-	if tc == nil {
+	tc, ok := b.topics.lookup(h.topic)
+	if !ok {
+		var created *protocol.TopicConfig
 		var err error
 		switch {
 		case strings.HasPrefix(h.topic, RetryGroupPrefix):
-			tc, err = b.topics.createIfAbsent(h.topic, 1, protocol.PermRead|protocol.PermWrite, 0)
-		case b.cfg.AutoCreateTopicEnable && h.defaultTopic != "":
-			tc, err = b.topics.createInSendMessage(h.topic, h.defaultTopic, h.defaultTopicQueueNums, 0)
+			created, err = b.topics.createIfAbsent(h.topic, 1, protocol.PermRead|protocol.PermWrite, 0)
+		case b.liveConfig().AutoCreateTopicEnable && h.defaultTopic != "":
+			created, err = b.topics.createInSendMessage(h.topic, h.defaultTopic, h.defaultTopicQueueNums, 0)
 		default:
-			return nil, 0, errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please! (autoCreateTopicEnable=false on broker %s)", h.topic, b.addr)
+			return 0, errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please! (autoCreateTopicEnable=false on broker %s)", h.topic, b.addr)
 		}
 		if err != nil {
-			return nil, 0, errResponse(remoting.TopicNotExist, "topic[%s] not exist and cannot be created: %v", h.topic, err)
+			return 0, errResponse(remoting.TopicNotExist, "topic[%s] not exist and cannot be created: %v", h.topic, err)
 		}
+		tc = *created
 	}
 	if tc.Perm&protocol.PermWrite == 0 {
-		return nil, 0, errResponse(remoting.NoPermission, "the topic[%s] is not writable (perm %d)", h.topic, tc.Perm)
+		return 0, errResponse(remoting.NoPermission, "the topic[%s] is not writable (perm %d)", h.topic, tc.Perm)
 	}
 	qid := h.queueID
 	if qid < 0 {
 		qid = rand.Int32N(max(tc.WriteQueueNums, 1))
 	}
 	if n := tc.QueueNums(); qid >= n {
-		return nil, 0, errResponse(remoting.SystemError, "request queueId[%d] is illegal, topic %s has %d queues (read %d, write %d), producer %s",
+		return 0, errResponse(remoting.SystemError, "request queueId[%d] is illegal, topic %s has %d queues (read %d, write %d), producer %s",
 			qid, h.topic, n, tc.ReadQueueNums, tc.WriteQueueNums, conn.RemoteAddr())
 	}
-	return tc, qid, nil
+	return qid, nil
 }
 
 func (b *Broker) permission() int32 { return int32(b.liveConfig().BrokerPermission) }
 
+// sendJob is one SEND_MESSAGE in flight: the header, the message and what the answer needs, in one
+// allocation (with the method value the store calls back: two per send, where separate pieces took four).
+type sendJob struct {
+	b     *Broker
+	conn  *remoting.Conn
+	req   *remoting.Command
+	h     sendHeader
+	qid   int32
+	start time.Time
+	m     message.Message
+}
+
 // processSend handles SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE. It answers from the store's
 // completion callback, so a SYNC_FLUSH send never holds a worker while it waits for the disk.
 func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	h, err := parseSendHeader(req)
-	if err != nil {
+	j := &sendJob{b: b, conn: conn, req: req}
+	h := &j.h
+	if err := h.parse(req); err != nil {
 		return errResponse(remoting.InvalidParameter, "bad send header: %v", err)
 	}
-	_, qid, resp := b.checkSend(h, conn)
+	qid, resp := b.checkSend(h, conn)
 	if resp != nil {
 		return resp
 	}
-	if h.sysFlag&message.SysFlagTransactionPrepared != 0 && b.cfg.RejectTransactionMessage {
+	if h.sysFlag&message.SysFlagTransactionPrepared != 0 && b.liveConfig().RejectTransactionMessage {
 		return errResponse(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden (rejectTransactionMessage=true)", b.addr)
 	}
-	bornHost := addrPortOf(b.clientAddr(conn, req))
-	batch := remoting.RequestCode(req.Code) == remoting.SendBatchMessage
-	start := time.Now()
-	done := func(res store.PutResult, err error) {
-		if err != nil && b.forwardRefusedPut(conn, req, err) { // raft_forward.go
-			return
-		}
-		if err == nil {
-			b.admin.putTimes.recordPut(time.Since(start))
-		}
-		if err := conn.Reply(req, b.sendResponse(h, qid, res, err)); err != nil {
-			b.log.Debug("send reply", "client", conn.RemoteAddr(), "err", err)
-		}
-	}
-	if batch {
+	bornHost := addrPortOf(b.role.clientAddr(conn, req))
+	j.qid, j.start = qid, time.Now()
+	if remoting.RequestCode(req.Code) == remoting.SendBatchMessage {
 		msgs, err := decodeBatch(req.Body, h, qid, bornHost)
 		if err != nil {
 			return errResponse(remoting.MessageIllegal, "bad batch body from %s: %v", conn.RemoteAddr(), err)
@@ -177,10 +185,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		for _, m := range msgs {
 			m.Properties = b.addBrokerProperties(m.Properties)
 		}
-		b.putter.PutMessagesAsync(msgs, done)
+		b.putter.PutMessagesAsync(msgs, j.done)
 		return nil
 	}
-	m := &message.Message{
+	m := &j.m
+	*m = message.Message{
 		Topic:          h.topic,
 		QueueID:        qid,
 		Flag:           h.flag,
@@ -203,16 +212,34 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 			return errResponse(remoting.SystemError, "park the half message: %v", err)
 		}
 	}
-	b.putAsync(m, func(res store.PutResult, err error) {
-		if err == nil && m.Topic == TopicTimer { // prepare parked it in the timer (put.go)
-			b.stats.timerIn.Get(h.topic).Add(1)
-			if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
-				b.stats.timerSet.Get(h.topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
-			}
-		}
-		done(res, err)
-	})
+	b.putAsync(m, j.stored)
 	return nil
+}
+
+// stored is the store's callback for a single message: the timer's statistics when prepare parked the
+// message in the timer (put.go), then the answer.
+func (j *sendJob) stored(res store.PutResult, err error) {
+	if m := &j.m; err == nil && m.Topic == TopicTimer {
+		j.b.stats.timerIn.Get(j.h.topic).Add(1)
+		if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
+			j.b.stats.timerSet.Get(j.h.topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
+		}
+	}
+	j.done(res, err)
+}
+
+// done answers the send (or hands a put the store refused to the master: raft_forward.go).
+func (j *sendJob) done(res store.PutResult, err error) {
+	b := j.b
+	if err != nil && b.role.forwardRefusedPut(j.conn, j.req, err) {
+		return
+	}
+	if err == nil {
+		b.admin.putTimes.recordPut(time.Since(j.start))
+	}
+	if err := j.conn.Reply(j.req, b.sendResponse(&j.h, j.qid, res, err)); err != nil {
+		b.log.Debug("send reply", "client", j.conn.RemoteAddr(), "err", err)
+	}
 }
 
 // addBrokerProperties adds what RocketMQ's broker adds to every message: CLUSTER (request-reply uses it)
@@ -225,7 +252,7 @@ func (b *Broker) addBrokerProperties(props string) string {
 		appendProperty(&sb, message.PropertyCluster, b.cfg.BrokerClusterName)
 	}
 	if !hasProperty(props, message.PropertyUniqKey) {
-		appendProperty(&sb, message.PropertyUniqKey, b.uniqIDs.next())
+		appendProperty(&sb, message.PropertyUniqKey, b.uniqIDs.Next())
 	}
 	return sb.String()
 }

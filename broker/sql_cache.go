@@ -1,6 +1,10 @@
 package broker
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/rocketraft/rocketraft/protocol"
+)
 
 // sqlCache keeps compiled subscriptions that arrive with each pull (the pull consumer sends its
 // expression every time), so an expression is compiled once, not once per pull.
@@ -14,7 +18,7 @@ type sqlKey struct{ topic, typ, expr string }
 // sqlCacheMax bounds the cache; past it the cache starts over (expressions are few in practice).
 const sqlCacheMax = 4096
 
-func (c *sqlCache) compile(sd *SubscriptionData) *subscriptionInfo {
+func (c *sqlCache) compile(sd *protocol.SubscriptionData) *subscriptionInfo {
 	k := sqlKey{sd.Topic, sd.ExpressionType, sd.SubString}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // The stats names of RocketMQ's BrokerStatsManager that VIEW_BROKER_STATS_DATA (315) answers for, and the key
@@ -79,38 +80,23 @@ func (it *statsItem) add(value, times int64) {
 	it.times.Add(times)
 }
 
-// BrokerStatsItem is one window of VIEW_BROKER_STATS_DATA's answer: the sum added over the window, that sum
-// per second, and the average added per call (0 for items that count no calls).
-type BrokerStatsItem struct {
-	Sum   int64   `json:"sum"`
-	Tps   float64 `json:"tps"`
-	Avgpt float64 `json:"avgpt"`
-}
-
-// BrokerStatsData is VIEW_BROKER_STATS_DATA's body (RocketMQ's BrokerStatsData).
-type BrokerStatsData struct {
-	StatsMinute BrokerStatsItem `json:"statsMinute"`
-	StatsHour   BrokerStatsItem `json:"statsHour"`
-	StatsDay    BrokerStatsItem `json:"statsDay"`
-}
-
 // data computes the three windows at now: from the oldest snapshot kept to the current counters (RocketMQ
 // ends at its newest snapshot, up to one sampling period old; ending at now is fresher and measures the
 // same thing).
-func (it *statsItem) data(now time.Time) BrokerStatsData {
+func (it *statsItem) data(now time.Time) protocol.BrokerStatsData {
 	cur := statsSnap{at: now, value: it.value.Load(), times: it.times.Load()}
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	return BrokerStatsData{StatsMinute: window(it.mu.minute, cur), StatsHour: window(it.mu.hour, cur),
+	return protocol.BrokerStatsData{StatsMinute: window(it.mu.minute, cur), StatsHour: window(it.mu.hour, cur),
 		StatsDay: window(it.mu.day, cur)}
 }
 
-func window(r statsRing, cur statsSnap) BrokerStatsItem {
+func window(r statsRing, cur statsSnap) protocol.BrokerStatsItem {
 	if len(r.snaps) == 0 {
-		return BrokerStatsItem{}
+		return protocol.BrokerStatsItem{}
 	}
 	first := r.snaps[0]
-	out := BrokerStatsItem{Sum: cur.value - first.value}
+	out := protocol.BrokerStatsItem{Sum: cur.value - first.value}
 	if secs := cur.at.Sub(first.at).Seconds(); secs > 0 {
 		out.Tps = float64(out.Sum) / secs
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // yet delivered, and what was delivered above it) is persisted in timerCheckpoint.json every
 // flushDelayOffsetInterval and at close; a restart re-delivers at most what was delivered since then.
 type timerService struct {
-	b    *Broker
+	timerOptions
 	log  *slog.Logger
 	path string
 	wake chan struct{}
@@ -59,9 +60,22 @@ func (h *timerHeap) Pop() any {
 	return e
 }
 
-func newTimerService(b *Broker) *timerService {
-	return &timerService{b: b, log: b.log.With("service", "timer"),
-		path: filepath.Join(b.cfg.StorePathRootDir, "config", "timerCheckpoint.json"),
+// timerOptions is what the timer service is built with.
+type timerOptions struct {
+	store        queueStore    // reads the timer topic and the parked records
+	put          putFunc       // stores a due message in its real topic (the broker's put path)
+	clock        Clock         // the steady clock (clock.go)
+	log          *slog.Logger  // tagged service=timer here
+	dir          string        // storePathRootDir: timerCheckpoint.json goes to its config directory
+	persistEvery time.Duration // flushDelayOffsetInterval
+	// onDelivered counts a message delivered to its real topic (the timer dequeue series); it must not
+	// block. nil: not counted.
+	onDelivered func(topic string)
+}
+
+func newTimerService(o timerOptions) *timerService {
+	return &timerService{timerOptions: o, log: o.log.With("service", "timer"),
+		path: filepath.Join(o.dir, "config", "timerCheckpoint.json"),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), delivered: map[int64]bool{}}
 }
 
@@ -83,7 +97,7 @@ func (s *timerService) load() error {
 }
 
 func (s *timerService) persist() error {
-	data, err := json.Marshal(s.checkpoint()) // checkpoint: raft_offsets.go
+	data, err := json.Marshal(s.checkpoint())
 	if err != nil {
 		return err
 	}
@@ -94,7 +108,7 @@ func (s *timerService) start() {
 	s.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
 	s.wg.Add(1)
 	go s.loop()
-	runEvery(s.stop, &s.wg, ms(s.b.cfg.FlushDelayOffsetInterval), func() {
+	runEvery(s.stop, &s.wg, s.persistEvery, func() {
 		if err := s.persist(); err != nil {
 			s.log.Error("persist timer checkpoint", "err", err)
 		}
@@ -113,19 +127,19 @@ func (s *timerService) arrived() { wake(s.wake) }
 func (s *timerService) scan() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if min := s.b.store.MinOffsetInQueue(TopicTimer, 0); s.scanned < min {
+	if min := s.store.MinOffsetInQueue(TopicTimer, 0); s.scanned < min {
 		s.log.Warn("timer queue expired below its checkpoint: skipping ahead", "checkpoint", s.scanned, "min", min)
 		s.scanned = min
 		if s.lowWater < min {
 			s.lowWater = min
 		}
 	}
-	max := s.b.store.MaxOffsetInQueue(TopicTimer, 0)
+	max := s.store.MaxOffsetInQueue(TopicTimer, 0)
 	for ; s.scanned < max; s.scanned++ {
 		if s.delivered[s.scanned] {
 			continue
 		}
-		u, err := s.b.store.ConsumeQueueUnit(TopicTimer, 0, s.scanned)
+		u, err := s.store.ConsumeQueueUnit(TopicTimer, 0, s.scanned)
 		if err != nil {
 			s.log.Warn("timer queue unit unreadable; skipped", "offset", s.scanned, "err", err)
 			s.markDeliveredLocked(s.scanned)
@@ -157,7 +171,7 @@ func (s *timerService) loop() {
 				break
 			}
 			e := s.pending[0]
-			now := s.b.clock.Now().UnixMilli()
+			now := s.clock.Now().UnixMilli()
 			if e.due > now {
 				next = min(next, time.Duration(e.due-now)*time.Millisecond)
 				s.mu.Unlock()
@@ -176,7 +190,7 @@ func (s *timerService) loop() {
 				// Retried after the backoff, behind what is due before then: one message that cannot be
 				// stored again does not hold back the others (none is delivered early either way).
 				s.log.Error("deliver timer message failed; retrying", "offset", e.queueOffset, "err", err)
-				e.due = max(e.due, s.b.clock.Now().UnixMilli()+retryBackoff.Milliseconds())
+				e.due = max(e.due, s.clock.Now().UnixMilli()+retryBackoff.Milliseconds())
 				s.mu.Lock()
 				heap.Push(&s.pending, e)
 				s.mu.Unlock()
@@ -204,17 +218,48 @@ func (s *timerService) loop() {
 }
 
 func (s *timerService) deliver(phy int64) error {
-	m, err := s.b.store.LookMessageByOffset(phy)
+	m, err := s.store.LookMessageByOffset(phy)
 	if err != nil {
 		return err
 	}
 	real := restoreReal(m, propTimerOutMs, propTimerDeliverMs, propTimerDelayMs, propTimerDelaySec, propStartDeliverTime)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err = s.b.put(ctx, real); err == nil {
-		s.b.stats.timerOut.Get(real.Topic).Add(1)
+	if _, err = s.put(ctx, real); err == nil && s.onDelivered != nil {
+		s.onDelivered(real.Topic)
 	}
 	return err
+}
+
+// checkpoint is the timer service's progress (its TimerCheckpoint, delivered offsets sorted).
+func (s *timerService) checkpoint() TimerCheckpoint {
+	s.mu.Lock()
+	cp := TimerCheckpoint{LowWater: s.lowWater, Delivered: make([]int64, 0, len(s.delivered))}
+	for off := range s.delivered {
+		cp.Delivered = append(cp.Delivered, off)
+	}
+	s.mu.Unlock()
+	slices.Sort(cp.Delivered)
+	return cp
+}
+
+// restoreCheckpoint takes another master's timer progress (Raft mode; the service is stopped on this
+// node): the next start scans the timer queue again from its low water mark.
+func (s *timerService) restoreCheckpoint(cp TimerCheckpoint) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lowWater, s.scanned, s.pending = cp.LowWater, cp.LowWater, nil
+	s.delivered = make(map[int64]bool, len(cp.Delivered))
+	for _, off := range cp.Delivered {
+		if off >= cp.LowWater {
+			s.delivered[off] = true
+		}
+	}
+}
+
+// equal reports whether two checkpoints (delivered sorted) are the same.
+func (c TimerCheckpoint) equal(o TimerCheckpoint) bool {
+	return c.LowWater == o.LowWater && slices.Equal(c.Delivered, o.Delivered)
 }
 
 // timerStatus is the timer's backlog for the metrics: messages due but not delivered and how late the most
@@ -234,7 +279,7 @@ var timerDistBounds = [...]int64{5, 60, 300, 900, 3600, 14400, 28800, 86400}
 
 // status reads the backlog at now. Safe from any goroutine.
 func (s *timerService) status(now time.Time) timerStatus {
-	max := s.b.store.MaxOffsetInQueue(TopicTimer, 0)
+	max := s.store.MaxOffsetInQueue(TopicTimer, 0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := timerStatus{unloaded: max - s.scanned, scanned: s.scanned}

@@ -1,11 +1,11 @@
 package broker
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rocketraft/rocketraft/protocol"
 )
@@ -35,10 +35,55 @@ type topicConfigManager struct {
 	versionedTable[protocol.TopicConfig]
 	path      string
 	log       *slog.Logger
-	onChange  func()     // called (outside the lock) after every change: the broker re-registers
-	raft      topicRaft  // Raft mode: changes are proposals, applied by raft_meta.go; nil in classic mode
-	persistMu sync.Mutex // serialises writes of topics.json
+	onChange  func()       // called (outside the lock) after every change: the broker registers the changes (takeChanges)
+	changes   topicChanges // how changes are made: here (localTopics), or proposed (the Raft role)
+	persistMu sync.Mutex   // serialises writes of topics.json
+
+	persistAsked  atomic.Uint64            // persist calls so far
+	persistedUpTo uint64                   // persistAsked's value the last write covered; guarded by persistMu
+	persistErr    error                    // that write's result; guarded by persistMu
+	fragments     map[string]topicFragment // topic_config_file.go; guarded by persistMu
 }
+
+// topicChanges is how the topic table changes. The manager makes the changes itself (localTopics) unless
+// the Raft role had it propose them (proposeThrough): then each is a Raft entry, applied on every node
+// through apply and applyDelete (raft_meta.go). Safe from any goroutine.
+type topicChanges interface {
+	// createTopic creates tc (the callee's) unless a topic of its name exists, and returns the topic now
+	// there and whether this call created it here (the Raft role says false: every node applies it). On a
+	// Raft follower tc comes back unstored: the master creates it when the client reaches it.
+	createTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error)
+	// putTopic creates or replaces tc (the callee's).
+	putTopic(tc *protocol.TopicConfig) error
+	// deleteTopic removes topic and reports whether it existed.
+	deleteTopic(topic string) (bool, error)
+}
+
+// localTopics makes the changes in the manager's own table, persists it and notifies.
+type localTopics struct{ m *topicConfigManager }
+
+func (l localTopics) createTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error) {
+	got, created := l.m.putIfAbsent(tc.TopicName, func() *protocol.TopicConfig { return tc })
+	if !created {
+		return got, false, nil
+	}
+	return got, true, l.m.changed()
+}
+
+func (l localTopics) putTopic(tc *protocol.TopicConfig) error {
+	l.m.put(tc.TopicName, tc)
+	return l.m.changed()
+}
+
+func (l localTopics) deleteTopic(topic string) (bool, error) {
+	if !l.m.remove(topic) {
+		return false, nil
+	}
+	return true, l.m.changed()
+}
+
+// proposeThrough makes every later change a proposal through c (the Raft role's open, before any request).
+func (m *topicConfigManager) proposeThrough(c topicChanges) { m.changes = c }
 
 func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
 	m := &topicConfigManager{
@@ -46,6 +91,8 @@ func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
 		path:           filepath.Join(cfg.StorePathRootDir, "config", "topics.json"),
 		log:            log,
 	}
+	m.changes = localTopics{m}
+	m.trackChanges()
 	sys := func(name string, queues int32, perm int32) {
 		m.table[name] = &protocol.TopicConfig{TopicName: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
 			TopicFilterType: "SINGLE_TAG", Attributes: map[string]string{}}
@@ -65,7 +112,7 @@ func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
 	sys(TopicSchedule, int32(max(len(levels), 1)), protocol.PermRead|protocol.PermWrite)
 	sys(TopicTimer, 1, protocol.PermRead|protocol.PermWrite)
 	if cfg.TraceTopicEnable {
-		sys(TopicTrace, 1, protocol.PermRead|protocol.PermWrite)
+		sys(cfg.MsgTraceTopicName, 1, protocol.PermRead|protocol.PermWrite)
 	}
 	sys(cfg.BrokerClusterName+TopicReplySuffix, 1, protocol.PermRead|protocol.PermWrite)
 	return m
@@ -93,14 +140,23 @@ func (m *topicConfigManager) load() error {
 	return nil
 }
 
+// persist writes topics.json with every change made before the call. Concurrent callers share writes
+// (group commit): one that finds its change written by a later-started write returns that write's result,
+// so topics created at once by many producers (auto-create) cost one file write per batch, not per topic.
 func (m *topicConfigManager) persist() error {
+	want := m.persistAsked.Add(1)
 	m.persistMu.Lock()
 	defer m.persistMu.Unlock()
-	data, err := json.MarshalIndent(m.snapshot(), "", "\t")
-	if err != nil {
-		return err
+	if m.persistedUpTo >= want {
+		return m.persistErr
 	}
-	return writeConfigFile(m.path, data)
+	upTo := m.persistAsked.Load() // every change asked for so far is in the table already
+	data, err := m.encodeTopicsFile()
+	if err == nil {
+		err = writeConfigFile(m.path, data)
+	}
+	m.persistedUpTo, m.persistErr = upTo, err
+	return err
 }
 
 // snapshot returns a deep copy of the table and its version, in the topics.json shape.
@@ -118,22 +174,24 @@ func (m *topicConfigManager) update(tc *protocol.TopicConfig) error {
 	if c.TopicFilterType == "" {
 		c.TopicFilterType = "SINGLE_TAG"
 	}
-	if m.raft != nil {
-		return m.raft.raftTopicPut(&c)
-	}
-	m.put(c.TopicName, &c)
-	return m.changed()
+	return m.changes.putTopic(&c)
 }
 
 // delete removes a topic; it reports whether it existed.
 func (m *topicConfigManager) delete(topic string) (bool, error) {
-	if m.raft != nil {
-		return m.raft.raftTopicDelete(topic)
-	}
-	if !m.remove(topic) {
-		return false, nil
-	}
-	return true, m.changed()
+	return m.changes.deleteTopic(topic)
+}
+
+// apply stores tc as a Raft metadata entry says (with create, only when the topic is absent), persists
+// and notifies when the table changed, and returns a copy of the topic now there (FSM goroutine).
+func (m *topicConfigManager) apply(tc *protocol.TopicConfig, create bool) *protocol.TopicConfig {
+	return m.applyPut(tc.TopicName, tc, create, m.changed, m.log)
+}
+
+// applyDelete removes topic as a Raft metadata entry says, persists and notifies when it was there, and
+// reports whether it was (FSM goroutine).
+func (m *topicConfigManager) applyDelete(topic string) bool {
+	return m.applyRemove(topic, m.changed, m.log)
 }
 
 func (m *topicConfigManager) changed() error {
@@ -162,15 +220,11 @@ func (m *topicConfigManager) createInSendMessage(topic, template string, clientQ
 		return &protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: tmpl.Perm &^ protocol.PermInherit,
 			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
 	}
-	if m.raft != nil {
-		return m.raft.raftTopicCreate(mk())
+	tc, created, err := m.changes.createTopic(mk())
+	if created {
+		m.log.Info("topic created on send", "topic", topic, "template", template, "queues", queues)
 	}
-	tc, created := m.putIfAbsent(topic, mk)
-	if !created {
-		return tc, nil
-	}
-	m.log.Info("topic created on send", "topic", topic, "template", template, "queues", queues)
-	return tc, m.changed()
+	return tc, err
 }
 
 // createIfAbsent creates a system-managed topic (retry, DLQ, transaction) with the given queues and perm.
@@ -179,15 +233,9 @@ func (m *topicConfigManager) createIfAbsent(topic string, queues int32, perm int
 		return &protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm,
 			TopicFilterType: "SINGLE_TAG", TopicSysFlag: topicSysFlag, Attributes: map[string]string{}}
 	}
-	if m.raft != nil {
-		if tc := m.get(topic); tc != nil {
-			return tc, nil
-		}
-		return m.raft.raftTopicCreate(mk())
-	}
-	tc, created := m.putIfAbsent(topic, mk)
-	if !created {
+	if tc := m.get(topic); tc != nil {
 		return tc, nil
 	}
-	return tc, m.changed()
+	tc, _, err := m.changes.createTopic(mk())
+	return tc, err
 }

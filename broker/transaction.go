@@ -2,11 +2,7 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/rocketraft/rocketraft/message"
@@ -73,7 +69,7 @@ func parseEndTransactionHeader(req *remoting.Command) (*endTransactionHeader, er
 // processEndTransaction is END_TRANSACTION: commit writes the real message and an op record, rollback
 // only the op record; an unknown state leaves the half message to the check-back service.
 func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.actsAsSlave() {
+	if !b.role.acceptsWrites() {
 		return errResponse(remoting.SlaveNotAvailable, "the broker %s is a slave; end the transaction on its master", b.addr)
 	}
 	h, err := parseEndTransactionHeader(req)
@@ -107,19 +103,29 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 	final := restoreReal(half, message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)
 	final.SysFlag = final.SysFlag&^message.SysFlagTransactionMask | message.SysFlagTransactionCommit
 	final.PreparedTransactionOffset = h.commitLogOffset
-	b.putAsync(final, func(res store.PutResult, err error) {
-		resp := remoting.NewResponse(remoting.Success, "")
-		if err != nil {
-			resp = putErrorResponse(err, final.Topic)
-		} else {
-			b.stats.recordEnd(final.Topic, true, born)
-			if err := b.writeOp(context.Background(), half.QueueOffset); err != nil {
-				b.log.Error("committed transaction message stored but its op record failed; it may be checked again", "err", err)
-			}
-		}
+	if _, err := b.topics.createIfAbsent(TopicTransOpHalf, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
+		return errResponse(remoting.SystemError, "record the commit: %v", err)
+	}
+	reply := func(resp *remoting.Command) {
 		if err := conn.Reply(req, resp); err != nil {
 			b.log.Debug("end transaction reply", "client", conn.RemoteAddr(), "err", err)
 		}
+	}
+	// done runs on the store's flusher (SYNC_FLUSH) or the HA group transfer (SYNC_MASTER) and must not
+	// block: the op record is put asynchronously too. A synchronous put here waited for the very goroutine
+	// it ran on, stalling every durable send until syncFlushTimeout, or for good on a SYNC_MASTER (make soak).
+	b.putAsync(final, func(_ store.PutResult, err error) {
+		if err != nil {
+			reply(putErrorResponse(err, final.Topic))
+			return
+		}
+		b.stats.recordEnd(final.Topic, true, born)
+		b.putter.PutMessageAsync(b.opMessage(half.QueueOffset), func(_ store.PutResult, err error) {
+			if err != nil {
+				b.log.Error("committed transaction message stored but its op record failed; it may be checked again", "err", err)
+			}
+			reply(remoting.NewResponse(remoting.Success, ""))
+		})
 	})
 	return nil
 }
@@ -139,206 +145,19 @@ func checkHalf(half *message.MessageExt, h *endTransactionHeader) *remoting.Comm
 	return nil
 }
 
-// writeOp records in RMQ_SYS_TRANS_OP_HALF_TOPIC that the half message at halfOffset is resolved.
+// writeOp records in RMQ_SYS_TRANS_OP_HALF_TOPIC that the half message at halfOffset is resolved, waiting for
+// the store's durability policy (never from a store callback: see processEndTransaction).
 func (b *Broker) writeOp(ctx context.Context, halfOffset int64) error {
 	if _, err := b.topics.createIfAbsent(TopicTransOpHalf, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		return err
 	}
-	m := &message.Message{Topic: TopicTransOpHalf, QueueID: 0, Body: []byte(strconv.FormatInt(halfOffset, 10)),
-		Properties:    message.EncodeProperties(map[string]string{message.PropertyTags: opRemoveTag}),
-		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost}
-	_, err := b.putter.PutMessage(ctx, m)
+	_, err := b.putter.PutMessage(ctx, b.opMessage(halfOffset))
 	return err
 }
 
-// transactionChecker is RocketMQ's TransactionalMessageCheckService: every transactionCheckInterval it
-// walks the half queue from its committed offset; a half message with an op record is done; one younger
-// than transactionTimeOut (or its CHECK_IMMUNITY_TIME_IN_SECONDS) stops the walk; one checked
-// transactionCheckMax times is given up (kept in TRANS_CHECK_MAX_TIME_TOPIC); any other is put back at the
-// end of the half queue with its check count raised and its producer group asked CHECK_TRANSACTION_STATE.
-type transactionChecker struct {
-	b    *Broker
-	log  *slog.Logger
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-func newTransactionChecker(b *Broker) *transactionChecker {
-	return &transactionChecker{b: b, log: b.log.With("service", "transaction-check"), stop: make(chan struct{})}
-}
-
-func (c *transactionChecker) start() {
-	c.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
-	runEvery(c.stop, &c.wg, ms(c.b.cfg.TransactionCheckInterval), c.check)
-}
-
-func (c *transactionChecker) close() {
-	close(c.stop)
-	c.wg.Wait()
-}
-
-func (c *transactionChecker) queueStart(topic string) int64 {
-	off := c.b.offsets.query(transGroup, topic, 0)
-	if min := c.b.store.MinOffsetInQueue(topic, 0); off < min {
-		off = min
-	}
-	return off
-}
-
-// opRecords reads the op queue from its committed offset: half offset -> op queue offset, plus the op
-// queue's end.
-func (c *transactionChecker) opRecords() (done map[int64]int64, ops []int64, opStart int64) {
-	done = map[int64]int64{}
-	opStart = c.queueStart(TopicTransOpHalf)
-	end := c.b.store.MaxOffsetInQueue(TopicTransOpHalf, 0)
-	for off := opStart; off < end; off++ {
-		u, err := c.b.store.ConsumeQueueUnit(TopicTransOpHalf, 0, off)
-		if err != nil {
-			break
-		}
-		m, err := c.b.store.LookMessageByOffset(u.PhysicalOffset)
-		if err != nil {
-			break
-		}
-		half, err := strconv.ParseInt(string(m.Body), 10, 64)
-		if err != nil {
-			c.log.Warn("op record with a body that is not a half offset; ignored", "opOffset", off, "body", string(m.Body))
-			half = -1
-		}
-		done[half] = off
-		ops = append(ops, half)
-	}
-	return done, ops, opStart
-}
-
-func (c *transactionChecker) check() {
-	b := c.b
-	if b.store.MaxOffsetInQueue(TopicTransHalf, 0) == 0 {
-		return
-	}
-	done, ops, opStart := c.opRecords()
-	halfEnd := b.store.MaxOffsetInQueue(TopicTransHalf, 0) // messages put back during this walk wait for the next
-	off := c.queueStart(TopicTransHalf)
-	now := b.clock.Now()
-	for ; off < halfEnd; off++ {
-		select {
-		case <-c.stop:
-			return
-		default:
-		}
-		if _, ok := done[off]; ok {
-			continue
-		}
-		u, err := b.store.ConsumeQueueUnit(TopicTransHalf, 0, off)
-		if err != nil {
-			c.log.Warn("half queue unit unreadable; skipped", "offset", off, "err", err)
-			continue
-		}
-		half, err := b.store.LookMessageByOffset(u.PhysicalOffset)
-		if err != nil {
-			c.log.Warn("half message unreadable; skipped", "offset", off, "err", err)
-			continue
-		}
-		props := message.ParseProperties(half.Properties)
-		checks, _ := strconv.Atoi(props[message.PropertyTransactionCheckTimes])
-		if checks >= b.cfg.TransactionCheckMax {
-			c.giveUp(half, checks)
-			continue
-		}
-		immunity := ms(b.cfg.TransactionTimeOut)
-		if s, err := strconv.Atoi(props[message.PropertyCheckImmunityTimeInSeconds]); err == nil && s > 0 {
-			immunity = time.Duration(s) * time.Second
-		}
-		if now.Sub(time.UnixMilli(half.BornTimestamp)) < immunity {
-			break // younger ones follow
-		}
-		if len(b.clients.producerConns(props[message.PropertyProducerGroup])) > 0 {
-			checks++ // a check counts only when a producer can be asked
-		}
-		if err := c.putBackAndAsk(half, props, checks); err != nil {
-			c.log.Error("transaction check-back failed; will retry", "offset", off, "err", err)
-			break
-		}
-	}
-	b.offsets.commit(transGroup, TopicTransHalf, 0, off)
-	// The op queue moves past records for half messages the walk has passed.
-	opOff := opStart
-	for _, h := range ops {
-		if h >= off {
-			break
-		}
-		opOff++
-	}
-	b.offsets.commit(transGroup, TopicTransOpHalf, 0, opOff)
-}
-
-// putBackAndAsk appends a copy of the half message with its check count set to checks, then asks a
-// producer of its group, if one is connected, for the transaction's state; the answer (END_TRANSACTION)
-// names the copy.
-func (c *transactionChecker) putBackAndAsk(half *message.MessageExt, props map[string]string, checks int) error {
-	b := c.b
-	group := props[message.PropertyProducerGroup]
-	cp := half.Message
-	cp.Properties = editProperties(half.Properties, func(p map[string]string) {
-		p[message.PropertyTransactionCheckTimes] = strconv.Itoa(checks)
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := b.putter.PutMessage(ctx, &cp)
-	if err != nil {
-		return fmt.Errorf("put the half message back: %w", err)
-	}
-	conns := b.clients.producerConns(group)
-	if len(conns) == 0 {
-		c.log.Warn("no producer of the group is connected to ask about a transaction", "group", group, "msgId", props[message.PropertyUniqKey])
-		return nil
-	}
-	ext := &message.MessageExt{Message: cp, QueueOffset: res.QueueOffset, PhysicalOffset: res.PhysicalOffset,
-		StoreTimestamp: res.StoreTimestamp, StoreHost: b.storeHost}
-	ext.Topic = props[message.PropertyRealTopic]
-	if q, err := strconv.Atoi(props[message.PropertyRealQueueID]); err == nil {
-		ext.QueueID = int32(q)
-	}
-	body, err := message.EncodeRecord(nil, ext)
-	if err != nil {
-		return fmt.Errorf("encode the half message for the check: %w", err)
-	}
-	uniq := props[message.PropertyUniqKey]
-	txID := props[message.PropertyTransactionID]
-	if txID == "" {
-		txID = uniq
-	}
-	req := remoting.NewRequest(remoting.CheckTransactionState, map[string]string{
-		"tranStateTableOffset": strconv.FormatInt(res.QueueOffset, 10),
-		"commitLogOffset":      strconv.FormatInt(res.PhysicalOffset, 10),
-		"msgId":                uniq,
-		"transactionId":        txID,
-		"offsetMsgId":          res.MsgID,
-		"topic":                ext.Topic,
-	}, body)
-	req.MarkOneway()
-	conn := conns[rand.IntN(len(conns))]
-	if err := conn.SendOneway(req); err != nil {
-		c.log.Warn("send CHECK_TRANSACTION_STATE failed", "group", group, "producer", conn.RemoteAddr(), "err", err)
-	}
-	return nil
-}
-
-// giveUp keeps a half message checked too often aside in TRANS_CHECK_MAX_TIME_TOPIC (never delivered).
-func (c *transactionChecker) giveUp(half *message.MessageExt, checks int) {
-	b := c.b
-	props := message.ParseProperties(half.Properties)
-	c.log.Warn("transaction checked transactionCheckMax times without an answer; giving it up", "checks", checks,
-		"msgId", props[message.PropertyUniqKey], "group", props[message.PropertyProducerGroup], "realTopic", props[message.PropertyRealTopic])
-	if _, err := b.topics.createIfAbsent(topicTransCheckMax, 1, protocol.PermRead, 0); err != nil {
-		c.log.Error("create topic for given-up transactions", "err", err)
-		return
-	}
-	cp := half.Message
-	cp.Topic, cp.QueueID = topicTransCheckMax, 0
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := b.putter.PutMessage(ctx, &cp); err != nil {
-		c.log.Error("keep a given-up transaction aside", "err", err)
-	}
+// opMessage is the op record of the half message at halfOffset (its topic must exist).
+func (b *Broker) opMessage(halfOffset int64) *message.Message {
+	return &message.Message{Topic: TopicTransOpHalf, QueueID: 0, Body: []byte(strconv.FormatInt(halfOffset, 10)),
+		Properties:    message.EncodeProperties(map[string]string{message.PropertyTags: opRemoveTag}),
+		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 
@@ -20,6 +21,11 @@ type versionedTable[T any] struct {
 	mu      sync.RWMutex
 	table   map[string]*T        // guarded by mu
 	version protocol.DataVersion // guarded by mu
+	// changed names the entries put since the last takeChanges, nil when the table does not track
+	// its changes (trackChanges; the topic table does, for incremental registration); dropped says an
+	// entry was removed or the table replaced since then. Guarded by mu.
+	changed map[string]struct{}
+	dropped bool
 }
 
 func newVersionedTable[T any]() versionedTable[T] {
@@ -38,13 +44,61 @@ func (t *versionedTable[T]) get(name string) *T {
 	return &c
 }
 
+// lookup returns a copy of name's value by value (nothing allocated: the send path asks for every message).
+func (t *versionedTable[T]) lookup(name string) (T, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if v, ok := t.table[name]; ok {
+		return *v, true
+	}
+	var zero T
+	return zero, false
+}
+
 // put stores a copy of v under name and moves the version.
 func (t *versionedTable[T]) put(name string, v *T) {
 	c := *v
 	t.mu.Lock()
 	t.table[name] = &c
+	t.noteLocked(name)
 	nextVersion(&t.version, time.Now())
 	t.mu.Unlock()
+}
+
+// noteLocked records a change of name for takeChanges. Lock should be held for writing.
+func (t *versionedTable[T]) noteLocked(name string) {
+	if t.changed != nil {
+		t.changed[name] = struct{}{}
+	}
+}
+
+// trackChanges makes the table record its changes for takeChanges.
+func (t *versionedTable[T]) trackChanges() {
+	t.mu.Lock()
+	t.changed = map[string]struct{}{}
+	t.mu.Unlock()
+}
+
+// takeChanges returns copies of the entries put since the last call (those still present), the version
+// that counts them, and whether an entry was removed or the table replaced meanwhile (then only the whole
+// table tells the change); it starts the next round of recording. Changes and version are read under one
+// lock, so every change the version counts is in this answer or an earlier one.
+func (t *versionedTable[T]) takeChanges() (map[string]*T, protocol.DataVersion, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]*T, len(t.changed))
+	for name := range t.changed {
+		if v, ok := t.table[name]; ok {
+			c := *v
+			out[name] = &c
+		}
+	}
+	dropped := t.dropped
+	if t.changed != nil {
+		t.changed = map[string]struct{}{}
+	}
+	t.dropped = false
+	return out, t.version, dropped
 }
 
 // putIfAbsent stores mk() under name unless name exists; it returns a copy of the value now there and
@@ -59,6 +113,7 @@ func (t *versionedTable[T]) putIfAbsent(name string, mk func() *T) (*T, bool) {
 	if !ok {
 		v = mk()
 		t.table[name] = v
+		t.noteLocked(name)
 		nextVersion(&t.version, time.Now())
 	}
 	c := *v
@@ -73,6 +128,7 @@ func (t *versionedTable[T]) remove(name string) bool {
 		return false
 	}
 	delete(t.table, name)
+	t.dropped = true
 	nextVersion(&t.version, time.Now())
 	return true
 }
@@ -87,6 +143,7 @@ func (t *versionedTable[T]) load(values map[string]*T, version protocol.DataVers
 		}
 	}
 	t.version = version
+	t.dropped = true
 }
 
 // snapshot returns a deep copy of the table and its version.
@@ -99,6 +156,49 @@ func (t *versionedTable[T]) snapshot() (map[string]*T, protocol.DataVersion) {
 		out[k] = &c
 	}
 	return out, t.version
+}
+
+// applyPut stores a copy of v under name (with create only when name is absent), persists the table when
+// it changed, and returns a copy of the value now there.
+func (t *versionedTable[T]) applyPut(name string, v *T, create bool, persist func() error, lg *slog.Logger) *T {
+	got, changed := v, true
+	if create {
+		got, changed = t.putIfAbsent(name, func() *T { c := *v; return &c })
+	} else {
+		t.put(name, v)
+	}
+	if changed {
+		if err := persist(); err != nil {
+			lg.Error("raft: persist applied metadata", "name", name, "err", err)
+		}
+	}
+	return got
+}
+
+// applyRemove deletes name, persists the table when it held it, and reports whether it did.
+func (t *versionedTable[T]) applyRemove(name string, persist func() error, lg *slog.Logger) bool {
+	if !t.remove(name) {
+		return false
+	}
+	if err := persist(); err != nil {
+		lg.Error("raft: persist applied metadata", "name", name, "err", err)
+	}
+	return true
+}
+
+// replace swaps the contents for copies of values (nil ones skipped); the version moves.
+func (t *versionedTable[T]) replace(values map[string]*T) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.table = map[string]*T{}
+	for k, v := range values {
+		if v != nil {
+			c := *v
+			t.table[k] = &c
+		}
+	}
+	t.dropped = true
+	t.version.Counter++
 }
 
 // runEvery calls fn every interval on a goroutine tracked by wg, until stop is closed.

@@ -157,8 +157,8 @@ func raftHoldsVIP(w *remoting.Client, addr string) bool {
 
 // startRaftChildren starts a three-node Raft group brokerName of child processes (SYNC_FLUSH, 1 s
 // election timers) registered with c's name server: on 127.0.0.1 with a port each, or with vip (the
-// master's virtual address) on 127.0.0.11-13 with one client port.
-func startRaftChildren(t *testing.T, c *cluster.Cluster, brokerName, vip string) []*raftChild {
+// master's virtual address) on 127.0.0.11-13 with one client port; extra are more flags of every node.
+func startRaftChildren(t *testing.T, c *cluster.Cluster, brokerName, vip string, extra ...string) []*raftChild {
 	t.Helper()
 	hosts := []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}
 	ports := []int{cluster.FreePort(t), cluster.FreePort(t), cluster.FreePort(t)}
@@ -192,6 +192,7 @@ func startRaftChildren(t *testing.T, c *cluster.Cluster, brokerName, vip string)
 		if vip != "" {
 			n.args = append(n.args, "--masterVipAddress="+vip)
 		}
+		n.args = append(n.args, extra...)
 		n.cmd = startChildBroker(t, n.args...)
 		nodes = append(nodes, n)
 	}

@@ -40,12 +40,21 @@
 // with the offsets it assigns); ParseRecord is the one framing check, which never panics and
 // wraps ErrCorruptRecord; DecodeMessage copies a parsed record out. A blank record (magic
 // 0xCBD43194, totalSize = bytes left) closes the unused tail of a CommitLog file: the store
-// writes it, this package only names its magic.
+// writes it, this package only names its magic. A run of records back to back (the data of a
+// Raft message entry) is placed with PatchRecords (physical offsets written, queue offsets
+// zeroed for the store's dispatch to assign) and checked with CheckRecords (framing, each
+// record at its own offset, optionally the body CRCs), as the Raft log's recovery does.
 //
 // # Properties
 //
 // name 0x01 value 0x02 name 0x01 value 0x02 ... (RocketMQ's MessageDecoder), at most 32767
 // bytes. KEYS holds several keys separated by spaces. Names are RocketMQ's MessageConst.
+//
+// # Message trace
+//
+// trace.go decodes the records clients with tracing on send to the trace topic (RocketMQ's RIP-6: Pub,
+// SubBefore, SubAfter, EndTransaction), drawn there; the broker stores them as any message, and mqadmin
+// queryMsgTraceById and the console find them by message id through the IndexFile.
 //
 // # Message ids
 //

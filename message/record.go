@@ -122,6 +122,9 @@ const (
 	PropertyTimerDeliverMs             = "TIMER_DELIVER_MS"
 	PropertyDLQOriginTopic             = "DLQ_ORIGIN_TOPIC"
 	PropertyDLQOriginMessageID         = "DLQ_ORIGIN_MESSAGE_ID"
+	PropertyPopCK                      = "POP_CK" // a popped message's receipt handle (protocol.ExtraInfo)
+	PropertyPopCKOffset                = "POP_CK_OFFSET"
+	PropertyFirstPopTime               = "1ST_POP_TIME" // when the message was first popped (ms)
 )
 
 // Message is what a producer hands to the store: everything of the stored record except the

@@ -24,7 +24,8 @@ import (
 //	REGISTER_BROKER, UNREGISTER_BROKER          an admin account, or one of aclBrokerAccessKeys
 //	DELETE_TOPIC_IN_NAMESRV, PUT_KV_CONFIG,
 //	DELETE_KV_CONFIG, WIPE_WRITE_PERM_OF_BROKER,
-//	ADD_WRITE_PERM_OF_BROKER                    an admin account
+//	ADD_WRITE_PERM_OF_BROKER,
+//	UPDATE_NAMESRV_CONFIG                       an admin account
 //
 // A global white address, or an account's whiteRemoteAddress, passes as on the broker (a trusted network;
 // the signature is not checked for it), but the account (when there is one) must still be allowed. The
@@ -107,6 +108,7 @@ var writeCodes = map[remoting.RequestCode]bool{
 	remoting.DeleteKVConfig:        false,
 	remoting.WipeWritePermOfBroker: false,
 	remoting.AddWritePermOfBroker:  false,
+	remoting.UpdateNamesrvConfig:   false,
 }
 
 // writeGuard checks the write requests against the ACL file (a remoting.Interceptor).

@@ -99,6 +99,8 @@ func TestACLGuardsWrites(t *testing.T) {
 	refused("unsigned wipe write perm", f.call(remoting.WipeWritePermOfBroker, map[string]string{"brokerName": "broker-a"}, nil))
 	refused("unsigned put KV", f.call(remoting.PutKVConfig, map[string]string{"namespace": "ORDER_TOPIC_CONFIG", "key": "TopicTest", "value": "x"}, nil))
 	refused("unsigned delete KV", f.call(remoting.DeleteKVConfig, map[string]string{"namespace": "ORDER_TOPIC_CONFIG", "key": "TopicTest"}, nil))
+	refused("unsigned config update", f.call(remoting.UpdateNamesrvConfig, nil, []byte("orderMessageEnable=true\n")))
+	refused("config update by the broker account", f.callOn(brokerCl, remoting.UpdateNamesrvConfig, nil, []byte("orderMessageEnable=true\n")))
 	refused("unsigned query data version (refreshes the broker's liveness)", f.call(remoting.QueryDataVersion,
 		map[string]string{"brokerAddr": brokerA.addr, "brokerName": "broker-a", "clusterName": brokerA.cluster, "brokerId": "0"}, nil))
 	if resp := f.callOn(brokerCl, remoting.QueryDataVersion, map[string]string{"brokerAddr": brokerA.addr,

@@ -33,6 +33,8 @@
 //	 219  GET_KVLIST_BY_NAMESPACE              KVTable JSON, or QUERY_NOT_FOUND
 //	 224  GET_TOPICS_BY_CLUSTER                TopicList JSON
 //	 304  GET_SYSTEM_TOPIC_LIST_FROM_NS        TopicList JSON (cluster and broker names)
+//	 318  UPDATE_NAMESRV_CONFIG                body "key=value" lines: reloadable keys only (config_admin.go), until restart
+//	 319  GET_NAMESRV_CONFIG                   body every key=value of the config in force
 //	 322  QUERY_DATA_VERSION                   ext changed; body the registered DataVersion
 //	 327  ADD_WRITE_PERM_OF_BROKER             ext addTopicCount
 //
@@ -56,14 +58,14 @@
 // Without aclEnable (the default, as RocketMQ 4.x) anyone who reaches the port may register a broker (and so
 // route a topic's clients to an address of their choosing), unregister one, delete a topic's route, wipe write
 // permissions or change the KV settings, or keep a dead broker routed (QUERY_DATA_VERSION with the version it
-// had refreshes its liveness). With aclEnable those eight writes need a request signed by an account
+// had refreshes its liveness), or change the config. With aclEnable those nine writes need a request signed by an account
 // of aclFile (the broker's plain_acl.yml): registration an admin account or one named in aclBrokerAccessKeys
 // (the brokers sign with their accessKey/secretKey; QUERY_DATA_VERSION the same), the others an admin account. Reads stay open. acl.go has
 // the table; a refusal is NO_PERMISSION, changes nothing and is logged with the remote address.
 //
 // Under TLS the other credential is a client certificate: with peerTlsTrustCertPath (the cluster CA, the file
 // the brokers' peer TLS trusts), a request on a TLS connection whose client presented a certificate of that CA
-// naming a node (URI rocketraft://<group>/<id>) may make all eight writes, signed or not; otherwise the
+// naming a node (URI rocketraft://<group>/<id>) may make all nine writes, signed or not; otherwise the
 // signature decides as above. The port must ask for certificates (tlsServerMode permissive or enforcing,
 // tlsServerNeedClientAuth optional or require), and peerTlsTrustCertPath without aclEnable is a start-up error
 // (it would guard nothing). Brokers present theirs with tlsEnable, tlsClientCertPath and tlsClientKeyPath.

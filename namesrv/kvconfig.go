@@ -8,8 +8,9 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/rocketraft/rocketraft/internal/atomicfile"
 )
 
 // NamespaceOrderTopicConfig is the KV namespace of order-topic settings ("brokerName:queues;..." by topic),
@@ -115,41 +116,8 @@ func (m *KVConfigManager) persist() error {
 	if err != nil {
 		return fmt.Errorf("namesrv: encode KV config: %w", err)
 	}
-	if err := writeFileAtomic(m.path, data); err != nil {
+	if err := atomicfile.Write(m.path, data, 0o644); err != nil {
 		return fmt.Errorf("namesrv: persist KV config to kvConfigPath %s: %w", m.path, err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves the old or the new file, never a torn one.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -38,6 +38,8 @@ func (s *Server) registerProcessors() {
 		remoting.GetKVConfig:                   s.getKVConfig,
 		remoting.DeleteKVConfig:                s.deleteKVConfig,
 		remoting.GetKVListByNamespace:          s.getKVListByNamespace,
+		remoting.GetNamesrvConfig:              s.getNamesrvConfig,
+		remoting.UpdateNamesrvConfig:           s.updateNamesrvConfig,
 	} {
 		s.rs.Register(code, defaultPool, h)
 	}
@@ -180,7 +182,7 @@ func (s *Server) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, req *r
 	if !ok {
 		return errResponse(remoting.TopicNotExist, "%s%s", remarkTopicNotExist, topic)
 	}
-	if s.cfg.OrderMessageEnable {
+	if s.liveConfig().OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(NamespaceOrderTopicConfig, topic)
 	}
 	return remoting.NewJSONResponse(route)
@@ -191,7 +193,7 @@ func (s *Server) getBrokerClusterInfo(context.Context, *remoting.Conn, *remoting
 }
 
 func (s *Server) getAllTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-	if !s.cfg.EnableAllTopicList {
+	if !s.liveConfig().EnableAllTopicList {
 		return errResponse(remoting.SystemError, "disable")
 	}
 	return remoting.NewJSONResponse(protocol.TopicList{TopicList: s.routes.AllTopics()})

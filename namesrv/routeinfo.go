@@ -49,19 +49,19 @@ type RegisterBrokerResult struct {
 // name, broker names to addresses by id, clusters to broker names, and the live table of registered addresses.
 // All methods are safe for concurrent use; reads share the lock.
 type RouteInfoManager struct {
-	logger        *slog.Logger
-	expiry        time.Duration // brokerChannelExpiredTime
-	deleteMissing bool          // deleteTopicWithBrokerRegistration
+	logger *slog.Logger
+	expiry time.Duration // brokerChannelExpiredTime
 
-	mu         sync.RWMutex
-	topicQueue map[string]map[string]protocol.QueueData // topic -> broker name -> queues
-	brokerAddr map[string]*protocol.BrokerData          // broker name -> cluster, addresses by id
-	clusterMap map[string]map[string]struct{}           // cluster -> broker names
-	live       map[string]*brokerLiveInfo               // broker address -> liveness
-	filters    map[string][]string                      // broker address -> filter servers
-	raft       map[string]*raftGroup                    // broker name -> Raft group state (raftgroup.go)
-	raftHold   time.Duration                            // raftMasterHoldMillis
-	now        func() time.Time                         // time.Now; tests move it
+	mu            sync.RWMutex
+	deleteMissing bool                                     // deleteTopicWithBrokerRegistration (SetDeleteMissing)
+	topicQueue    map[string]map[string]protocol.QueueData // topic -> broker name -> queues
+	brokerAddr    map[string]*protocol.BrokerData          // broker name -> cluster, addresses by id
+	clusterMap    map[string]map[string]struct{}           // cluster -> broker names
+	live          map[string]*brokerLiveInfo               // broker address -> liveness
+	filters       map[string][]string                      // broker address -> filter servers
+	raft          map[string]*raftGroup                    // broker name -> Raft group state (raftgroup.go)
+	raftHold      time.Duration                            // raftMasterHoldMillis
+	now           func() time.Time                         // time.Now; tests move it
 }
 
 // NewRouteInfoManager returns empty tables. expiry is how long a broker may stay silent; deleteMissing removes,
@@ -80,6 +80,13 @@ func NewRouteInfoManager(expiry time.Duration, deleteMissing bool, logger *slog.
 		raftHold:      DefaultRaftMasterHold,
 		now:           time.Now,
 	}
+}
+
+// SetDeleteMissing changes deleteTopicWithBrokerRegistration from the next registration on.
+func (m *RouteInfoManager) SetDeleteMissing(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleteMissing = on
 }
 
 // DefaultRaftMasterHold is raftMasterHoldMillis' default.

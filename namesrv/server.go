@@ -23,6 +23,7 @@ type Server struct {
 	rs     *remoting.Server
 	mx     *serverMetrics // metrics.go: the /metrics endpoint (metricsExporterType=PROM)
 	acl    *writeGuard    // acl.go: nil unless aclEnable
+	live   liveConfig     // config_admin.go: the config as UPDATE_NAMESRV_CONFIG last changed it
 
 	stop      chan struct{}
 	wg        sync.WaitGroup

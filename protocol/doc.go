@@ -1,9 +1,14 @@
 // Package protocol holds the bodies of RocketMQ's remoting protocol that more than one side of the wire
 // reads or writes: the name server's route data (route.go), topic configs with their DataVersion and the
 // topic-name rule (topic.go), REGISTER_BROKER's body in its JSON and compressed forms (register.go), the
-// bodies of the admin answers tools read (admin_body.go: MessageQueue, TopicStatsTable and ConsumeStats
-// entries, SubscriptionGroupConfig), RocketRaft's own Raft status bodies (raft.go), the permission bits
-// (perm.go), and fastjson both ways for the MessageQueue-keyed tables and bare integer keys that Java
+// bodies of the admin answers tools read (admin_body.go: MessageQueue, TopicStatsTable entries, ConsumeStats
+// and ConsumeStatsList, SubscriptionGroupConfig, BrokerStatsData, ConsumerRunningInfo), the plain ACL's
+// accounts as the ACL requests carry them (acl.go), RocketRaft's own Raft status bodies (raft.go), the
+// permission bits (perm.go), RocketMQ 5's pop family (pop.go, pop_header.go: the POP_MESSAGE, ACK_MESSAGE,
+// CHANGE_MESSAGE_INVISIBLETIME and NOTIFICATION headers, BATCH_ACK_MESSAGE's body, the receipt handle
+// ExtraInfo "ckQueueOffset popTime invisibleTime reviveQid retryMark brokerName queueId queueOffset", the
+// check-point and ack records of the revive topic, the retry-topic names), and fastjson both ways for the
+// MessageQueue-keyed tables and bare integer keys that Java
 // brokers write (fastjson.go). The frame, the codes and the header fields are package remoting's; the
 // stored-message record is package message's.
 //
@@ -15,7 +20,8 @@
 //
 // Field names and JSON tags are RocketMQ's (QueueData.java, BrokerData.java, TopicRouteData.java,
 // ClusterInfo.java, TopicList.java, KVTable.java, DataVersion.java, TopicConfig.java,
-// RegisterBrokerBody.java, SubscriptionGroupConfig.java, MessageQueue.java, TopicOffset.java,
+// RegisterBrokerBody.java, SubscriptionGroupConfig.java, PlainAccessConfig.java,
+// GetBrokerClusterAclConfigResponseBody.java, ConsumeStats.java, ConsumeStatsList.java, BrokerStatsData.java, MessageQueue.java, TopicOffset.java,
 // OffsetWrapper.java); golden_test.go pins the bytes every type encodes to. DataVersion always writes
 // stateVersion, as RocketMQ 5.x's fastjson does; 4.x readers ignore the field. The same JSON is on disk:
 // config/topics.json is a TopicConfigSerializeWrapper.

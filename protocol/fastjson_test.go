@@ -18,9 +18,9 @@ func TestQueueTableRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = append(b, '}')
-	want := `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"S"}:{"brokerOffset":1,"consumerOffset":0,"lastTimestamp":0},` +
-		`{"brokerName":"a","queueId":7,"topic":"T"}:{"brokerOffset":2,"consumerOffset":0,"lastTimestamp":9},` +
-		`{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":0}}}`
+	want := `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"S"}:{"brokerOffset":1,"consumerOffset":0,"lastTimestamp":0,"pullOffset":0},` +
+		`{"brokerName":"a","queueId":7,"topic":"T"}:{"brokerOffset":2,"consumerOffset":0,"lastTimestamp":9,"pullOffset":0},` +
+		`{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":0,"pullOffset":0}}}`
 	if string(b) != want {
 		t.Fatalf("fastjson\n%s\nwant\n%s", b, want)
 	}

@@ -47,6 +47,9 @@ type clusterOptions struct {
 	// peerTLS (TCP only) gives each node its NodeOptions.PeerTLS; logger, when set, its logger.
 	peerTLS func(id string) *peertls.Material
 	logger  func(id string) *slog.Logger
+	// sent, when set (in-memory transport only), sees every AppendEntries a node sends, below
+	// the node's own wrapping (leader_sync_test.go).
+	sent func(from string, args *raft.AppendEntriesRequest)
 }
 
 type tnode struct {
@@ -54,6 +57,7 @@ type tnode struct {
 	root     string
 	host     netip.AddrPort
 	cl       *store.Store
+	crash    *crashingLog // cl as the node sees it (crash_test.go)
 	n        *Node
 	trans    *raft.InmemTransport
 	running  bool
@@ -222,17 +226,23 @@ func (c *cluster) start(i int) {
 	if !c.o.tcp {
 		_, tn.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(tn.addr), time.Second)
 		opts.Transport = tn.trans
+		if c.o.sent != nil {
+			id := tn.id
+			opts.Transport = &watchedTransport{InmemTransport: tn.trans, sent: func(a *raft.AppendEntriesRequest) { c.o.sent(id, a) }}
+		}
 	}
 	cfg := c.config(tn.id)
 	if tn.join {
 		cfg.Join = true
 		cfg.Peers = append(append([]Peer(nil), c.peers...), Peer{ID: tn.id, Addr: tn.addr})
 	}
-	n, err := OpenNode(cl, cfg, opts)
+	crash := &crashingLog{CommitLog: cl}
+	n, err := OpenNode(crash, cfg, opts)
 	if err != nil {
 		_ = cl.Close()
 		t.Fatalf("%s: OpenNode: %v", tn.id, err)
 	}
+	crash.leading = n.log.isLeading
 	if err := cl.Start(); err != nil {
 		t.Fatalf("%s: store.Start: %v", tn.id, err)
 	}
@@ -249,7 +259,7 @@ func (c *cluster) start(i int) {
 		}
 	}
 	c.mu.Lock()
-	tn.cl, tn.n, tn.running = cl, n, true
+	tn.cl, tn.crash, tn.n, tn.running = cl, crash, n, true
 	c.mu.Unlock()
 }
 

@@ -1,15 +1,71 @@
 package raftlog
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
+// crashingLog is a cluster node's CommitLog with a crash to inject (cluster.start wraps every
+// node's store in one): once armed, the leader's next SyncCommitLog (StoreLogs has written its
+// frames and index slots) fails without syncing, and so does every later write, as if the
+// process died between write and sync.
+type crashingLog struct {
+	CommitLog
+	leading        func() bool // the node's Store.isLeading, set before the node starts
+	armed, crashed atomic.Bool
+	// hold, when set, makes the leader's syncs wait until the channel is closed.
+	hold atomic.Pointer[chan struct{}]
+}
+
+// errCrashed: a crashingLog crashed.
+var errCrashed = errors.New("raftlog: crashed (test hook)")
+
+func (c *crashingLog) SyncCommitLog() error {
+	if h := c.hold.Load(); h != nil && c.leading() {
+		<-*h
+	}
+	if c.crashed.Load() || (c.armed.Load() && c.leading()) {
+		c.crashed.Store(true)
+		return errCrashed
+	}
+	return c.CommitLog.SyncCommitLog()
+}
+
+func (c *crashingLog) AppendCommitLog(offset int64, data []byte) error {
+	if c.crashed.Load() {
+		return errCrashed
+	}
+	return c.CommitLog.AppendCommitLog(offset, data)
+}
+
+func (c *crashingLog) AppendCommitLogBlank(offset int64) error {
+	if c.crashed.Load() {
+		return errCrashed
+	}
+	return c.CommitLog.AppendCommitLogBlank(offset)
+}
+
+func (c *crashingLog) TruncateCommitLog(offset int64) error {
+	if c.crashed.Load() {
+		return errCrashed
+	}
+	return c.CommitLog.TruncateCommitLog(offset)
+}
+
+func (c *crashingLog) ResetCommitLog(offset int64) error {
+	if c.crashed.Load() {
+		return errCrashed
+	}
+	return c.CommitLog.ResetCommitLog(offset)
+}
+
 // TestLeaderLosesUnsyncedTail: SYNC_FLUSH, producers sending. The leader dies between writing
-// entries and syncing them (the crashBeforeSync hook: its StoreLogs has written the frames and
-// index slots, and fails before the fdatasync; every later write fails). Its folders are
+// entries and syncing them (crashingLog: its StoreLogs has written the frames and index slots,
+// and fails before the fdatasync; every later write fails). Its folders are
 // copied as a killed process leaves them, and the copy then loses what the node never synced,
 // as a machine crash may: the CommitLog bytes after the last synced end are zeroed (files
 // keep their preallocated length) and the Raft index slots after the last msync of the index
@@ -28,8 +84,8 @@ func TestLeaderLosesUnsyncedTail(t *testing.T) {
 	li := c.leader()
 	tn := c.nodes[li]
 	lg := tn.n.log
-	lg.crashBeforeSync.Store(true)
-	waitFor(t, "the leader's StoreLogs to crash before its sync", lg.crashed.Load)
+	tn.crash.armed.Store(true)
+	waitFor(t, "the leader's StoreLogs to crash before its sync", tn.crash.crashed.Load)
 	synced, wrote := lg.syncedEnd.Load(), tn.cl.CommitLogEnd()
 	slots := lg.idx.syncedThrough.Load()
 

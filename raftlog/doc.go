@@ -1,7 +1,8 @@
 // Package raftlog is the Raft mode's log: the CommitLog itself is the Raft log, as in
 // DLedger, so there is no second copy of the messages. Store implements hashicorp/raft's
-// LogStore (and MonotonicLogStore) over the mapped CommitLog files of a store.Store opened in
-// framed mode; raft-boltdb holds only the term and vote.
+// LogStore (and MonotonicLogStore) over the mapped CommitLog files of a message store opened
+// in framed mode, reached through the CommitLog interface this package owns (commitlog.go);
+// raft-boltdb holds only the term and vote.
 //
 // # Frames
 //
@@ -33,7 +34,7 @@
 //	+-----+------+--------------+---------------------------------------------------------+
 //
 // A message entry (kind 1, what the broker proposes for a group of sends) carries standard
-// stored-message records back to back (store/doc.go draws them), so a message's physical
+// stored-message records back to back (message/doc.go draws them), so a message's physical
 // offset is the absolute position of its record and offset message ids and ConsumeQueue
 // units keep RocketMQ's meaning. StoreLogs writes each record's PHYSICALOFFSET (every node
 // knows the position) and zeroes its QUEUEOFFSET; the state machine writes the queue offset
@@ -97,6 +98,27 @@
 // the CommitLog, so a follower installing one needs about twice the retained size on disk
 // for a while; its queue offsets come with the records (the leader's state machine wrote
 // them), and the ConsumeQueues and the index are rebuilt from the copied files.
+//
+// # The CommitLog seam (commitlog.go)
+//
+// raftlog needs 19 methods of the store, declared in CommitLog with a contract each (who calls
+// it, what is durable when it returns, who owns the bytes, which store sentinel an error
+// wraps); *store.Store implements it, and the broker passes its store to OpenNode as one.
+// The callers: Open (recovery, before the store starts: RecoveryStart, ReadCommitLog,
+// RecoverFramed, SetRetentionGuard), the log store's single writer under Store.wmu
+// (AppendCommitLog, AppendCommitLogBlank, SyncCommitLog, TruncateCommitLog, and ResetCommitLog
+// when a snapshot is installed), the state machine (DispatchMessages and AdvanceDispatch in
+// log order, Flush before a snapshot is persisted), and the proposer (EncodeMessages,
+// StoreHost, CommitLogFileSize: records are encoded by the store's rules before Raft sees
+// them). The record layout itself is message's: frames place a run of records with
+// message.PatchRecords and recovery checks it with message.CheckRecords. raftlog still
+// imports store, for types and sentinels only: store.PutResult and its statuses (a Raft put
+// answers as a classic one), store.AssignedOffset (DispatchMessages' result) and the store's
+// errors (store.ErrOffsetOutOfRange, the encoding errors); internal/archtest checks that no
+// non-test file names *store.Store or calls a store function. The tests run over the real
+// store (TestStoreKeepsTheCommitLogContract checks the contract through the interface); the
+// crash test injects its fault by wrapping it (crashingLog: the leader dies between writing
+// entries and syncing them), so the log store carries no test hook.
 //
 // # Using it from the broker (Node)
 //
@@ -229,7 +251,18 @@
 // one per entry, each answered together and back together (the linger keeps a cohort from
 // splitting further); one entry in flight makes one cohort (10.4 per entry, 0.29 fsyncs per
 // message) but serialises the leader's sync of the next entry behind the followers' sync of
-// this one, and measured a lower ratio in both flush modes, so MaxInFlight stays 2.
+// this one, and measured a lower ratio in both flush modes, so MaxInFlight stayed 2.
+// Since the leader's sync overlaps replication (leader_sync.go) that serialisation is gone,
+// and the broker (raftProposeMaxInFlight 0, the default) now uses 1 with SYNC_FLUSH and 2
+// with ASYNC_FLUSH. Measured on 2026-12-03 with bench-compare ROWS="raft raft-async"
+// DURATION=15s, runs alternating 2 and 1 in flight, load 7 to 16 (helpers' builds):
+//
+//	in flight   raft msgs/s   p99 ms   CPU us/msg   msgs/entry   fsyncs/msg   raft-async msgs/s   CPU us/msg
+//	2           1887, 2049    69, 31   401, 449     6.9, 7.2     0.40, 0.38   6098, 4626          158, 233
+//	1           2722, 2756    20, 27   358, 329     9.9, 10.2    0.30, 0.29   5650, 4323          177, 216
+//
+// (CPU us/msg: the three nodes' user and system time per message acknowledged, the figure the
+// machine's load moves least.) ASYNC_FLUSH pays no sync per entry and loses a little with 1.
 // MaxAppendEntries still never binds (1.04 entries per follower append; 1.33 with
 // ASYNC_FLUSH), so it stays 256.
 //
@@ -256,36 +289,57 @@
 // stored, unapplied entries (every node holds the same prefix, so every node computes the
 // same), recomputed on a suffix DeleteRange, and dispatch with assign=false.
 //
-// # The leader's own write is not overlapped with replication
+// # The leader's sync overlaps replication (leader_sync.go)
 //
 // Raft thesis section 10.2.1 lets a leader write its entry to its disk while it replicates
 // it, provided the leader counts itself in a majority only once its own write is durable.
 // hashicorp/raft (v1.8.0, raft.go dispatchLogs) cannot be told so: the leader loop calls
 // LogStore.StoreLogs, then at once counts the leader as holding the entries
-// (commitment.match(localID, lastIndex), unexported) and only then wakes the replicators,
-// which never send past the last index StoreLogs published. So there are two ways to
-// overlap, and neither is safe without a fork:
+// (commitment.match(localID, lastIndex), unexported) and only then wakes the replicators.
+// So with SYNC_FLUSH (Config.OverlapLeaderSync, on by default) a leader's StoreLogs writes
+// and returns, a syncer goroutine syncs (one sync for whatever was written since the last),
+// and Raft's early count is made harmless by three rules that hold back everything an early
+// commit could otherwise release:
 //
-//   - StoreLogs returns before its sync and syncs in the background: the leader is then
-//     counted for entries it does not hold durably. In a group of three, an entry commits
-//     on the leader's unsynced copy plus one follower's; the leader sends that commit index
-//     and the followers apply up to it (consumers read it there) and the put is answered.
-//     If the leader loses power now, its copy is gone and it restarts with a log that ends
-//     before the entry; the third node (which never got the entry either) can win an
-//     election with its own vote and the restarted leader's (its log is as up to date as
-//     that cut one), and its next entries overwrite the acknowledged, already consumed one
-//     on the follower. Holding
-//     only the answer until the leader's sync does not help: the followers apply (make
-//     visible) at the commit index the leader sends them, not at the answer.
-//   - Publishing entries to the replicators before StoreLogs: the replicators read through
-//     the LogStore (GetLog) up to Raft's last index, which StoreLogs' return sets; nothing
-//     in the LogStore contract lets it hand out entries it has not stored.
+//  1. Apply: the leader's state machine applies an entry (makes it readable, assigns its
+//     queue offsets, answers the put) only once the leader's own sync covers it
+//     (FSM.ApplyBatch waits). Raft counts a follower only after the follower's StoreLogs
+//     returned, and a follower's StoreLogs syncs before it returns. So a put is answered
+//     once the leader and at least one follower hold it durably: a majority of three.
+//  2. Commit index: what the leader sends its followers as LeaderCommitIndex is clamped to
+//     what it holds durably (the transport wrapper, pipeline.go), so a follower applies an
+//     entry only once the leader and the follower that completed its majority hold it
+//     durably. Without this, a leader that lost power after Raft's early commit could come
+//     back without the entry, a node that never had it could win an election with the
+//     returning leader's vote, and overwrite an entry the followers had applied (and
+//     consumers read).
+//  3. Acknowledging old entries: a node that is not leading answers for entries it already
+//     holds only once they are durable. Raft reads such entries with GetLog before it
+//     acknowledges an AppendEntries that repeats them, without calling StoreLogs (which
+//     would sync); the log Raft is given (gatedLog) waits for the sync there. This covers a
+//     leader that stepped down with entries written but not synced: a new leader could
+//     otherwise count its acknowledgement of them.
 //
-// CommitTrackingLogStore (v1.8.0) only stages the commit index to be stored with the next
-// StoreLogs; it does not delay the leader's own match. So each entry costs the leader's sync
-// and then a follower's sync in series. What overlaps instead is one entry with the next:
-// while the followers store and sync entry N, the leader loop is free to store entry N+1
-// (MaxInFlight > 1), and Raft hands a follower whatever accumulated as one AppendEntries.
+// What the syncer vouches for: the entries up to the last one published when its sync began,
+// unless the log was cut (a suffix truncation) or replaced (a snapshot install) meanwhile,
+// which a generation count detects. A failed sync is sticky: the store is read-only, the state
+// machine applies nothing more (the batch answers the error, nothing is marked applied on
+// this node), and the node shuts its Raft down; the next StoreLogs fails too, so Raft steps
+// down. Open syncs what recovery found, which after a process crash may be in the page cache
+// only, before the node acknowledges any of it. Followers, and leaders with ASYNC_FLUSH or a
+// transport without pre-vote, store as before (sync inside StoreLogs). The stage "store" of
+// the send metrics is then the leader's write, and its sync runs inside "replicate".
+// Not covered: entries that never reach the state machine. A membership change (AddVoter,
+// RemoveServer) is answered by Raft once it commits, which may be before the leader's own sync;
+// if the leader then loses power and a node without the entry wins the next election, the
+// change is lost after mqadmin reported it done (the group keeps its old membership, nothing
+// is lost from the log). Check getRaftStatus after a membership change that raced a crash.
+//
+// Shown by TestLeaderSyncOverlapAppliesNothingUnsynced: with the leader's syncs held, an
+// entry commits on the followers' copies (the overlap), yet no commit index covering it is
+// sent, no node applies it and the put is not answered; removing the clamp or the wait makes
+// it fail. TestLeaderLosesUnsyncedTail crashes a leader between write and sync and finds
+// every acknowledged put.
 //
 // # Pipelined replication that cannot hang (pipeline.go)
 //

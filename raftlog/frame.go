@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/rocketraft/rocketraft/store"
+	"github.com/rocketraft/rocketraft/message"
 )
 
 // Frame layout (doc.go draws it). Wire format: never change.
@@ -88,7 +88,7 @@ func frameSize(l *raft.Log) int64 {
 }
 
 // appendFrame encodes l as a frame at pos to dst. Message records get their physical offsets
-// and a zero queue offset (store.PatchRecords).
+// and a zero queue offset (message.PatchRecords).
 func appendFrame(dst []byte, l *raft.Log, pos int64) ([]byte, error) {
 	kind, data := splitData(l)
 	size := FrameHeaderSize + len(l.Extensions) + len(data)
@@ -114,7 +114,7 @@ func appendFrame(dst []byte, l *raft.Log, pos int64) ([]byte, error) {
 	stored := f[FrameHeaderSize+len(l.Extensions):]
 	var dataCRC uint32
 	if kind == KindMessages {
-		if _, err := store.PatchRecords(stored, pos+int64(FrameHeaderSize+len(l.Extensions))); err != nil {
+		if _, err := message.PatchRecords(stored, pos+int64(FrameHeaderSize+len(l.Extensions))); err != nil {
 			return dst[:start], fmt.Errorf("raftlog: entry %d: message data: %w", l.Index, err)
 		}
 	} else {
@@ -161,7 +161,7 @@ func parseHeader(b []byte) (frameHeader, error) {
 func checkData(h *frameHeader, f []byte, checkCRC bool) error {
 	data := f[h.dataOffset():h.size]
 	if h.kind == KindMessages {
-		_, err := store.CheckRecords(data, h.pos+h.dataOffset(), checkCRC)
+		_, err := message.CheckRecords(data, h.pos+h.dataOffset(), checkCRC)
 		return err
 	}
 	if got := crc32.Checksum(data, castagnoli); got != h.dataCRC {

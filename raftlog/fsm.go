@@ -51,7 +51,7 @@ type MessagesResult struct {
 // goroutine. Reads on this node see nothing past what it dispatched.
 type FSM struct {
 	log  *Store
-	cl   *store.Store
+	cl   CommitLog
 	meta MetaApplier
 	lg   *slog.Logger
 
@@ -75,9 +75,21 @@ func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 // Apply applies one entry (raft.FSM).
 func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
-// ApplyBatch applies committed entries in log order (raft.BatchingFSM).
+// ApplyBatch applies committed entries in log order (raft.BatchingFSM). With the leader's
+// sync overlapped (leader_sync.go) it first waits until this node holds the entries durably;
+// if that sync failed, nothing of the batch is applied here and every entry answers the
+// error (the node stops: Store.onSyncFailure).
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
+	if len(logs) > 0 {
+		if err := f.log.waitDurable(logs[len(logs)-1].Index); err != nil {
+			for i, l := range logs {
+				err := fmt.Errorf("raftlog: entry %d is not durable on this node, not applied: %w", l.Index, err)
+				out[i] = &MessagesResult{Index: l.Index, Err: err}
+			}
+			return out
+		}
+	}
 	for i, l := range logs {
 		out[i] = f.apply(l)
 		f.applied.Store(l.Index)

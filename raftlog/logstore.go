@@ -50,8 +50,8 @@ type Options struct {
 // DefaultSlotsPerIndexFile is Options.SlotsPerIndexFile's default.
 const DefaultSlotsPerIndexFile = 1 << 20
 
-// Store is a raft.LogStore (and MonotonicLogStore) over the CommitLog of a framed
-// store.Store: every Raft entry is a frame in the CommitLog, found through a dense index.
+// Store is a raft.LogStore (and MonotonicLogStore) over a framed CommitLog (commitlog.go):
+// every Raft entry is a frame in the CommitLog, found through a dense index.
 //
 // Concurrency: hashicorp/raft calls StoreLogs and suffix DeleteRanges from one goroutine (the
 // leader loop or the follower's RPC handling) and prefix DeleteRanges from its snapshot
@@ -59,7 +59,7 @@ const DefaultSlotsPerIndexFile = 1 << 20
 // mu guards the published state, held for writing only while it changes (the end of a
 // StoreLogs, a suffix truncation). Lock order: wmu, then mu.
 type Store struct {
-	cl       *store.Store
+	cl       CommitLog
 	log      *slog.Logger
 	fileSize int64
 	sync     bool
@@ -74,14 +74,19 @@ type Store struct {
 	// it runs for a leader's dispatch or a follower's append (nil: a follower).
 	stats   *nodeStats
 	leading atomic.Pointer[func() bool]
-	// syncedEnd is the CommitLog end as of the last sync StoreLogs or a suffix truncation
-	// made (Options.Sync): what a machine crash keeps. crashBeforeSync is a test hook
-	// (crash_test.go): the next StoreLogs of a leader writes its frames, then fails without
-	// syncing, and
-	// every later write fails (crashed), as if the process died between write and sync.
-	syncedEnd       atomic.Int64
-	crashBeforeSync atomic.Bool
-	crashed         atomic.Bool
+	// syncedEnd is the CommitLog end as of the last sync StoreLogs, the syncer or a suffix
+	// truncation made (Options.Sync): what a machine crash keeps.
+	syncedEnd atomic.Int64
+	// overlap: a leader's StoreLogs leaves its sync to the syncer (leader_sync.go), which
+	// kick wakes; stopSync (closed by Close) stops it and ends the waits, syncerDone is
+	// closed when it has returned.
+	overlap    atomic.Bool
+	kick       chan struct{}
+	stopSync   chan struct{}
+	stopOnce   sync.Once
+	syncerDone chan struct{}
+	// onSyncFailure is called (once, on its own goroutine) when the syncer's sync fails.
+	onSyncFailure atomic.Pointer[func(error)]
 
 	wmu     sync.Mutex
 	scratch []byte // guarded by wmu
@@ -96,6 +101,8 @@ type Store struct {
 	mu struct {
 		sync.RWMutex
 		state logState
+		// durable is how far this node holds the log durably (leader_sync.go).
+		durable durableState
 		// minPhy is the CommitLog minimum the cached first index belongs to.
 		minPhy int64
 		closed bool
@@ -110,13 +117,13 @@ type logState struct {
 	end         int64
 }
 
-// Open opens the log store over cl, a store.Store opened with Options.Framed and not yet
+// Open opens the log store over cl, a store opened with store.Options.Framed and not yet
 // started: it loads the dense index under dir (dir/index), scans the CommitLog from
 // cl.RecoveryStart() for the last valid entry (header CRC, position, contiguous index,
 // non-decreasing term, data CRC or message records), rewrites the index from what it found,
 // and completes the store's recovery with RecoverFramed at the end of that entry. The
 // caller starts cl afterwards and closes it after Close.
-func Open(cl *store.Store, dir string, opts Options) (*Store, error) {
+func Open(cl CommitLog, dir string, opts Options) (*Store, error) {
 	if !cl.Framed() {
 		return nil, errors.New("raftlog: the store is not in framed mode (store.Options.Framed)")
 	}
@@ -142,7 +149,17 @@ func Open(cl *store.Store, dir string, opts Options) (*Store, error) {
 		idx.close()
 		return nil, err
 	}
+	if opts.Sync && st.end > 0 {
+		// What recovery found may be in the page cache only (the process died, the machine
+		// did not): make it durable before this node acknowledges any of it.
+		if err := cl.SyncCommitLog(); err != nil {
+			idx.close()
+			return nil, fmt.Errorf("raftlog: sync the recovered log: %w", err)
+		}
+	}
 	s.mu.state = st
+	s.mu.durable = durableState{index: st.last, advanced: make(chan struct{})}
+	s.stopSync = make(chan struct{})
 	s.mu.minPhy = cl.MinPhyOffset()
 	s.syncedEnd.Store(st.end)
 	cl.SetRetentionGuard(s.retentionAllows)
@@ -301,9 +318,6 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if closed {
 		return ErrClosed
 	}
-	if s.crashed.Load() {
-		return errCrashed
-	}
 	if err := checkContiguous(st, logs); err != nil {
 		return err
 	}
@@ -317,11 +331,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err != nil {
 		return err
 	}
-	if s.crashBeforeSync.Load() && s.isLeading() {
-		s.crashed.Store(true)
-		return errCrashed
-	}
-	if s.sync {
+	// A leader with the overlap on leaves the sync to the syncer (leader_sync.go).
+	deferred := s.sync && s.overlapping() && s.isLeading()
+	if s.sync && !deferred {
 		syncStart := time.Now()
 		if err := s.cl.SyncCommitLog(); err != nil {
 			return fmt.Errorf("raftlog: sync entries %d..%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
@@ -343,16 +355,23 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.mu.state.last = logs[len(logs)-1].Index
 	s.mu.state.lastTerm = logs[len(logs)-1].Term
 	s.mu.state.end = next
+	if !deferred {
+		// Synced above (every byte written before, too), or never synced (ASYNC_FLUSH).
+		s.markDurableLocked(s.mu.state.last)
+	}
 	s.mu.Unlock()
+	if deferred {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 	s.dropOldIndexFiles()
 	return nil
 }
 
 // slowSync: syncs slower than this are logged.
 const slowSync = 500 * time.Millisecond
-
-// errCrashed: the crashBeforeSync test hook fired.
-var errCrashed = errors.New("raftlog: crashed (test hook)")
 
 // isLeading reports whether the node leads (Node sets leading once Raft runs).
 func (s *Store) isLeading() bool {
@@ -482,9 +501,6 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	if closed {
 		return ErrClosed
 	}
-	if s.crashed.Load() {
-		return errCrashed
-	}
 	if min <= s.applied.Load() {
 		top := max
 		if st.last != 0 && top > st.last {
@@ -526,6 +542,7 @@ func (s *Store) truncateSuffix(st logState, min uint64) error {
 	if sl.pos < s.syncedEnd.Load() {
 		s.syncedEnd.Store(sl.pos) // the cut is durable
 	}
+	s.cutDurableLocked(from - 1)
 	s.log.Info("truncated conflicting raft entries", "from", from, "to", st.last, "offset", sl.pos)
 	if from <= st.first {
 		s.mu.state = logState{end: sl.pos}
@@ -641,6 +658,10 @@ func (s *Store) End() int64 {
 // Close syncs the index and closes it; later calls fail with ErrClosed. The CommitLog store
 // stays open (its owner closes it after).
 func (s *Store) Close() error {
+	s.stopOnce.Do(func() { close(s.stopSync) })
+	if s.overlapping() {
+		<-s.syncerDone
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.mu.Lock()

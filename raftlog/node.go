@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/rocketraft/rocketraft/internal/peertls"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // Peer is one member of a group: its dLegerSelfId and its Raft address.
@@ -81,6 +80,12 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	// Sync: SYNC_FLUSH, every node syncs an entry before acknowledging it.
 	Sync bool
+	// OverlapLeaderSync (with Sync): the leader syncs its entries while Raft replicates them
+	// instead of before (leader_sync.go, doc.go "The leader's sync overlaps replication"); an
+	// entry is still applied and answered only once the leader and a majority hold it durably.
+	// Needs a transport with pre-vote (the node's own, or a given one such as hashicorp/raft's
+	// in-memory transport), which the node wraps to clamp the commit index it sends.
+	OverlapLeaderSync bool
 	// CheckCRCOnRecover checks message body CRCs when the log is recovered.
 	CheckCRCOnRecover bool
 	// PreferredLeaderID (preferredLeaderId): a leader that is not this node hands leadership
@@ -120,6 +125,7 @@ func DefaultConfig() Config {
 		MaxInFlight:        2,
 		MaxLinger:          time.Millisecond,
 		LogCacheEntries:    128,
+		OverlapLeaderSync:  true,
 	}
 }
 
@@ -194,14 +200,14 @@ type Node struct {
 	cfg  Config
 	opts NodeOptions
 	lg   *slog.Logger
-	cl   *store.Store
+	cl   CommitLog
 
 	log    *Store
 	fsm    *FSM
 	stable *raftboltdb.BoltStore
 	snaps  raft.SnapshotStore
 	trans  raft.Transport
-	guard  *pipelineGuard // wraps trans when the node made it (nil with Options.Transport)
+	guard  *pipelineGuard // wraps trans when the node made it, or to clamp the commit index (leader_sync.go)
 	raft   *raft.Raft
 
 	prop   *proposer
@@ -221,7 +227,7 @@ type Node struct {
 
 // OpenNode opens the log over cl (a framed store, not started: Open recovers it) and the
 // stable and snapshot stores. Start cl, then start the node.
-func OpenNode(cl *store.Store, cfg Config, opts NodeOptions) (*Node, error) {
+func OpenNode(cl CommitLog, cfg Config, opts NodeOptions) (*Node, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -320,6 +326,19 @@ func (n *Node) Start() error {
 			n.guard = newPipelineGuard(t, 2*tc.Timeout, n.lg) // pipeline.go: hashicorp/raft's pipeline hang
 			trans = n.guard
 		}
+	} else if _, ok := trans.(raft.WithPreVote); ok && n.cfg.Sync && n.cfg.OverlapLeaderSync {
+		// A transport given (tests): wrapped only to clamp the commit index.
+		n.guard = newPipelineGuard(trans, time.Minute, n.lg)
+		trans = n.guard
+	}
+	if n.guard != nil && n.cfg.Sync && n.cfg.OverlapLeaderSync {
+		n.guard.clamp = n.log.clampCommit
+		n.log.enableOverlap()
+		fail := func(err error) {
+			n.lg.Error("stopping this node's raft after a failed log sync; restart the broker once the disk is fixed", "err", err)
+			_ = n.raft.Shutdown().Error()
+		}
+		n.log.onSyncFailure.Store(&fail)
 	}
 	n.trans = trans
 	rc := n.raftConfig()
@@ -347,6 +366,9 @@ func (n *Node) Start() error {
 		if logs, err = raft.NewLogCache(n.cfg.LogCacheEntries, n.log); err != nil {
 			return fmt.Errorf("raftlog: %w", err)
 		}
+	}
+	if n.log.overlapping() {
+		logs = gatedLog{LogStore: logs, s: n.log} // leader_sync.go rule 3
 	}
 	if n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.stable, n.snaps, trans); err != nil {
 		return fmt.Errorf("raftlog: start raft: %w", err)

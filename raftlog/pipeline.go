@@ -29,6 +29,8 @@ type pipelineGuard struct {
 	raft.Transport
 	stuckAfter time.Duration
 	lg         *slog.Logger
+	// clamp, when set, caps the commit index an AppendEntries carries (leader_sync.go rule 2).
+	clamp func(commit uint64) uint64
 
 	mu     sync.Mutex
 	pipes  map[*guardedPipeline]struct{}
@@ -63,6 +65,27 @@ func (g *pipelineGuard) AppendEntriesPipeline(id raft.ServerID, target raft.Serv
 	}
 	g.pipes[gp] = struct{}{}
 	return gp, nil
+}
+
+// AppendEntries sends one AppendEntries (outside a pipeline), its commit index clamped.
+func (g *pipelineGuard) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest,
+	resp *raft.AppendEntriesResponse) error {
+	return g.Transport.AppendEntries(id, target, g.clampCommit(args), resp)
+}
+
+// clampCommit returns args, or a copy whose LeaderCommitIndex is at most what the leader holds
+// durably. Raft reads only the entries of a request back after the answer, never its commit
+// index, so the copy changes nothing else.
+func (g *pipelineGuard) clampCommit(args *raft.AppendEntriesRequest) *raft.AppendEntriesRequest {
+	if g.clamp == nil {
+		return args
+	}
+	if c := g.clamp(args.LeaderCommitIndex); c < args.LeaderCommitIndex {
+		cp := *args
+		cp.LeaderCommitIndex = c
+		return &cp
+	}
+	return args
 }
 
 // closePipelines closes every pipeline handed out and refuses new ones (node shutdown).
@@ -108,7 +131,7 @@ func (p *guardedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *r
 			"peer", p.peer, "after", p.g.stuckAfter)
 		_ = p.AppendPipeline.Close()
 	})
-	f, err := p.AppendPipeline.AppendEntries(args, resp)
+	f, err := p.AppendPipeline.AppendEntries(p.g.clampCommit(args), resp)
 	t.Stop()
 	return f, err
 }

@@ -178,6 +178,7 @@ func (s *Store) restoreFiles(r io.Reader, fsm *FSM) (uint64, error) {
 	}
 	s.mu.state = logState{end: from}
 	s.syncedEnd.Store(min(s.syncedEnd.Load(), from))
+	s.cutDurableLocked(0)
 	s.mu.minPhy = from
 	buf := make([]byte, copyChunk)
 	for off := from; off < to; {
@@ -202,6 +203,7 @@ func (s *Store) restoreFiles(r io.Reader, fsm *FSM) (uint64, error) {
 	}
 	s.mu.state = logState{first: sc.first, last: sc.last, lastTerm: sc.lastTerm, end: to}
 	s.syncedEnd.Store(to)
+	s.markDurableLocked(sc.last)
 	if err := s.idx.sync(); err != nil {
 		return 0, err
 	}

@@ -38,7 +38,8 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	for _, k := range sortedKeys(c.ExtFields) {
+	var keys [32]string
+	for _, k := range sortedKeys(keys[:0], c.ExtFields) {
 		if len(k) > math.MaxInt16 {
 			return dst, fmt.Errorf("remoting: header field name of %d bytes exceeds the int16 length of a ROCKETMQ "+
 				"binary header", len(k))

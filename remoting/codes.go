@@ -57,6 +57,7 @@ const (
 	DeleteACLConfig                      RequestCode = 51 // 4.x
 	GetBrokerClusterACLInfo              RequestCode = 52 // 4.x
 	UpdateGlobalWhiteAddrsConfig         RequestCode = 53 // 4.x
+	GetBrokerClusterACLConfig            RequestCode = 54 // 4.9.0-4.9.4 and 5.x
 	GetTimerCheckPoint                   RequestCode = 60 // 5.x
 	GetTimerMetrics                      RequestCode = 61 // 5.x
 	PutKVConfig                          RequestCode = 100
@@ -309,6 +310,7 @@ var requestCodeNames = map[RequestCode]string{
 	DeleteACLConfig:                      "DELETE_ACL_CONFIG",
 	GetBrokerClusterACLInfo:              "GET_BROKER_CLUSTER_ACL_INFO",
 	UpdateGlobalWhiteAddrsConfig:         "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG",
+	GetBrokerClusterACLConfig:            "GET_BROKER_CLUSTER_ACL_CONFIG",
 	GetTimerCheckPoint:                   "GET_TIMER_CHECK_POINT",
 	GetTimerMetrics:                      "GET_TIMER_METRICS",
 	PutKVConfig:                          "PUT_KV_CONFIG",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -38,7 +39,8 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	for i, k := range sortedKeys(c.ExtFields) {
+	var keys [32]string
+	for i, k := range sortedKeys(keys[:0], c.ExtFields) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -49,9 +51,9 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	return append(dst, "}}"...)
 }
 
-// sortedKeys returns the map's keys in byte order, so that an encoding is deterministic.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys returns the map's keys in byte order, so that an encoding is deterministic. It appends to
+// keys, which a caller gives from an array on its stack so that a header's encoding does not allocate.
+func sortedKeys(keys []string, m map[string]string) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -184,16 +186,19 @@ func (p *jsonScanner) str() (string, error) {
 
 // escapedStr finishes a string that contains escapes, from its first content byte at start.
 func (p *jsonScanner) escapedStr(start int) (string, error) {
-	buf := make([]byte, 0, p.pos-start+16)
-	buf = append(buf, p.s[start:p.pos]...)
+	// One allocation: sized by unescapedMax, filled in a strings.Builder, which hands its bytes over
+	// without the copy string(buf) would make.
+	var buf strings.Builder
+	buf.Grow(p.pos - start + unescapedMax(p.s[p.pos:]))
+	buf.WriteString(p.s[start:p.pos])
 	for p.pos < len(p.s) {
 		b := p.s[p.pos]
 		switch {
 		case b == '"':
 			p.pos++
-			return string(buf), nil
+			return buf.String(), nil
 		case b != '\\':
-			buf = append(buf, b)
+			buf.WriteByte(b)
 			p.pos++
 			continue
 		}
@@ -204,17 +209,17 @@ func (p *jsonScanner) escapedStr(start int) (string, error) {
 		p.pos += 2
 		switch e {
 		case '"', '\\', '/':
-			buf = append(buf, e)
+			buf.WriteByte(e)
 		case 'b':
-			buf = append(buf, '\b')
+			buf.WriteByte('\b')
 		case 'f':
-			buf = append(buf, '\f')
+			buf.WriteByte('\f')
 		case 'n':
-			buf = append(buf, '\n')
+			buf.WriteByte('\n')
 		case 'r':
-			buf = append(buf, '\r')
+			buf.WriteByte('\r')
 		case 't':
-			buf = append(buf, '\t')
+			buf.WriteByte('\t')
 		case 'u':
 			r, err := p.hex4()
 			if err != nil {
@@ -223,12 +228,33 @@ func (p *jsonScanner) escapedStr(start int) (string, error) {
 			if utf16.IsSurrogate(r) {
 				r = p.lowSurrogate(r)
 			}
-			buf = utf8.AppendRune(buf, r)
+			buf.WriteRune(r)
 		default:
 			return "", p.errorf("invalid escape \\%c", e)
 		}
 	}
 	return "", errJSONEnd
+}
+
+// unescapedMax bounds the bytes that s, the rest of a string from an escape on, decodes to up to its
+// closing quote: one per byte or short escape, three per \uXXXX (a surrogate pair, 12 bytes, decodes to 4).
+func unescapedMax(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			return n
+		case '\\':
+			if i+1 < len(s) && s[i+1] == 'u' {
+				i += 5
+				n += 3
+				continue
+			}
+			i++
+		}
+		n++
+	}
+	return n
 }
 
 // lowSurrogate completes a UTF-16 pair whose high half is hi; a lone half becomes U+FFFD.
@@ -478,11 +504,18 @@ func (p *jsonScanner) extFields(c *Command) error {
 			return err
 		}
 		if c.ExtFields == nil {
-			c.ExtFields = make(map[string]string, 16)
+			c.ExtFields = make(map[string]string, extFieldsHint(p.s[p.pos:]))
 		}
 		c.ExtFields[key] = v
 		return nil
 	})
+}
+
+// extFieldsHint guesses the number of extFields members still to come from rest, the header after the first
+// value: one more than the '","' between string members. Only a size hint for the map: a small response's
+// map (5 members) fits one group instead of the tables sized for 16, and a request's is made at its size.
+func extFieldsHint(rest string) int {
+	return min(strings.Count(rest, `","`)+1, 64)
 }
 
 // decodeJSONHeader decodes a JSON header into a new Command.

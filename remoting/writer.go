@@ -19,6 +19,9 @@ type batchWriter struct {
 	buf  []byte
 	segs []segment
 	iov  net.Buffers
+	// out is what WriteTo consumes: iov's vectors, in the writer (not in a local whose address WriteTo
+	// takes, which would put a slice header on the heap for every batch).
+	out net.Buffers
 }
 
 // add encodes cmd's head (and a small Body) into the buffer and notes its outside slices.
@@ -77,6 +80,7 @@ func (w *batchWriter) reset() {
 	clear(w.segs)
 	w.segs = w.segs[:0]
 	clear(w.iov)
+	w.out = nil
 }
 
 // writeLoop sends queued frames until the connection closes. Every frame's Release is called once, after it
@@ -136,14 +140,14 @@ func (c *Conn) writeBatch(w *batchWriter, batch []*Command) error {
 	if c.cfg.writeTimeout > 0 {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.writeTimeout))
 	}
-	iov := w.vectors()
+	w.out = w.vectors()
 	if c.tlsw != nil {
-		if _, err := iov.WriteTo(c.tlsw); err != nil {
+		if _, err := w.out.WriteTo(c.tlsw); err != nil {
 			return err
 		}
 		return c.tlsw.Flush()
 	}
-	_, err := iov.WriteTo(c.nc) // consumes iov, not w.iov; one writev on a TCP connection
+	_, err := w.out.WriteTo(c.nc) // consumes w.out, not w.iov; one writev on a TCP connection
 	return err
 }
 

@@ -42,7 +42,7 @@ bench_init bench-compare natsbench diskbench
 want() { [[ " $ROWS " == *" $1 "* ]]; }
 
 # Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
-declare -A TPS P99 FAIL RAFT_LINE WROTE
+declare -A TPS P99 FAIL RAFT_LINE WROTE CPU
 # profile_args NAME: the --cpuprofile flag of broker NAME ($work/prof-NAME.pprof) when PROFILE is set.
 profile_args() {
   if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
@@ -110,6 +110,17 @@ written_bytes() {
   echo "$t"
 }
 
+# cpu_ticks PID...: the CPU time (user + system, in clock ticks) the processes have used so far
+# (/proc/PID/stat fields 14 and 15; the command name in field 2 has no spaces here).
+cpu_ticks() {
+  local p t=0 c
+  for p in "$@"; do
+    c="$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || true)"
+    t=$((t + ${c:-0}))
+  done
+  echo "$t"
+}
+
 # disk_quiet PID...: waits (at most 180 s) until the brokers PID... write less than 4 MB in a second. A
 # SYNC_FLUSH broker zero-fills and syncs its current and its next 1 GiB CommitLog file when it starts
 # (store/warm.go), a Raft group three of each: measured while that runs, the row would share the disk with
@@ -145,10 +156,10 @@ ours() {
   done
   # shellcheck disable=SC2086
   if [[ -n "${BROKER_PIDS:-}" ]]; then disk_quiet $BROKER_PIDS; fi
-  local before="" wrote=0
+  local before="" wrote=0 ticks=0
   if [[ -n "${METRICS_PORTS:-}" ]]; then before="$(raft_scrape $METRICS_PORTS)"; fi
   # shellcheck disable=SC2086
-  if [[ -n "${BROKER_PIDS:-}" ]]; then wrote="$(written_bytes $BROKER_PIDS)"; fi
+  if [[ -n "${BROKER_PIDS:-}" ]]; then wrote="$(written_bytes $BROKER_PIDS)"; ticks="$(cpu_ticks $BROKER_PIDS)"; fi
   echo "== $1: mqbench producer" >&2
   record "$1" "$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
     --queues "$QUEUES" --json || true)"
@@ -156,6 +167,8 @@ ours() {
   if [[ -n "${BROKER_PIDS:-}" && -n "${TPS[$1]:-}" ]]; then
     WROTE[$1]="$(awk -v w="$(($(written_bytes $BROKER_PIDS) - wrote))" -v t="${TPS[$1]}" -v d="${DURATION%s}" -v s="$SIZE" \
       'BEGIN { if (t * d * s > 0) printf "%.2f", w / (t * d * s); else printf "-" }')"
+    CPU[$1]="$(awk -v c="$(($(cpu_ticks $BROKER_PIDS) - ticks))" -v hz="$(getconf CLK_TCK)" -v t="${TPS[$1]}" -v d="${DURATION%s}" \
+      'BEGIN { if (t * d > 0) printf "%.0f", c / hz * 1e6 / (t * d); else printf "-" }')"
   fi
   if [[ -n "${METRICS_PORTS:-}" ]]; then raft_summary "$1" "$before" "$(raft_scrape $METRICS_PORTS)"; fi
 }
@@ -281,6 +294,12 @@ echo "x msgs/s, x p99: ours divided by the matching NATS row (above 1: more mess
 # counts each time: a measure of page re-dirtying rather than of bytes reaching the disk.
 for k in async sync ms raft raft-async; do
   if [[ -n "${WROTE[$k]:-}" ]]; then printf '%-16s bytes of pages dirtied per body byte acknowledged: %s\n' "$k" "${WROTE[$k]}"; fi
+done
+# /proc/PID/stat user + system time of our brokers during the measured run (all nodes of a row) per message
+# acknowledged: what a message costs the servers in CPU, whatever else the machine runs (its load changes
+# the msgs/s a row reaches far more than this).
+for k in async sync ms raft raft-async; do
+  if [[ -n "${CPU[$k]:-}" ]]; then printf '%-16s broker CPU microseconds per message acknowledged: %s\n' "$k" "${CPU[$k]}"; fi
 done
 # Raft rows against our single broker of the same flush mode, and what the nodes' metrics say.
 for k in raft raft-async; do

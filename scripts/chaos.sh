@@ -15,7 +15,7 @@ MODES="${MODES:-SYNC_MASTER:SYNC_FLUSH}"
 DURATION="${DURATION:-5m}"
 SEED="${SEED:-0}"
 RATE="${RATE:-200}"
-FAULTS="${FAULTS:-kill-writer,kill-follower,pause-writer,pause-follower,partition-repl,delay-repl,cut-repl,oneway-repl,lossy-repl,cut-client-writer}"
+FAULTS="${FAULTS:-kill-writer,kill-follower,pause-writer,pause-follower,partition-repl,delay-repl,cut-repl,oneway-repl,lossy-repl,cut-client-writer,power-loss-writer,power-loss-follower,power-loss-all}"
 OUT="${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/chaos.XXXXXX")}"
 
 make build >/dev/null

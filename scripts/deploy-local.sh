@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make deploy-local / make deploy-local-raft: deploys a cluster on this machine with the Ansible playbooks of
 # deploy/ (connection local, no systemd, no root: every process on its own ports and in its own folder under a
-# scratch directory), sends and receives through it, restarts it with rolling-restart.yml, sends and receives
-# again, then stops it with stop.yml.
+# scratch directory), runs the playbook again (it must report changed=0 for every host), sends and receives
+# through it, rotates each process's output file with the logrotate config the roles wrote (copytruncate),
+# restarts it with rolling-restart.yml, sends and receives again, then stops it with stop.yml, twice (the
+# second run must report changed=0).
 #
 #   scripts/deploy-local.sh master-slave   two masters with two slaves (deploy/master-slave.yml)
 #   scripts/deploy-local.sh raft           a three-node Raft group (deploy/raft.yml); needs the Raft mode (issue 6)
@@ -56,6 +58,21 @@ if ! command -v ansible-playbook >/dev/null; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq ansible-core >/dev/null
 fi
+if ! command -v logrotate >/dev/null && [[ ! -x /usr/sbin/logrotate ]]; then
+  echo "logrotate is missing (process mode rotates the servers' output with it): installing it from the Debian packages"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends logrotate >/dev/null
+fi
+if ! ansible-doc -t module ansible.posix.sysctl >/dev/null 2>&1; then
+  # The roles use ansible.posix.sysctl; Debian's ansible package ships the collection.
+  echo "the collection ansible.posix is missing: installing ansible from the Debian packages"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends ansible >/dev/null
+fi
 
 # port_range_free BASE: no port of BASE..BASE+49 accepts connections on 127.0.0.1.
 port_range_free() {
@@ -82,14 +99,29 @@ dir="$(cd "$dir" && pwd)"
 ns="127.0.0.1:$base"
 extra=(-e "rr_local_root=$dir/cluster" -e "rr_port_base=$base" -e "broker_replication=$replication")
 
-play() { # PLAYBOOK: runs it on the local inventory, its output in $dir/PLAYBOOK.log
-  local log="$dir/${1%.yml}.log" start=$SECONDS
+play() { # PLAYBOOK [LOG]: runs it on the local inventory, its output in $dir/LOG.log (default: PLAYBOOK's name)
+  local log="$dir/${2:-${1%.yml}}.log" start=$SECONDS
   if ! (cd deploy && ANSIBLE_NOCOLOR=1 ansible-playbook -i "$inventory" "$1" "${extra[@]}") >"$log" 2>&1; then
     echo "ansible-playbook $1 failed after $((SECONDS - start))s; the end of $log:" >&2
     grep -E '^(fatal|failed):|"msg"|^ERROR' "$log" | tail -n 20 >&2 || tail -n 20 "$log" >&2
     return 1
   fi
   echo "$1: passed in $((SECONDS - start))s ($(grep -E '^[a-z0-9-]+ +: ok=' "$log" | wc -l) hosts)"
+}
+
+# play_unchanged PLAYBOOK: runs it again (nothing changed since its last run) and fails unless the PLAY
+# RECAP shows changed=0 for every host: the playbook is idempotent.
+play_unchanged() {
+  local log="$dir/${1%.yml}-again.log"
+  play "$1" "${1%.yml}-again"
+  local changed
+  changed=$(grep -E '^[a-z0-9-]+ +: ok=' "$log" | grep -v ' changed=0 ' | awk '{print $1, $4}' | paste -sd, -) || true
+  if [[ -n $changed ]]; then
+    echo "deploy-local $mode: the second run of $1 changed something: $changed; the changed tasks:" >&2
+    grep -E -B2 '^changed:' "$log" | grep -E '^(TASK|changed:)' >&2 || true
+    exit 1
+  fi
+  echo "$1 again: changed=0 on every host ($(grep -cE '^[a-z0-9-]+ +: ok=' "$log") hosts)"
 }
 
 stopped=""
@@ -196,15 +228,48 @@ wait_raft() {
   echo "every Raft node applied the leader's commit index ($(json '" ".join("%s=%s/%d" % (n["selfId"], n["role"], n["appliedIndex"]) for n in j["nodes"])' <<<"$st"))"
 }
 
+# rotate_logs: forces each process's logrotate config (the roles write one per process in process mode:
+# conf/NAME.logrotate, copytruncate) and checks the old output went to NAME.log.1 and NAME.log was emptied.
+rotate_logs() {
+  local conf n=0
+  for conf in "$dir"/cluster/*/conf/*.logrotate; do
+    local log
+    log=$(sed -n 's/^"\(.*\)" {$/\1/p' "$conf")
+    [[ -s $log ]] || fail "logrotate: $log (of $conf) is empty before the rotation"
+    local before
+    before=$(stat -c %s "$log")
+    PATH=/usr/sbin:/sbin:$PATH logrotate -f -s "$dir/logrotate.state" "$conf" || fail "logrotate -f $conf failed"
+    [[ $(stat -c %s "$log.1") -ge $before ]] || fail "logrotate: $log.1 holds less than the $before bytes $log had"
+    n=$((n + 1))
+  done
+  ((n > 0)) || fail "no logrotate config written under $dir/cluster/*/conf"
+  echo "logrotate: $n process output files rotated (copytruncate)"
+}
+
+# check_logs_appended: after the rotation and the rolling restart, every output file has content and no NUL
+# byte (a process writing at its old offset into a truncated file would leave a hole of NULs).
+check_logs_appended() {
+  local conf
+  for conf in "$dir"/cluster/*/conf/*.logrotate; do
+    local log
+    log=$(sed -n 's/^"\(.*\)" {$/\1/p' "$conf")
+    [[ -s $log ]] || fail "$log is empty after the rolling restart"
+    if tr -d '\000' <"$log" | cmp -s - "$log"; then :; else fail "$log has NUL bytes after copytruncate"; fi
+  done
+  echo "process output files written on after the rotation, without holes"
+}
+
 echo "deploy-local $mode: $dir, ports $base-$((base + 49)), replication $replication, $messages messages per round, client $client"
 echo "$(machine_line); $(ansible-playbook --version 2>/dev/null | sed -n 1p)"
 start=$SECONDS
 play "$playbook"
+play_unchanged "$playbook"
 
 produce 1
 consume 1 deploy_check_1 "$messages"
 check_stored "$messages"
 if [[ $mode == raft ]]; then wait_raft; else wait_slaves; fi
+rotate_logs
 
 # Load through the rolling restart: the official Go client sends (4 goroutines, 200 msgs/s, the client's
 # own retries) and a push consumer reads, both recording message ids.
@@ -259,6 +324,7 @@ if [[ $mode == raft ]] && ((load_failed != 0)); then
   fail "$load_failed sends failed during the rolling restart of the Raft group, want 0"
 fi
 
+check_logs_appended
 produce 2
 consume 2 deploy_check_1 "$messages"
 consume 2 deploy_check_2 $((2 * messages))
@@ -267,6 +333,7 @@ if [[ $mode == raft ]]; then wait_raft; else wait_slaves; fi
 
 play stop.yml
 stopped=yes
+play_unchanged stop.yml
 for env in "$dir"/cluster/*/conf/*.env; do
   if deploy/roles/rocketraft_common/files/rocketraft-ctl status "$env" >/dev/null; then fail "still running after stop.yml: $env"; fi
 done

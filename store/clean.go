@@ -25,6 +25,8 @@ func (s *Store) runClean(ctx context.Context) {
 // passes diskMaxUsedSpaceRatio; regardless of age past diskSpaceCleanForciblyRatio), then the
 // ConsumeQueue and index files that only point below the new CommitLog minimum.
 func (s *Store) cleanOnce(ctx context.Context) {
+	s.cleanMu.Lock()
+	defer s.cleanMu.Unlock()
 	now := s.clock.Now()
 	spaceToDelete, cleanImmediately := s.checkDisk()
 	if s.isTimeToDelete(now) || spaceToDelete {
@@ -91,12 +93,12 @@ func (s *Store) checkDisk() (spaceToDelete, cleanImmediately bool) {
 	if s.diskFull.Swap(false) {
 		s.log.Info("disk space is fine again, accepting writes", "diskUsedRatio", ratio)
 	}
-	return ratio > float64(s.cfg.DiskMaxUsedSpaceRatio)/100, false
+	return ratio > float64(s.policy().DiskMaxUsedSpaceRatio)/100, false
 }
 
 // isTimeToDelete reports whether now falls in one of the deleteWhen hours.
 func (s *Store) isTimeToDelete(now time.Time) bool {
-	hours, _ := parseDeleteWhen(s.cfg.DeleteWhen)
+	hours, _ := parseDeleteWhen(s.policy().DeleteWhen)
 	for _, h := range hours {
 		if now.Hour() == h {
 			return true
@@ -112,7 +114,7 @@ func (s *Store) isTimeToDelete(now time.Time) bool {
 func (s *Store) deleteExpiredCommitLog(ctx context.Context, now time.Time, atOnce bool) int {
 	q := s.commitLog.q
 	limit := min(s.reput.from.Load(), q.flushedWhere.Load())
-	reserved := time.Duration(s.cfg.FileReservedTime) * time.Hour
+	reserved := time.Duration(s.policy().FileReservedTime) * time.Hour
 	return q.deleteFirst(func(f *mappedFile) bool {
 		if f.from+f.size > limit || !s.retentionAllows(f.from, f.from+f.size) {
 			return false

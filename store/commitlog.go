@@ -340,7 +340,12 @@ func (c *commitLog) selectRange(phy int64, size int) ([]byte, *mappedFile, error
 		f.release()
 		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the readable end %d of %s", errNoRecord, phy, size, f.from+f.readable(), f.fileName())
 	}
-	return f.data[pos : pos+int64(size)], f, nil
+	b := f.data[pos : pos+int64(size)]
+	if err := probe(b, f.fileName(), pos); err != nil {
+		f.release()
+		return nil, nil, err
+	}
+	return b, f, nil
 }
 
 // selectRecord returns the whole record at phy, checked for framing, with a reference held.
@@ -357,7 +362,12 @@ func (c *commitLog) selectRecord(phy int64) ([]byte, *mappedFile, error) {
 		return nil, nil, fmt.Errorf("%w: no record at %s offset %d (physical %d): size %d magic 0x%08X",
 			ErrCorruptRecord, f.fileName(), pos, phy, size, uint32(magic))
 	}
-	return f.data[pos : pos+size], f, nil
+	b := f.data[pos : pos+size]
+	if err := probe(b[8:], f.fileName(), pos+8); err != nil {
+		f.release()
+		return nil, nil, err
+	}
+	return b, f, nil
 }
 
 // storeTimestampAt reads the store timestamp of the record at phy (size from a ConsumeQueue

@@ -72,10 +72,12 @@ type consumeQueue struct {
 	damaged bool
 }
 
-func newConsumeQueue(root, topic string, queueID int32, fileSize int64, log *slog.Logger) *consumeQueue {
+func newConsumeQueue(root, topic string, queueID int32, fileSize int64, observer SyncObserver, ops FileOps, log *slog.Logger) *consumeQueue {
 	dir := filepath.Join(root, topic, strconv.Itoa(int(queueID)))
 	cq := &consumeQueue{topic: topic, queueID: queueID, log: log,
 		q: newMappedFileQueue(dir, fileSize, preallocateFiles, log)}
+	cq.q.observer = observer
+	cq.q.ops = ops
 	cq.maxPhysicOffset.Store(-1)
 	return cq
 }
@@ -208,25 +210,31 @@ func (cq *consumeQueue) put(phy int64, size int32, tags int64, qo int64) (bool, 
 }
 
 // unitsFrom returns the units from queue offset qo to the readable end of the file holding
-// it, with a reference held on that file; nil when qo is not in a file.
-func (cq *consumeQueue) unitsFrom(qo int64) ([]byte, *mappedFile) {
+// it, at most limit bytes of them, with a reference held on that file; nil when qo is not in
+// a file, and an error (ErrReadFault) when the file does not read.
+func (cq *consumeQueue) unitsFrom(qo int64, limit int) ([]byte, *mappedFile, error) {
 	off := qo * cqUnitSize
 	f := cq.q.holdAt(off)
 	if f == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	pos, end := off-f.from, f.readable()
 	if pos >= end {
 		f.release()
-		return nil, nil
+		return nil, nil, nil
 	}
-	return f.data[pos:end], f
+	units := f.data[pos:min(end, pos+int64(limit))]
+	if err := probe(units, f.fileName(), pos); err != nil {
+		f.release()
+		return nil, nil, err
+	}
+	return units, f, nil
 }
 
-// unitAt returns the unit of queue offset qo.
+// unitAt returns the unit of queue offset qo (false also when its file does not read).
 func (cq *consumeQueue) unitAt(qo int64) (cqUnit, bool) {
-	units, f := cq.unitsFrom(qo)
-	if f == nil {
+	units, f, err := cq.unitsFrom(qo, cqUnitSize)
+	if f == nil || err != nil {
 		return cqUnit{}, false
 	}
 	defer f.release()
@@ -327,14 +335,16 @@ func (cq *consumeQueue) destroy() error {
 type consumeQueueTable struct {
 	root     string
 	fileSize int64
+	observer SyncObserver // given to every queue; nil: none
+	ops      FileOps      // given to every queue
 	log      *slog.Logger
 
 	mu     sync.RWMutex
 	queues map[queueKey]*consumeQueue
 }
 
-func newConsumeQueueTable(root string, fileSize int64, log *slog.Logger) *consumeQueueTable {
-	return &consumeQueueTable{root: root, fileSize: fileSize, log: log, queues: make(map[queueKey]*consumeQueue)}
+func newConsumeQueueTable(root string, fileSize int64, observer SyncObserver, ops FileOps, log *slog.Logger) *consumeQueueTable {
+	return &consumeQueueTable{root: root, fileSize: fileSize, observer: observer, ops: ops, log: log, queues: make(map[queueKey]*consumeQueue)}
 }
 
 // load opens consumequeue/<topic>/<queueId>/ folders.
@@ -360,7 +370,7 @@ func (t *consumeQueueTable) load() error {
 				t.log.Warn("ignoring an entry that is not a queue folder", "dir", filepath.Join(t.root, td.Name()), "name", qd.Name())
 				continue
 			}
-			cq := newConsumeQueue(t.root, td.Name(), int32(id), t.fileSize, t.log)
+			cq := newConsumeQueue(t.root, td.Name(), int32(id), t.fileSize, t.observer, t.ops, t.log)
 			if err := cq.load(); err != nil {
 				return err
 			}
@@ -388,7 +398,7 @@ func (t *consumeQueueTable) getOrCreate(topic string, queueID int32) *consumeQue
 	if cq := t.queues[key]; cq != nil {
 		return cq
 	}
-	cq := newConsumeQueue(t.root, topic, queueID, t.fileSize, t.log)
+	cq := newConsumeQueue(t.root, topic, queueID, t.fileSize, t.observer, t.ops, t.log)
 	t.queues[key] = cq
 	return cq
 }

@@ -147,23 +147,20 @@ func (s *Store) dispatchFile(f *mappedFile, pos, end int64, notify bool) (int64,
 // transaction messages), notifies the listener and indexes the keys.
 func (s *Store) dispatchRecord(v *message.RecordView, phy int64, notify bool) error {
 	if !isTransactionSkipped(v.SysFlag) {
-		var props map[string]string
 		listener := s.opts.ArrivingListener
-		if (notify && listener != nil) || s.opts.TagsCode != nil {
-			props = message.ParseProperties(string(v.Properties))
-		}
 		var tags int64
 		if t, ok := message.PropertyValue(v.Properties, message.PropertyTags); ok && len(t) > 0 {
 			tags = int64(message.JavaStringHash(t))
 		}
 		topic := s.reput.topicString(v.Topic)
 		if s.opts.TagsCode != nil {
-			if code, ok := s.opts.TagsCode(topic, props, v.StoreTimestamp); ok {
+			if code, ok := s.opts.TagsCode(topic, v.Properties, v.StoreTimestamp); ok {
 				tags = code
 			}
 		}
-		cq := s.cqs.getOrCreate(topic, v.QueueID)
-		added, err := cq.put(phy, int32(v.Size), tags, v.QueueOffset)
+		s.cqRemove.RLock()
+		added, err := s.cqs.getOrCreate(topic, v.QueueID).put(phy, int32(v.Size), tags, v.QueueOffset)
+		s.cqRemove.RUnlock()
 		if err != nil {
 			return fmt.Errorf("store: consume queue %s/%d: %w", topic, v.QueueID, err)
 		}
@@ -174,7 +171,7 @@ func (s *Store) dispatchRecord(v *message.RecordView, phy int64, notify bool) er
 		}
 		if added && notify && listener != nil {
 			listener(Arrival{Topic: topic, QueueID: v.QueueID, QueueOffset: v.QueueOffset, TagsCode: tags,
-				StoreTimestamp: v.StoreTimestamp, Properties: props})
+				StoreTimestamp: v.StoreTimestamp, Properties: v.Properties})
 		}
 	}
 	if s.index != nil {

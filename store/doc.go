@@ -104,6 +104,50 @@
 // (with transientStorePoolEnable, also what was not yet committed from the pool, at most
 // commitCommitLogThoroughInterval of writes, on a process crash too).
 //
+// # Power loss
+//
+// Options.SyncObserver is told, per CommitLog and ConsumeQueue file, what each flush made
+// durable (the watermark: every byte written before the sync began, from the front of the
+// file), when a file is made and when a truncation cuts one; Open's recovery after a crash
+// reports every file durable up to its write position once it has synced the file systems. The observer
+// is called after the sync and before any put it covers is acknowledged. The power-loss
+// harness (internal/powerloss, set up by mqbroker when ROCKETRAFT_POWERLOSS_JOURNAL is set)
+// journals the calls and, after a SIGKILL, zeros every file from its watermark on, which is
+// what a machine crash may leave; internal/powerloss/doc.go says what that models and what
+// it does not (writes in place below a watermark, the index, the checkpoint and config
+// files are kept). TestPowerLossWithSyncFlush shows every SYNC_FLUSH acknowledgement
+// surviving it.
+//
+// # Disk faults
+//
+// The pwrites of SYNC_FLUSH records and the fdatasyncs of CommitLog and ConsumeQueue files go
+// through Options.FileOps (SysFileOps by default), where tests inject faults. A failed write
+// (ENOSPC part way, EIO) or a failed CommitLog sync turns the store read-only until it is
+// reopened: the puts the flush was for get PutFlushDiskTimeout (never PutOK), later puts and
+// appends ErrNotWritable naming the first failure, and the CommitLog is never synced again in
+// this run. After a failed fsync the kernel may have dropped the dirty pages and marked them
+// clean, so a later fsync succeeds without writing them (PostgreSQL's "fsyncgate"): no retry
+// can prove them durable, only a reopen, whose recovery checks every record from the
+// checkpoint's safe point (the checkpoint never moves past the failure, and Close then leaves
+// the abort file as a crash would). Reads, pulls and everything else go on meanwhile. A slow
+// sync is not a failure: puts waiting for it time out with PutFlushDiskTimeout after
+// syncFlushTimeout, the store stays writable. A failed ConsumeQueue sync is logged and keeps
+// the checkpoint's dispatched offset where it was (recovery dispatches again from there).
+// TestFsyncEIOStopsAcknowledging,
+// TestENOSPCInTheMiddleOfAWrite and TestSlowFsync show each case.
+//
+// Reads come from the mappings, where the kernel reports a page it cannot read (an I/O error,
+// or a page past the end of a file cut beneath its mapping) as SIGBUS, which would kill the
+// process. Every read of mapped CommitLog or ConsumeQueue bytes (selectRange, selectRecord,
+// unitsFrom, ReadCommitLog) first probes them (read_fault.go: one load per page with
+// debug.SetPanicOnFault, the fault recovered into ErrReadFault naming the file and offset), so
+// the read fails, holding no reference and no lock, and nothing else does: a pull answers SYSTEM_ERROR
+// with that reason and the same next offset (nothing is skipped), a query by key reports it
+// when no match reads, and once the file reads again so does the record
+// (TestReadErrorOnAnOldFile; the broker over the wire: TestBrokerReadErrorOnAnOldFile). Not
+// covered: the IndexFile's slots (read from their mapping) and a page that stops reading
+// between the probe and the read (the window of one read).
+//
 // # Writing and flushing
 //
 // The CommitLog lock covers offset assignment and the copy of the encoded record into the
@@ -134,7 +178,11 @@
 // channels: group commit (SYNC_FLUSH) with its timeout watcher, or the periodic flush
 // (ASYNC_FLUSH); commit of the transient store pool; reput (dispatch to ConsumeQueues, index
 // and the arriving listener); allocation of the next CommitLog file; ConsumeQueue flush;
-// clean (expiry and disk-full detection).
+// clean (expiry and disk-full detection). admin_clean.go runs cleaning on request (mqadmin):
+// DeleteExpiredFilesNow (the clean at any hour, serialized with the service),
+// CleanExpiredConsumeQueues (destroys queues whose records are all gone, keeping their next
+// queue offset; dispatch holds cqRemove shared so no unit lands in a destroyed queue) and
+// ConsumeQueueTopics.
 //
 // # Replication
 //
@@ -146,11 +194,51 @@
 // entries and queue offsets, durably), FlushedPhyOffset, WaitForNewData (no polling: writers
 // signal only while someone waits), and Options.Replicator, which a SYNC_MASTER put waits for
 // after its flush. Replicas hold identical bytes at identical offsets, so chunks may split
-// records; dispatch waits for a record to be whole.
+// records; dispatch waits for a record to be whole. ha and raftlog each declare the methods
+// they use as a CommitLog interface of their own (ha/log.go, raftlog/commitlog.go), which
+// *Store implements; the store knows neither.
+//
+// # Framed mode (Options.Framed: the CommitLog is the Raft log)
+//
+// framed.go explains the mode and holds its methods (the ones raftlog's CommitLog interface
+// lists). Everywhere else the store checks opts.Framed in these places only, each for a reason:
+//
+//   - Open (store.go): no Replicator, even on a SYNC_MASTER (Raft replicates; no put waits
+//     for a slave); no transient store pool (the log store reads a frame as soon as it
+//     appended it, and dispatch writes queue offsets into the mapped pages, neither of which
+//     a pool buffer allows); loadFramed instead of recover, and no warming of the current
+//     file there (only the Raft log store can tell a frame from a torn one: it finds the end
+//     and calls RecoverFramed, which cuts the log and warms the file).
+//   - Start (store.go): refuses before RecoverFramed (ErrNotRecovered) and starts no reput
+//     service; doReput (dispatch.go), which Open and Close also call, returns at once. The
+//     Raft state machine dispatches, in log order, only what is committed.
+//   - checkWritable (store.go): puts are refused (ErrNotWritable): messages come through Raft.
+//   - MaxPhyOffset (store.go): the dispatched position, not the write end, so reads by
+//     physical offset never see an uncommitted entry.
+//   - flushConsumeQueues (flush.go): a thorough flush first syncs the CommitLog pages
+//     dispatch wrote queue offsets into, before the checkpoint says they are dispatched.
+//   - AppendCommitLog (replica.go): replicaAppends stays unset (DispatchMessages keeps the
+//     next queue offsets itself); an empty log restarted at a file boundary moves the read
+//     limit with the dispatched position (setDispatched), not only the reput position; no
+//     flush is woken (the log store calls SyncCommitLog when Options.Sync says so).
+//   - TruncateCommitLog (truncate.go): refuses to cut below the dispatched position
+//     (committed entries are never cut).
+//   - RecoverFramed, DispatchMessages, AdvanceDispatch and ResetCommitLog (framed.go) refuse
+//     (or do nothing) on a classic store.
 //
 // # Reads
 //
 // GetMessage, SelectRecord and QueryMessage return slices of mapped memory and hold a
 // reference on each file they point into until Release; a deleted or closed file is unmapped
 // only after its last reference is released, so readers never touch unmapped memory.
+//
+// # Per-file costs
+//
+// Every mapped file (CommitLog, IndexFile, a ConsumeQueue file once its queue has a unit: a
+// queue without messages has no file) holds one memory mapping and one descriptor until it is
+// deleted or the store closes. file_budget.go counts the mappings against vm.max_map_count,
+// warns past 80 % of it or of RLIMIT_NOFILE with a value to raise the limit to, and refuses a
+// new mapping (ErrMapLimit; dispatch then stops at that record and retries) before the Go
+// runtime's reserve, so the process does not die for want of a heap mapping. The thorough
+// ConsumeQueue flush (Close included) syncs 16 files at a time.
 package store

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,8 +290,15 @@ func (s *Store) runCommit(ctx context.Context) {
 
 // flushCommitLog writes the staged records (SYNC_FLUSH), flushes the CommitLog, times both
 // and moves the checkpoint. A failed write or flush turns the store read-only: after a failed
-// fsync the kernel may have dropped the pages.
+// fsync the kernel may have dropped the pages, so nothing is flushed again until the store is
+// reopened (a later fsync would succeed without having written them: PostgreSQL's
+// "fsyncgate"), no put waiting for a flush is acknowledged, the checkpoint stays where it was
+// and Close leaves the files as a crash would, so the next Open checks every record from
+// there.
 func (s *Store) flushCommitLog(leastPages int) error {
+	if s.notWritable.Load() {
+		return fmt.Errorf("%w: no flush after an earlier write or flush failure: %v", ErrNotWritable, s.notWritableCause())
+	}
 	q := s.commitLog.q
 	before := q.flushedWhere.Load()
 	start := time.Now()
@@ -347,12 +355,7 @@ func (s *Store) runConsumeQueueFlush(ctx context.Context) {
 func (s *Store) flushConsumeQueues(leastPages int) error {
 	through := s.reput.from.Load()
 	throughTs := s.reput.lastStoreTimestamp.Load()
-	var firstErr error
-	for _, cq := range s.cqs.all() {
-		if err := cq.flush(leastPages); err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
+	firstErr := flushQueuesParallel(s.cqs.all(), leastPages)
 	if leastPages != 0 || firstErr != nil {
 		return firstErr
 	}
@@ -381,4 +384,36 @@ func (s *Store) flushConsumeQueues(leastPages int) error {
 		}
 	})
 	return s.checkpoint.flush()
+}
+
+// cqFlushers is how many ConsumeQueue files flushConsumeQueues syncs at once. One fdatasync per dirty
+// file, one after the other, made the final flush of a broker with thousands of written queues take
+// seconds; the journal commits of concurrent fdatasyncs on one file system are shared.
+const cqFlushers = 16
+
+// flushQueuesParallel flushes the queues on up to cqFlushers goroutines and returns the first error.
+func flushQueuesParallel(cqs []*consumeQueue, leastPages int) error {
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for range min(cqFlushers, len(cqs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(cqs)); i = next.Add(1) - 1 {
+				if err := cqs[i].flush(leastPages); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }

@@ -137,6 +137,7 @@ func (s *Store) recoverFramed(end int64, dirtyTail bool) error {
 		if err := syncFileSystems(s.cfg.StorePathRootDir, s.cfg.commitLogDir()); err != nil {
 			return err
 		}
+		s.reportAllSynced()
 	}
 	s.setDispatched(dispatched)
 	s.checkpoint.update(func(d *checkpointData) {
@@ -353,8 +354,9 @@ func (c *commitLog) takeQueueOffset(key queueKey) int64 {
 }
 
 // AdvanceDispatch moves the dispatched position to end (never back): a framed entry without
-// messages (Raft configuration, no-op, barrier, metadata) was applied. Framed mode only; the
-// same caller as DispatchMessages.
+// messages (Raft configuration, no-op, barrier, metadata) was applied. Framed mode only; safe
+// concurrently with DispatchMessages (both hold the reput lock; a new leader's barrier calls
+// it from another goroutine than the state machine).
 func (s *Store) AdvanceDispatch(end int64) {
 	if !s.opts.Framed {
 		return
@@ -435,46 +437,6 @@ func (s *Store) PruneCommitLog(offset int64) int {
 		s.cleanLogics(context.Background(), 0)
 	}
 	return n
-}
-
-// PatchRecords checks that b holds whole stored-message records back to back (framing only)
-// and prepares them for a framed CommitLog at phy (the offset of b[0]): each record's
-// physical offset is written, and its queue offset zeroed, as DispatchMessages assigns it
-// later. It returns the number of records.
-func PatchRecords(b []byte, phy int64) (int, error) {
-	n := 0
-	for off := 0; off < len(b); n++ {
-		v, err := message.ParseRecord(b[off:])
-		if err != nil {
-			return n, fmt.Errorf("record %d at %d: %w", n, phy+int64(off), err)
-		}
-		binary.BigEndian.PutUint64(b[off+message.OffPhysicalOffset:], uint64(phy+int64(off)))
-		binary.BigEndian.PutUint64(b[off+message.OffQueueOffset:], 0)
-		off += v.Size
-	}
-	return n, nil
-}
-
-// CheckRecords checks that b holds whole stored-message records back to back, each carrying
-// its own physical offset (phy is b[0]'s) and, with checkCRC, a matching body CRC: what a
-// recovery accepts. It returns the number of records.
-func CheckRecords(b []byte, phy int64, checkCRC bool) (int, error) {
-	n := 0
-	for off := 0; off < len(b); n++ {
-		v, err := message.ParseRecord(b[off:])
-		if err != nil {
-			return n, fmt.Errorf("record %d at %d: %w", n, phy+int64(off), err)
-		}
-		if at := phy + int64(off); v.PhysicalOffset != at {
-			return n, fmt.Errorf("%w: record %d at %d has physical offset %d", ErrCorruptRecord, n, at, v.PhysicalOffset)
-		}
-		if checkCRC && message.BodyCRC(v.Body) != v.BodyCRC {
-			return n, fmt.Errorf("%w: record %d at %d: body CRC 0x%08X, stored 0x%08X", ErrCorruptRecord, n,
-				phy+int64(off), uint32(message.BodyCRC(v.Body)), uint32(v.BodyCRC))
-		}
-		off += v.Size
-	}
-	return n, nil
 }
 
 // RecoveryStart is where a framed log store should start checking the CommitLog: the start

@@ -15,7 +15,7 @@ func (s *Store) StoreHost() netip.AddrPort { return s.opts.StoreHost }
 // log that places them itself (the Raft mode's proposer): one message, or a batch for one
 // topic and queue with the rules of PutMessages. Every record carries this store's host, the
 // store timestamp returned (the store's clock, as a put would read it), queue offset 0 and
-// physical offset 0 (PatchRecords and DispatchMessages fill them where the records land).
+// physical offset 0 (message.PatchRecords and DispatchMessages fill them where the records land).
 // The limits are a put's: maxMessageSize per body, the record format's, and the records
 // together must fit a CommitLog file. Nothing is appended on an error. It reads only the
 // configuration: safe for concurrent use, in any mode.

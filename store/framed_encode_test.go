@@ -40,7 +40,7 @@ func TestEncodeMessagesMatchesPut(t *testing.T) {
 	if len(recs) != res.WroteBytes {
 		t.Fatalf("encoded %d bytes, the put wrote %d", len(recs), res.WroteBytes)
 	}
-	if n, err := PatchRecords(recs, res.PhysicalOffset); err != nil || n != 2 {
+	if n, err := message.PatchRecords(recs, res.PhysicalOffset); err != nil || n != 2 {
 		t.Fatalf("PatchRecords = %d, %v", n, err)
 	}
 	stored, release, err := s.ReadCommitLog(res.PhysicalOffset, res.WroteBytes)
@@ -64,7 +64,7 @@ func TestEncodeMessagesMatchesPut(t *testing.T) {
 	if string(recs) != string(want) {
 		t.Errorf("encoded records differ from the stored ones")
 	}
-	if _, err := CheckRecords(recs, res.PhysicalOffset, true); err != nil {
+	if _, err := message.CheckRecords(recs, res.PhysicalOffset, true); err != nil {
 		t.Errorf("CheckRecords: %v", err)
 	}
 

@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/rocketraft/rocketraft/message"
+	"golang.org/x/sys/unix"
 )
 
 func queryBodies(t *testing.T, s *Store, topic, key string, maxNum int, begin, end int64) []string {
@@ -133,5 +136,78 @@ func TestOffsetInQueueByTime(t *testing.T) {
 func TestIndexKeyHashOfMinValue(t *testing.T) {
 	if got := indexKeyHash("polygenelubricants"); got != 0 {
 		t.Errorf("indexKeyHash(MIN_VALUE) = %d, want 0", got)
+	}
+}
+
+// TestIndexFileAllocatedAhead: the hash slots and the entries ahead of the last one are
+// written (zeros) before any key goes through the mapping, in a new file and in a file
+// reopened after a restart, so no write through the mapping lands in a hole.
+func TestIndexFileAllocatedAhead(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.MaxHashSlotNum = 1 << 20 // 4 MiB of slots
+	cfg.MaxIndexNum = 1 << 20    // 20 MiB of entries
+	s := openStore(t, cfg, testOptions(t))
+	put := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			mustPut(t, s, testMessage("T", 0, "b", map[string]string{message.PropertyUniqKey: fmt.Sprintf("U%06d", i)}))
+		}
+		waitDispatched(t, s)
+	}
+	put(0, 100)
+	f := s.index.files[len(s.index.files)-1]
+	path := f.mf.path
+	slotsEnd := f.entryPos(0)
+	if h := firstHole(t, path, 0); h < slotsEnd+warmChunk {
+		t.Fatalf("new index file: first hole at %d, want none before the slots' end %d and a chunk of entries", h, slotsEnd)
+	}
+	// Enough entries to cross into the next chunk: the frontier moves with them.
+	perChunk := warmChunk / indexEntrySize
+	put(100, perChunk+10)
+	last := f.entryPos(f.indexCount())
+	if h := firstHole(t, path, 0); h <= last {
+		t.Fatalf("after %d keys: first hole at %d, the next entry goes to %d", f.indexCount()-1, h, last)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != f.mf.size {
+		t.Fatalf("size %v, %v; want %d", fi, err, f.mf.size)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Punch the slots back into a hole, as a file written by an older version could be, and
+	// reopen: the next key fills it before writing through the mapping, and every key stays
+	// found.
+	func() {
+		fd, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fd.Close()
+		// The upper half of the slots, rounded to pages; each slot there may hold a chain
+		// head, so punch only pages that read as zeros.
+		buf := make([]byte, 4096)
+		for off := (slotsEnd / 2) &^ 4095; off+4096 <= slotsEnd; off += 4096 {
+			if _, err := fd.ReadAt(buf, off); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Count(buf, []byte{0}) == len(buf) {
+				if err := unix.Fallocate(int(fd.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, 4096); err != nil {
+					t.Skipf("punch hole: %v", err)
+				}
+			}
+		}
+	}()
+	s = openStore(t, cfg, testOptions(t))
+	if h := firstHole(t, path, 0); h >= slotsEnd {
+		t.Fatalf("the punched slots read as no hole (%d): the test cannot tell", h)
+	}
+	put(200+perChunk, 1)
+	f = s.index.files[len(s.index.files)-1]
+	if h := firstHole(t, path, 0); h <= f.entryPos(f.indexCount()) {
+		t.Fatalf("after reopen and one key: first hole at %d", h)
+	}
+	for _, k := range []string{"U000000", "U000099", fmt.Sprintf("U%06d", 200+perChunk)} {
+		if got := queryBodies(t, s, "T", k, 4, 0, time.Now().Add(time.Hour).UnixMilli()); len(got) != 1 {
+			t.Errorf("key %s found %d times", k, len(got))
+		}
 	}
 }

@@ -140,8 +140,13 @@ func openMappedFile(path string, from, size int64, fix fileSizeFix) (mf *mappedF
 
 // mapFile maps f in full; it closes f on failure.
 func mapFile(f *os.File, path string, from, size int64) (*mappedFile, error) {
+	if err := fileBudget.reserve(path); err != nil {
+		f.Close()
+		return nil, err
+	}
 	data, err := mmap.MapRegion(f, int(size), mmap.RDWR, 0, 0)
 	if err != nil {
+		fileBudget.release()
 		f.Close()
 		return nil, fmt.Errorf("store: mmap %s (%d bytes): %w", path, size, err)
 	}
@@ -266,6 +271,7 @@ func (f *mappedFile) cleanup() {
 	}
 	f.returnBuffer()
 	_ = f.data.Unmap()
+	fileBudget.release()
 	_ = f.file.Close()
 }
 
@@ -314,7 +320,7 @@ const (
 
 // flush makes the committed bytes durable when at least leastPages pages are dirty (a full
 // file always flushes). It returns the flushed position. Only one flusher runs per file.
-func (f *mappedFile) flush(leastPages int, mode flushMode) (int64, error) {
+func (f *mappedFile) flush(leastPages int, mode flushMode, ops FileOps) (int64, error) {
 	flushed, target := f.flushed.Load(), f.committed.Load()
 	if target <= flushed {
 		return flushed, nil
@@ -328,9 +334,12 @@ func (f *mappedFile) flush(leastPages int, mode flushMode) (int64, error) {
 	defer f.release()
 	ts := f.storeTimestamp.Load()
 	var err error
-	if mode == flushFdatasync {
+	switch {
+	case mode == flushFdatasync && ops != nil:
+		err = ops.Sync(f.file)
+	case mode == flushFdatasync:
 		err = unix.Fdatasync(int(f.file.Fd()))
-	} else {
+	default:
 		start := flushed &^ (osPageSize - 1)
 		err = unix.Msync(f.data[start:target], unix.MS_SYNC)
 	}
@@ -346,11 +355,19 @@ func (f *mappedFile) flush(leastPages int, mode flushMode) (int64, error) {
 // be read back as data. The page-aligned part is zeroed with fallocate when supported, or,
 // for a warm file (see warmTo), its written parts are written with zeros so they stay warm
 // (the holes past the warm frontier read as zeros already).
+//
+// A sparse file whose tail holds nothing (no data past the page of pos, per SEEK_DATA, and zeros
+// from pos to that page's end) is left alone: every ConsumeQueue load cuts its last file at its
+// end, and zeroing the rest (fallocate and msync of up to 6 MB) cost about 2 ms per queue, 20 s
+// for a broker with 10,000 written queues.
 func (f *mappedFile) zeroFrom(pos int64, warm bool) error {
 	if pos >= f.size {
 		return nil
 	}
 	edge := min((pos+osPageSize-1)&^(osPageSize-1), f.size)
+	if !warm && f.writeBuf == nil && allZero(f.data[pos:edge]) && f.noDataFrom(edge) {
+		return nil
+	}
 	clear(f.data[pos:edge])
 	if edge < f.size {
 		var err error
@@ -371,4 +388,17 @@ func (f *mappedFile) zeroFrom(pos int64, warm bool) error {
 		return fmt.Errorf("store: flush zeroed tail of %s from %d: %w", f.path, pos, err)
 	}
 	return nil
+}
+
+// noDataFrom reports that the file holds no data from off to its end (SEEK_DATA finds none); false when
+// the file system cannot tell.
+func (f *mappedFile) noDataFrom(off int64) bool {
+	if off >= f.size {
+		return true
+	}
+	next, err := unix.Seek(int(f.file.Fd()), off, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		return true
+	}
+	return err == nil && next >= f.size
 }

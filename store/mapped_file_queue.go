@@ -27,6 +27,10 @@ type mappedFileQueue struct {
 	log       *slog.Logger
 	// create makes the file that starts at from; nil means createMappedFile inline.
 	create func(path string, from int64) (*mappedFile, error)
+	// observer is told of new files, syncs and cuts (Options.SyncObserver); nil: none.
+	observer SyncObserver
+	// ops writes and syncs the files (Options.FileOps; nil: the system calls).
+	ops FileOps
 
 	mu    sync.Mutex
 	files atomic.Pointer[[]*mappedFile]
@@ -227,6 +231,9 @@ func (q *mappedFileQueue) newFile(from int64) (*mappedFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCreateMappedFile, err)
 	}
+	if q.observer != nil {
+		q.observer.Created(mf.path, mf.size)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := q.snapshot()
@@ -262,6 +269,9 @@ func (q *mappedFileQueue) truncateTo(offset int64, zeroTail bool) error {
 	if n > 0 {
 		if f := keep[n-1]; offset < f.from+f.size {
 			pos := offset - f.from
+			if q.observer != nil {
+				q.observer.Cut(f.path, pos)
+			}
 			if zeroTail {
 				if err := f.zeroFrom(pos, q.warm); err != nil && firstErr == nil {
 					firstErr = err
@@ -364,9 +374,13 @@ func (q *mappedFileQueue) flush(leastPages int) (int64, error) {
 			}
 			return where, nil
 		}
-		pos, err := f.flush(leastPages, q.flushMode)
+		before := f.flushed.Load()
+		pos, err := f.flush(leastPages, q.flushMode, q.ops)
 		if err != nil {
 			return where, err
+		}
+		if q.observer != nil && pos > before {
+			q.observer.Synced(f.path, pos)
 		}
 		next := f.from + pos
 		if next <= where {

@@ -142,7 +142,11 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	case offset > r.MaxOffset:
 		r.Status, r.NextBeginOffset = OffsetOverflowBadly, s.nextOffsetCorrection(offset, r.MaxOffset)
 	default:
-		s.readQueue(r, cq, offset, maxMsgNums, maxBytes, f)
+		if err := s.readQueue(r, cq, offset, maxMsgNums, maxBytes, f); err != nil {
+			r.Release()
+			s.stats.getMiss.Add(1)
+			return nil, err
+		}
 	}
 	if r.Status == Found {
 		s.stats.getFound.Add(1)
@@ -152,18 +156,22 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	return r, nil
 }
 
-// readQueue fills r from the units of the ConsumeQueue file holding offset.
-func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNums, maxBytes int, f MessageFilter) {
-	units, cqFile := cq.unitsFrom(offset)
+// readQueue fills r from the units of the ConsumeQueue file holding offset. It fails
+// (ErrReadFault) only when the first record it would return, or the units, do not read.
+func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNums, maxBytes int, f MessageFilter) error {
+	maxFilter := max(s.cfg.MaxFilterMessageSize, maxMsgNums*cqUnitSize)
+	units, cqFile, err := cq.unitsFrom(offset, maxFilter+cqUnitSize)
+	if err != nil {
+		return err
+	}
 	if cqFile == nil {
 		r.Status = OffsetFoundNull
 		r.NextBeginOffset = s.nextOffsetCorrection(offset, cq.rollNextFile(offset))
-		return
+		return nil
 	}
 	defer cqFile.release()
 	maxPhy := s.commitLog.q.maxOffset()
 	memory := s.memoryBytes * int64(s.cfg.AccessMessageInMemoryMaxRatio) / 100
-	maxFilter := max(s.cfg.MaxFilterMessageSize, maxMsgNums*cqUnitSize)
 	maxPull := min(max(maxBytes, 100), maxPullMsgSize)
 	r.Status = NoMatchedMessage
 	next := offset
@@ -194,6 +202,15 @@ func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNu
 			next = offset + int64(i)
 			break
 		}
+		if errors.Is(err, ErrReadFault) {
+			// Never skip what cannot be read: answer what was read before it, or the error,
+			// and the consumer asks again from here.
+			next = offset + int64(i)
+			if r.MessageCount == 0 {
+				return err
+			}
+			break
+		}
 		if err != nil {
 			if r.BufferTotalSize == 0 {
 				r.Status = MessageWasRemoving
@@ -214,6 +231,7 @@ func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNu
 	}
 	r.NextBeginOffset = next
 	r.SuggestPullingFromSlave = maxPhy-maxPhyPulling > memory
+	return nil
 }
 
 // batchFull is RocketMQ's isTheBatchFull.
@@ -366,8 +384,12 @@ func (s *Store) QueryMessage(topic, key string, maxNum int, beginMs, endMs int64
 	maxNum = min(max(maxNum, 1), s.cfg.DefaultQueryMaxNum)
 	offs, ts, phy := s.index.query(topic, key, maxNum, beginMs, endMs)
 	r := &QueryResult{IndexLastUpdateTimestamp: ts, IndexLastUpdatePhyoffset: phy}
+	var fault error
 	for _, off := range offs {
 		rec, f, err := s.commitLog.selectRecord(off)
+		if errors.Is(err, ErrReadFault) && fault == nil {
+			fault = err
+		}
 		if err != nil {
 			continue
 		}
@@ -377,6 +399,10 @@ func (s *Store) QueryMessage(topic, key string, maxNum int, beginMs, endMs int64
 		}
 		r.held.files = append(r.held.files, f)
 		r.Records = append(r.Records, rec)
+	}
+	if len(r.Records) == 0 && fault != nil {
+		// Every match found was unreadable: say so rather than answer "no such message".
+		return nil, fault
 	}
 	return r, nil
 }

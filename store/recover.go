@@ -84,6 +84,7 @@ func (s *Store) recover() error {
 		if err := syncFileSystems(s.cfg.StorePathRootDir, s.cfg.commitLogDir()); err != nil {
 			return err
 		}
+		s.reportAllSynced()
 	}
 	s.reput.from.Store(s.reputStart(abnormal, scanStart, end))
 	if err := withFaultPanics(func() error { s.doReput(false); return nil }); err != nil {

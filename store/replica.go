@@ -101,8 +101,13 @@ func (s *Store) ReadCommitLog(offset int64, maxBytes int) (data []byte, release 
 		f.release()
 		return nil, func() {}, nil
 	}
+	data = f.data[pos : pos+n]
+	if err := probe(data, f.fileName(), pos); err != nil {
+		f.release()
+		return nil, nil, err
+	}
 	var once atomic.Bool
-	return f.data[pos : pos+n], func() {
+	return data, func() {
 		if once.CompareAndSwap(false, true) {
 			f.release()
 		}
@@ -183,7 +188,7 @@ func (s *Store) checkAppendable() error {
 	case s.state.Load() != stateRunning:
 		return fmt.Errorf("%w: store not running", ErrServiceNotAvailable)
 	case s.notWritable.Load():
-		return fmt.Errorf("%w: a write or flush failed earlier; reopen the store", ErrNotWritable)
+		return fmt.Errorf("%w: a write or flush failed earlier (%v); reopen the store", ErrNotWritable, s.notWritableCause())
 	case s.diskFull.Load():
 		return fmt.Errorf("%w: disk use %.1f%% passed diskSpaceWarningLevelRatio %.0f%%",
 			ErrDiskFull, 100*s.stats.diskRatio(), 100*s.cfg.diskWarningRatio())

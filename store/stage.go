@@ -108,7 +108,7 @@ func (c *commitLog) writeStage(st stagedWrites) error {
 		if c.beforeWrite != nil {
 			c.beforeWrite(sg.f, sg.pos, int64(sg.n))
 		}
-		if _, werr := sg.f.file.WriteAt(st.buf[sg.off:sg.off+sg.n], sg.pos); werr != nil {
+		if _, werr := c.q.ops.WriteAt(sg.f.file, st.buf[sg.off:sg.off+sg.n], sg.pos); werr != nil {
 			err = fmt.Errorf("%w: write %s at %d: %v", errWriteFault, sg.f.path, sg.pos, werr)
 			break
 		}

@@ -75,18 +75,25 @@ type Options struct {
 	Clock Clock
 	// ArrivingListener is called by dispatch after each ConsumeQueue unit is appended (never
 	// during Open's recovery). It runs on the dispatch goroutine and must not block; the
-	// Arrival and its Properties map are the listener's to keep.
+	// Arrival is the listener's to keep, but not its Properties bytes (see Arrival).
 	ArrivingListener func(a Arrival)
 	// Replicator, when set, makes puts on a SYNC_MASTER wait for a slave (see Replicator).
 	Replicator Replicator
 	// TagsCode, when set, may override the ConsumeQueue tag code of a record (the broker uses
-	// it for SCHEDULE_TOPIC_XXXX delivery times); ok=false keeps TagsHash(TAGS).
-	TagsCode func(topic string, props map[string]string, storeTimestamp int64) (code int64, ok bool)
+	// it for SCHEDULE_TOPIC_XXXX delivery times); ok=false keeps TagsHash(TAGS). props is the
+	// record's encoded properties (message.PropertyValue reads them), valid during the call only.
+	TagsCode func(topic string, props []byte, storeTimestamp int64) (code int64, ok bool)
 	// Framed opens the store in framed mode, under the Raft log of package raftlog (see
 	// framed.go): the CommitLog holds framed Raft entries, Open does not scan it (call
 	// RecoverFramed), there are no puts and no reput service, and dispatch is driven by the
 	// Raft state machine. The transient store pool is not used.
 	Framed bool
+	// FileOps, when set, takes the store's pwrites and fdatasyncs of CommitLog and
+	// ConsumeQueue files (fault injection in tests); nil is SysFileOps.
+	FileOps FileOps
+	// SyncObserver, when set, is told what the store makes durable in its CommitLog and
+	// ConsumeQueue files (see SyncObserver); the power-loss harness journals it. Nil: none.
+	SyncObserver SyncObserver
 }
 
 // Arrival describes a record that just became visible in a ConsumeQueue.
@@ -96,7 +103,15 @@ type Arrival struct {
 	QueueOffset    int64
 	TagsCode       int64
 	StoreTimestamp int64
-	Properties     map[string]string
+	// Properties is the record's encoded properties ("k\x01v\x02..."), in the CommitLog's mapping:
+	// valid during the listener's call only. Dispatch does not decode them, since few arrivals are
+	// looked at (a held pull with an SQL92 filter); PropertyMap decodes a copy.
+	Properties []byte
+}
+
+// PropertyMap decodes the arrival's properties into a map of its own (call it during the listener's call).
+func (a *Arrival) PropertyMap() map[string]string {
+	return message.ParseProperties(string(a.Properties))
 }
 
 // PutStatus is RocketMQ's PutMessageStatus for a message that was written.
@@ -160,21 +175,29 @@ type Store struct {
 	log   *slog.Logger
 	clock Clock
 
-	commitLog  *commitLog
-	cqs        *consumeQueueTable
-	index      *indexService
-	checkpoint *checkpoint
-	alloc      *allocator
-	pool       *transientPool
-	reput      *reputService
-	group      *groupCommit
-	wakeCommit chan struct{}
+	commitLog *commitLog
+	cqs       *consumeQueueTable
+	// cqRemove: dispatch holds it shared from finding a ConsumeQueue to appending to it, so that
+	// CleanExpiredConsumeQueues (exclusive) never destroys a queue a unit is about to go into.
+	cqRemove sync.RWMutex
+	cleanMu  sync.Mutex // serializes the clean service with DeleteExpiredFilesNow
+	// cleanPolicy: SetCleanPolicy's keys, nil until it is called (admin_clean.go).
+	cleanPolicy atomic.Pointer[CleanPolicy]
+	index       *indexService
+	checkpoint  *checkpoint
+	alloc       *allocator
+	pool        *transientPool
+	reput       *reputService
+	group       *groupCommit
+	wakeCommit  chan struct{}
 
-	state         atomic.Int32
-	notWritable   atomic.Bool
-	diskFull      atomic.Bool
-	confirmOffset atomic.Int64
-	lastExitOK    bool
+	state       atomic.Int32
+	notWritable atomic.Bool
+	// notWritableErr is the first failure that set notWritable.
+	notWritableErr atomic.Pointer[error]
+	diskFull       atomic.Bool
+	confirmOffset  atomic.Int64
+	lastExitOK     bool
 	// replicator is Options.Replicator on a SYNC_MASTER, nil otherwise.
 	replicator Replicator
 	// replicaAppends is set once AppendCommitLog wrote something (dispatch then keeps the
@@ -214,6 +237,7 @@ func Open(cfg Config, opts Options) (*Store, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.log = s.log.With("component", "store")
+	fileBudget.setLogger(s.log)
 	if s.clock == nil {
 		s.clock = realClock{}
 	}
@@ -256,6 +280,8 @@ func (s *Store) open() error {
 	}
 	q := newMappedFileQueue(cfg.commitLogDir(), cfg.MappedFileSizeCommitLog, preallocateFiles, s.log)
 	q.warm = cfg.warmCommitLog()
+	q.observer = s.opts.SyncObserver
+	q.ops = s.fileOps()
 	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.warmCommitLog(), cfg.warmAheadBytes(), s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
 	q.create = s.alloc.get
 	// A new file is where disk use jumps (a whole file when it is warmed): measure it then,
@@ -264,7 +290,7 @@ func (s *Store) open() error {
 	s.commitLog = newCommitLog(cfg, s.opts.StoreHost, s.clock, q)
 	s.commitLog.log = s.log
 	s.alloc.warmBytes = &s.commitLog.warmBytes
-	s.cqs = newConsumeQueueTable(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.log)
+	s.cqs = newConsumeQueueTable(cfg.consumeQueueDir(), cfg.MappedFileSizeConsumeQueue, s.opts.SyncObserver, s.fileOps(), s.log)
 	if cfg.MessageIndexEnable {
 		s.index = newIndexService(cfg.indexDir(), cfg.MaxHashSlotNum, cfg.MaxIndexNum, s.clock, s.log)
 	}
@@ -277,13 +303,15 @@ func (s *Store) open() error {
 		if err := withFaultPanics(s.loadFramed); err != nil {
 			return err
 		}
-	} else if err := withFaultPanics(s.recover); err != nil {
+	} else {
 		// Recovery writes through mappings too (zeroed tails, rebuilt units).
-		return err
-	}
-	if cfg.warmCommitLog() && !s.opts.Framed {
-		if err := s.warmCurrentFile(); err != nil {
+		if err := withFaultPanics(s.recover); err != nil {
 			return err
+		}
+		if cfg.warmCommitLog() {
+			if err := s.warmCurrentFile(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := writeFileSynced(cfg.abortPath(), nil); err != nil {
@@ -361,6 +389,13 @@ func (s *Store) shutdown(clean bool) error {
 	}
 	s.wg.Wait()
 	var errs []error
+	if clean && s.notWritable.Load() {
+		// After a failed write or fsync nothing may say the files are durable: no final
+		// flush, no checkpoint, the abort file stays, and Open checks every record from the
+		// checkpoint's safe point as after a crash.
+		s.log.Warn("closing as after a crash: a write or flush failed earlier", "err", s.notWritableCause())
+		clean = false
+	}
 	if clean {
 		errs = append(errs, s.flushAll()...)
 	}
@@ -454,7 +489,7 @@ func (s *Store) checkWritable() error {
 		return fmt.Errorf("%w: a framed store takes messages through its Raft log", ErrNotWritable)
 	}
 	if s.notWritable.Load() {
-		return fmt.Errorf("%w: a write or flush failed earlier; reopen the store", ErrNotWritable)
+		return fmt.Errorf("%w: a write or flush failed earlier (%v); reopen the store", ErrNotWritable, s.notWritableCause())
 	}
 	if s.diskFull.Load() {
 		return fmt.Errorf("%w: disk use %.1f%% passed diskSpaceWarningLevelRatio %.0f%%",
@@ -463,11 +498,28 @@ func (s *Store) checkWritable() error {
 	return nil
 }
 
-// markNotWritable turns the store read-only until reopened.
+// markNotWritable turns the store read-only until reopened, keeping the first cause.
 func (s *Store) markNotWritable(err error) {
+	s.notWritableErr.CompareAndSwap(nil, &err)
 	if s.notWritable.CompareAndSwap(false, true) {
 		s.log.Error("store turned read-only until reopened", "err", err)
 	}
+}
+
+// notWritableCause is the failure that turned the store read-only (markNotWritable).
+func (s *Store) notWritableCause() error {
+	if p := s.notWritableErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fileOps is Options.FileOps, or the system calls.
+func (s *Store) fileOps() FileOps {
+	if s.opts.FileOps != nil {
+		return s.opts.FileOps
+	}
+	return SysFileOps{}
 }
 
 // PutMessage stores one message. With SYNC_FLUSH it waits for the group commit (or

@@ -181,12 +181,14 @@ func TestArrivingListenerAndTagsCodeOverride(t *testing.T) {
 	var mu sync.Mutex
 	var got []Arrival
 	opts := testOptions(t)
+	var tags []string
 	opts.ArrivingListener = func(a Arrival) {
 		mu.Lock()
 		got = append(got, a)
+		tags = append(tags, a.PropertyMap()[message.PropertyTags])
 		mu.Unlock()
 	}
-	opts.TagsCode = func(topic string, props map[string]string, ts int64) (int64, bool) {
+	opts.TagsCode = func(topic string, props []byte, ts int64) (int64, bool) {
 		if topic == "SCHEDULE_TOPIC_XXXX" {
 			return ts + 1000, true
 		}
@@ -198,7 +200,7 @@ func TestArrivingListenerAndTagsCodeOverride(t *testing.T) {
 	waitFor(t, "two arrivals", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
 	mu.Lock()
 	defer mu.Unlock()
-	if a := got[0]; a.Topic != "T" || a.QueueID != 1 || a.QueueOffset != 0 || a.TagsCode != message.TagsHash("TagA") || a.Properties[message.PropertyTags] != "TagA" {
+	if a := got[0]; a.Topic != "T" || a.QueueID != 1 || a.QueueOffset != 0 || a.TagsCode != message.TagsHash("TagA") || tags[0] != "TagA" {
 		t.Errorf("arrival 0 = %+v", a)
 	}
 	if a := got[1]; a.Topic != "SCHEDULE_TOPIC_XXXX" || a.TagsCode != res.StoreTimestamp+1000 || a.StoreTimestamp != res.StoreTimestamp {

@@ -53,6 +53,24 @@ func (f *mappedFile) warmTo(to int64) (int64, error) {
 // already, so readers see no change. Nobody may write records into the range meanwhile (see
 // warmTo).
 func (f *mappedFile) fillHoles(pos, to int64) (int64, error) {
+	wrote, err := f.zeroHoles(pos, to, true)
+	if err != nil || wrote == 0 {
+		return wrote, err
+	}
+	// The block allocations are metadata: one fdatasync commits them.
+	if err := unix.Fdatasync(int(f.file.Fd())); err != nil {
+		return wrote, f.warmErr("sync zeros", to, err)
+	}
+	return wrote, nil
+}
+
+// zeroHoles writes zeros over every hole of [pos, to) and returns how many it wrote; with
+// writeBack each chunk is written back before the next (fillHoles), without it the zeros
+// stay dirty in the page cache and are written back by the kernel or the file's next sync.
+// Either way the blocks are allocated (or reserved, with delayed allocation) by the write
+// system call, so a later write through the mapping is a plain page fault instead of an
+// allocation inside one. Nobody may write into the holes of the range meanwhile.
+func (f *mappedFile) zeroHoles(pos, to int64, writeBack bool) (int64, error) {
 	fd := int(f.file.Fd())
 	wrote := int64(0)
 	for pos < to {
@@ -70,18 +88,11 @@ func (f *mappedFile) fillHoles(pos, to int64) (int64, error) {
 			return wrote, f.warmErr("seek data", hole, err)
 		}
 		end = min(end, to)
-		if err := f.writeZeros(hole, end); err != nil {
+		if err := f.writeZeros(hole, end, writeBack); err != nil {
 			return wrote, err
 		}
 		wrote += end - hole
 		pos = end
-	}
-	if wrote == 0 {
-		return 0, nil
-	}
-	// The block allocations are metadata: one fdatasync commits them.
-	if err := unix.Fdatasync(fd); err != nil {
-		return wrote, f.warmErr("sync zeros", pos, err)
 	}
 	return wrote, nil
 }
@@ -103,7 +114,7 @@ func (f *mappedFile) zeroData(pos, to int64) error {
 			return f.warmErr("seek hole", data, err)
 		}
 		end = min(end, to)
-		if err := f.writeZeros(data, end); err != nil {
+		if err := f.writeZeros(data, end, true); err != nil {
 			return err
 		}
 		pos = end
@@ -111,9 +122,9 @@ func (f *mappedFile) zeroData(pos, to int64) error {
 	return nil
 }
 
-// writeZeros writes zeros over [from, to) with pwrite, warmChunk at a time, each chunk
-// written back before the next is written. The caller syncs.
-func (f *mappedFile) writeZeros(from, to int64) error {
+// writeZeros writes zeros over [from, to) with pwrite, warmChunk at a time, with writeBack
+// each chunk written back before the next is written. The caller syncs.
+func (f *mappedFile) writeZeros(from, to int64, writeBack bool) error {
 	zeros := make([]byte, min(warmChunk, to-from))
 	flags := unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
 	for at := from; at < to; {
@@ -121,12 +132,31 @@ func (f *mappedFile) writeZeros(from, to int64) error {
 		if _, err := f.file.WriteAt(zeros[:n], at); err != nil {
 			return f.warmErr("write zeros", at, err)
 		}
+		if !writeBack {
+			at += n
+			continue
+		}
 		if err := unix.SyncFileRange(int(f.file.Fd()), at, n, flags); err != nil {
 			return f.warmErr("write back zeros", at, err)
 		}
 		at += n
 	}
 	return nil
+}
+
+// prefault allocates the blocks of [from, to) and maps its pages writable in one call
+// (MADV_POPULATE_WRITE), so writes through the mapping there take no page fault until the
+// kernel writes a page back; from must be page aligned. Where the call fails (before Linux
+// 5.14: EINVAL; a block it could not allocate: EFAULT), the holes of the range are written
+// with zeros (zeroHoles, not waiting for the disk), which allocates the blocks but leaves
+// the faults, and reports ENOSPC or an I/O error as such, before anything is written through
+// the mapping. Nobody may write into the holes of the range meanwhile.
+func (f *mappedFile) prefault(from, to int64) error {
+	if err := unix.Madvise(f.data[from:to], unix.MADV_POPULATE_WRITE); err == nil {
+		return nil
+	}
+	_, err := f.zeroHoles(from, to, false)
+	return err
 }
 
 func (f *mappedFile) warmErr(op string, pos int64, err error) error {

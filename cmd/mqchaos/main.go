@@ -7,6 +7,12 @@
 //	mqchaos run -bin ./bin -dir /tmp/chaos -role SYNC_MASTER -flush SYNC_FLUSH -rounds 8 -seed 1
 //	mqchaos run -bin ./bin -mode raft -flush SYNC_FLUSH -duration 5m
 //	mqchaos check /tmp/chaos        (checks a recorded run again)
+//	mqchaos soak -bin ./bin -role SYNC_MASTER -flush SYNC_FLUSH -duration 1h
+//
+// soak is a long run (make soak): the same group, load and faults (one every few minutes), plus a mixed
+// workload of the official Go client (every send kind, push and pull consumers, mqadmin calls), with every
+// server process's memory, goroutines, open files and mappings sampled; it fails on growth beyond the
+// bounds as well as on anything the checker finds (internal/chaos soak.go).
 //
 // The output ends with one summary line, PASS or FAIL and the counts; the exit code is 1 on FAIL.
 package main
@@ -24,15 +30,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
 	"github.com/rocketraft/rocketraft/internal/chaos"
 )
 
 const usage = `usage: mqchaos run [flags]    (mqchaos run -h lists the flags)
        mqchaos check DIR
+       mqchaos soak [flags]   (mqchaos soak -h lists the flags)
 
   run    starts a name server and a master and a slave (or a Raft group of three) from -bin, runs the load and the fault schedule, heals,
          drains, scans every broker and checks the history recorded in -dir
   check  checks the history in DIR again and prints the report
+  soak   run for -duration (1h) with a fault every few minutes and a mixed workload beside the recorded
+         load, sampling every process's memory, goroutines, fds and mappings; fails on growth or a checker failure
 `
 
 func main() {
@@ -49,7 +60,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	var rep *chaos.Report
+	var rep interface {
+		String() string
+		Failures() []string
+	}
 	var err error
 	switch args[0] {
 	case "run":
@@ -58,6 +72,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		rep, err = chaos.Run(ctx, cfg)
+	case "soak":
+		cfg, ok := parseSoak(args[1:], stdout, stderr)
+		if !ok {
+			return 2
+		}
+		rep, err = chaos.Soak(ctx, cfg)
 	case "check":
 		if len(args) != 2 {
 			fmt.Fprint(stderr, usage)
@@ -86,6 +106,68 @@ func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 		MinGap: 5 * time.Second, MaxGap: 15 * time.Second, Delay: 200 * time.Millisecond}
 	fs := flag.NewFlagSet("mqchaos run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	verbose := runFlags(fs, &cfg)
+	kinds := scheduleFlags(fs, &sc)
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "load before the first fault")
+	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "load after the last fault")
+	fs.IntVar(&sc.Rounds, "rounds", sc.Rounds, "number of faults")
+	length := fs.Duration("duration", 0, "draw faults until the schedule fills about this long (overrides -rounds; restarts and scans come on top)")
+	if !parseFlags(fs, args, stderr) {
+		return cfg, false
+	}
+	sc.Kinds = strings.Split(*kinds, ",")
+	seedFromClock(&sc)
+	if *length > 0 {
+		sc.Rounds = max(1, int(*length/((sc.MinFor+sc.MaxFor+sc.MinGap+sc.MaxGap)/2)))
+	}
+	s, err := chaos.NewSchedule(sc)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return cfg, false
+	}
+	cfg.Schedule = s
+	return cfg, finishRun(&cfg, *verbose, stdout, stderr)
+}
+
+// parseSoak parses the soak flags: the run's, the schedule's (without -rounds: faults are drawn while they
+// fit in -duration), and the soak's own.
+func parseSoak(args []string, stdout, stderr io.Writer) (chaos.SoakConfig, bool) {
+	cfg := chaos.DefaultSoakConfig()
+	fs := flag.NewFlagSet("mqchaos soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	verbose := runFlags(fs, &cfg.Run)
+	kinds := scheduleFlags(fs, &cfg.Faults)
+	clientLevel := fs.String("client-log", "fatal", "log level of the official Go client (the mixed workload), to stderr (it logs every rolled-back transaction as an error)")
+	b := &cfg.Bounds
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "the whole run, warm-up included")
+	fs.DurationVar(&cfg.Every, "every", cfg.Every, "one sample of every server process")
+	fs.DurationVar(&b.Warmup, "warmup", b.Warmup, "load before the first fault, and from a (re)start to the baseline sample")
+	fs.DurationVar(&cfg.Quiet, "quiet", cfg.Quiet, "the last part of the run, without faults")
+	fs.IntVar(&b.Last, "last", b.Last, "a figure grew when each of the last samples exceeds its bound")
+	fs.IntVar(&b.MinAfter, "min-after", b.MinAfter, "samples after the baseline needed to judge a process")
+	fs.Float64Var(&b.RSSAnon.Pct, "rss-pct", b.RSSAnon.Pct, "RssAnon bound: percent over the baseline (or -rss-abs, the larger)")
+	fs.Int64Var(&b.RSSAnon.Abs, "rss-abs", b.RSSAnon.Abs, "RssAnon bound: bytes over the baseline")
+	fs.Float64Var(&b.Goroutines.Pct, "goroutines-pct", b.Goroutines.Pct, "goroutines bound: percent over the baseline (or -goroutines-abs)")
+	fs.Int64Var(&b.Goroutines.Abs, "goroutines-abs", b.Goroutines.Abs, "goroutines bound: count over the baseline")
+	fs.Int64Var(&b.FDs.Abs, "fds-abs", b.FDs.Abs, "open files (store files left out) over the baseline")
+	fs.Int64Var(&b.Maps.Abs, "maps-abs", b.Maps.Abs, "mappings (store files left out) over the baseline")
+	fs.Float64Var(&cfg.MixedRate, "mixed-rate", cfg.MixedRate, "mixed sends per second (official client), every kind in turn")
+	fs.DurationVar(&cfg.AdminEvery, "admin-every", cfg.AdminEvery, "a round of mqadmin calls (clusterList, consumerProgress, a topic created and deleted)")
+	if !parseFlags(fs, args, stderr) {
+		return cfg, false
+	}
+	cfg.Faults.Kinds = strings.Split(*kinds, ",")
+	seedFromClock(&cfg.Faults)
+	rlog.SetLogLevel(*clientLevel)
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return cfg, false
+	}
+	return cfg, finishRun(&cfg.Run, *verbose, stdout, stderr)
+}
+
+// runFlags registers the flags of the cluster and the recorded load; it returns -v.
+func runFlags(fs *flag.FlagSet, cfg *chaos.RunConfig) *bool {
 	fs.StringVar(&cfg.Bin, "bin", "bin", "folder holding mqnamesrv and mqbroker")
 	fs.StringVar(&cfg.Dir, "dir", "", "output folder (history, report, data and logs of the processes); default a new folder under the system's temp folder")
 	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "topology: masterslave (a master and a slave) or raft (a group of three, enableDLegerCommitLog)")
@@ -99,61 +181,67 @@ func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 	fs.IntVar(&cfg.Size, "size", cfg.Size, "message body size")
 	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "more attempts of a send that was not acknowledged")
 	fs.DurationVar(&cfg.SendTimeout, "send-timeout", cfg.SendTimeout, "send timeout")
-	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "load before the first fault")
-	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "load after the last fault")
+	return fs.Bool("v", false, "log the suite's own events (proxies, pulls) to stderr")
+}
+
+// scheduleFlags registers the flags that draw faults (but -rounds); it returns -faults.
+func scheduleFlags(fs *flag.FlagSet, sc *chaos.ScheduleConfig) *string {
 	fs.Uint64Var(&sc.Seed, "seed", 0, "schedule seed (0: from the clock; printed)")
-	fs.IntVar(&sc.Rounds, "rounds", sc.Rounds, "number of faults")
-	length := fs.Duration("duration", 0, "draw faults until the schedule fills about this long (overrides -rounds; restarts and scans come on top)")
 	kinds := fs.String("faults", strings.Join(chaos.Kinds, ","), "fault kinds to draw from, comma-separated")
 	fs.DurationVar(&sc.MinFor, "min-for", sc.MinFor, "shortest fault")
 	fs.DurationVar(&sc.MaxFor, "max-for", sc.MaxFor, "longest fault")
 	fs.DurationVar(&sc.MinGap, "min-gap", sc.MinGap, "shortest quiet time before a fault")
 	fs.DurationVar(&sc.MaxGap, "max-gap", sc.MaxGap, "longest quiet time before a fault")
 	fs.DurationVar(&sc.Delay, "delay", sc.Delay, "one-way delay of delay-repl")
-	verbose := fs.Bool("v", false, "log the suite's own events (proxies, pulls) to stderr")
-	if err := fs.Parse(args); err != nil {
-		return cfg, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "mqchaos run: unexpected arguments %v\n", fs.Args())
-		return cfg, false
-	}
+	return kinds
+}
+
+// seedFromClock draws a seed from the clock when -seed was 0.
+func seedFromClock(sc *chaos.ScheduleConfig) {
 	if sc.Seed == 0 {
 		sc.Seed = uint64(time.Now().UnixNano())
 	}
-	sc.Kinds = strings.Split(*kinds, ",")
-	if *length > 0 {
-		sc.Rounds = max(1, int(*length/((sc.MinFor+sc.MaxFor+sc.MinGap+sc.MaxGap)/2)))
+}
+
+// parseFlags parses args into fs; false (printed) on an error or stray arguments.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
 	}
-	s, err := chaos.NewSchedule(sc)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return cfg, false
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %v\n", fs.Name(), fs.Args())
+		return false
 	}
-	cfg.Schedule = s
+	return true
+}
+
+// finishRun fills in what the flags leave open (the folder, the logger, the output) and validates; false
+// after an error (printed).
+func finishRun(cfg *chaos.RunConfig, verbose bool, stdout, stderr io.Writer) bool {
+	var err error
 	if cfg.Dir == "" {
 		if cfg.Dir, err = os.MkdirTemp("", "mqchaos-"); err != nil {
 			fmt.Fprintln(stderr, err)
-			return cfg, false
+			return false
 		}
 	}
 	if cfg.Bin, err = filepath.Abs(cfg.Bin); err != nil {
 		fmt.Fprintln(stderr, err)
-		return cfg, false
+		return false
 	}
 	level := slog.LevelWarn
-	if *verbose {
+	if verbose {
 		level = slog.LevelDebug
 	}
 	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Out = stdout
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, err)
-		return cfg, false
+		return false
 	}
 	if cfg.Mode == chaos.ModeRaft {
 		cfg.Role = "raft"
 	}
 	fmt.Fprintf(stdout, "mqchaos: %s %s/%s, output in %s\n", cfg.Mode, cfg.Role, cfg.Flush, cfg.Dir)
-	return cfg, true
+	return true
 }

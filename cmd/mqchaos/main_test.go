@@ -20,6 +20,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-role", "SLAVE", "-dir", t.TempDir()}, "brokerRole \"SLAVE\""},
 		{[]string{"run", "-min-for", "5s", "-max-for", "1s"}, "fault length"},
 		{[]string{"check", t.TempDir()}, "run.json"},
+		{[]string{"soak", "-duration", "3m"}, "shorter than the warm-up"},
+		{[]string{"soak", "-faults", "kill-writer,melt-disk"}, `unknown fault kind "melt-disk"`},
+		{[]string{"soak", "-last", "0"}, "last 0 must be at least 1"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
@@ -135,7 +136,7 @@ func runChildConsumer(spec string) int {
 		fmt.Fprintln(out, line)
 		_ = out.Flush()
 	}
-	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(splitAddrs(parts[0]))),
+	pc, err := rocketmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(client.SplitAddrs(parts[0]))),
 		consumer.WithGroupName(parts[1]), consumer.WithInstance(fmt.Sprintf("child-%d", os.Getpid())),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 	if err == nil {

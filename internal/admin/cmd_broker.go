@@ -14,17 +14,6 @@ import (
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// runtimeInfo is GET_BROKER_RUNTIME_INFO: the broker's KVTable.
-func (r *runner) runtimeInfo(ctx context.Context, addr string) (map[string]string, error) {
-	var kv struct {
-		Table map[string]string `json:"table"`
-	}
-	if err := r.c.invokeJSON(ctx, addr, remoting.GetBrokerRuntimeInfo, nil, &kv); err != nil {
-		return nil, err
-	}
-	return kv.Table, nil
-}
-
 // clusterRow is one broker in clusterList.
 type clusterRow struct {
 	Cluster     string  `json:"cluster"`
@@ -91,36 +80,47 @@ func clusterListCmd() *command {
 	return &command{name: "clusterList", desc: "List all of clusters", setup: func(f *flags) runFunc {
 		var more bool
 		var interval int
+		var cluster string
 		f.Switch(&more, "m", "moreStats", "Print more stats")
+		f.String(&cluster, "c", "clusterName", "which cluster (default every cluster)", false)
 		f.Int(&interval, "i", "interval", "print again every this many seconds, until interrupted", false)
 		return func(ctx context.Context, r *runner) (result, error) {
 			if interval < 0 {
 				return nil, usagef("option -i (--interval) must not be negative")
 			}
-			for {
-				res, err := r.clusterList(ctx, more)
-				if interval == 0 || err != nil {
-					return res, err
-				}
-				if err := writeResult(r.env.Stdout, res, r.com.json); err != nil {
-					return nil, err
-				}
-				select {
-				case <-ctx.Done():
-					return nil, nil
-				case <-time.After(time.Duration(interval) * time.Second):
-				}
-			}
+			return r.repeat(ctx, interval, func() (result, error) { return r.clusterList(ctx, cluster, more) })
 		}
 	}}
 }
 
-func (r *runner) clusterList(ctx context.Context, more bool) (*clusterListResult, error) {
-	ci, err := r.c.clusterInfo(ctx)
+// repeat runs once and returns the result; with interval > 0 it prints each result and runs again every
+// interval seconds until ctx ends or a run fails (the -i of clusterList and clusterRT).
+func (r *runner) repeat(ctx context.Context, interval int, once func() (result, error)) (result, error) {
+	for {
+		res, err := once()
+		if interval == 0 || err != nil {
+			return res, err
+		}
+		if err := writeResult(r.env.Stdout, res, r.com.json); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(time.Duration(interval) * time.Second):
+		}
+	}
+}
+
+func (r *runner) clusterList(ctx context.Context, cluster string, more bool) (*clusterListResult, error) {
+	ci, err := r.c.ClusterInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
-	refs, _ := brokers(ci, "", false)
+	refs, err := brokers(ci, cluster, false)
+	if err != nil {
+		return nil, err
+	}
 	res := &clusterListResult{More: more, Brokers: []clusterRow{}}
 	var errs []error
 	now := time.Now().UnixMilli()
@@ -141,7 +141,7 @@ func (r *runner) clusterList(ctx context.Context, more bool) (*clusterListResult
 // answer gets a row with Unreachable set, and the error.
 func (r *runner) brokerRow(ctx context.Context, ref brokerRef, now int64) (clusterRow, map[string]string, error) {
 	row := clusterRow{Cluster: ref.cluster, BrokerName: ref.name, BrokerID: ref.id, Addr: ref.addr}
-	kv, err := r.runtimeInfo(ctx, ref.addr)
+	kv, err := r.c.RuntimeInfo(ctx, ref.addr)
 	if err != nil {
 		row.Unreachable = err.Error()
 		return row, nil, err
@@ -197,7 +197,7 @@ func brokerStatusCmd() *command {
 			}
 			res := &brokerStatusResult{prefix: target.cluster != "", Brokers: []brokerKV{}}
 			_, err = eachBroker(refs, func(ref brokerRef) error {
-				kv, err := r.runtimeInfo(ctx, ref.addr)
+				kv, err := r.c.RuntimeInfo(ctx, ref.addr)
 				if err == nil {
 					res.Brokers = append(res.Brokers, brokerKV{Addr: ref.addr, Table: kv})
 				}
@@ -266,11 +266,11 @@ func getBrokerConfigCmd() *command {
 			res := &brokerConfigResult{Brokers: []brokerKV{}}
 			masters := map[string]string{}
 			_, err = eachBroker(refs, func(ref brokerRef) error {
-				resp, err := r.c.invoke(ctx, ref.addr, remoting.GetBrokerConfig, nil, nil)
+				table, err := r.brokerConfig(ctx, ref.addr)
 				if err != nil {
 					return err
 				}
-				kv := brokerKV{Addr: ref.addr, Table: parseProperties(resp.Body)}
+				kv := brokerKV{Addr: ref.addr, Table: table}
 				if target.cluster != "" {
 					if ref.id == 0 {
 						kv.Role, masters[ref.name] = "Master", ref.addr
@@ -314,7 +314,7 @@ func updateBrokerConfigCmd() *command {
 			res := &updateBrokerConfigResult{Key: key, Value: value}
 			body := []byte(propertiesLine(key, value))
 			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
-				_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateBrokerConfig, nil, body)
+				_, err := r.c.Call(ctx, ref.addr, remoting.UpdateBrokerConfig, nil, body)
 				return err
 			})
 			return res, err

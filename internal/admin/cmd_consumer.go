@@ -9,14 +9,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-type consumeStats struct {
-	ConsumeTps  float64                                     `json:"consumeTps"`
-	OffsetTable protocol.QueueTable[protocol.OffsetWrapper] `json:"offsetTable"`
-}
+type consumeStats = protocol.ConsumeStats
 
 // consumeStats gathers GET_CONSUME_STATS of group from every broker of its retry topic's route (the
 // brokers the group consumes from, as RocketMQ's examineConsumeStats does). A group that never consumed
@@ -28,7 +26,7 @@ func (r *runner) consumeStats(ctx context.Context, group string) (*consumeStats,
 	}
 	out := &consumeStats{}
 	for _, ref := range refs {
-		resp, err := r.c.invoke(ctx, ref.addr, remoting.GetConsumeStats, map[string]string{"consumerGroup": group}, nil)
+		resp, err := r.c.Call(ctx, ref.addr, remoting.GetConsumeStats, map[string]string{"consumerGroup": group}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -57,14 +55,14 @@ func (c clientConnection) row() connectionRow {
 
 // groupBrokers are the brokers to ask about a group: those of its retry topic, else every master.
 func (r *runner) groupBrokers(ctx context.Context, group string) ([]brokerRef, error) {
-	route, err := r.c.route(ctx, retryTopicPrefix+group)
+	route, err := r.c.Route(ctx, retryTopicPrefix+group)
 	if err == nil {
 		return routeBrokers(route), nil
 	}
-	if !answered(err, remoting.TopicNotExist) {
+	if !client.HasCode(err, remoting.TopicNotExist) {
 		return nil, fmt.Errorf("consumer group %s: %w", group, err)
 	}
-	ci, cerr := r.c.clusterInfo(ctx)
+	ci, cerr := r.c.ClusterInfo(ctx)
 	if cerr != nil {
 		return nil, cerr
 	}
@@ -86,7 +84,7 @@ type consumerConnection struct {
 // consumerConnection is GET_CONSUMER_CONNECTION_LIST at addr, or at a broker of the group's retry topic.
 func (r *runner) consumerConnection(ctx context.Context, group, addr string) (*consumerConnection, error) {
 	if addr == "" {
-		route, err := r.c.route(ctx, retryTopicPrefix+group)
+		route, err := r.c.Route(ctx, retryTopicPrefix+group)
 		if err != nil {
 			return nil, fmt.Errorf("consumer group %s: %w", group, err)
 		}
@@ -97,8 +95,8 @@ func (r *runner) consumerConnection(ctx context.Context, group, addr string) (*c
 		addr = refs[0].addr
 	}
 	var cc consumerConnection
-	err := r.c.invokeJSON(ctx, addr, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, &cc)
-	if answered(err, remoting.ConsumerNotOnline) {
+	err := r.c.CallJSON(ctx, addr, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, &cc)
+	if client.HasCode(err, remoting.ConsumerNotOnline) {
 		return nil, fmt.Errorf("consumer group %s is not online: %w", group, err)
 	}
 	return &cc, err
@@ -112,6 +110,7 @@ type progressRow struct {
 	ConsumerOffset int64  `json:"consumerOffset"`
 	ClientIP       string `json:"clientIP,omitempty"` // with -s true
 	Diff           int64  `json:"diff"`
+	Inflight       int64  `json:"inflight"` // 5.x: pull offset minus consumer offset (pop groups: popped, not acked)
 	LastTimestamp  int64  `json:"lastTimestamp"`
 }
 
@@ -122,20 +121,21 @@ type consumerProgressResult struct {
 	BrokerOffsetTotal   int64         `json:"brokerOffsetTotal"`
 	ConsumerOffsetTotal int64         `json:"consumerOffsetTotal"`
 	DiffTotal           int64         `json:"diffTotal"`
+	InflightTotal       int64         `json:"inflightTotal"`
 	showClientIP        bool
 }
 
 func (r *consumerProgressResult) writeText(w io.Writer) error {
-	tb := newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime")
+	tb := newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#Inflight", "#LastTime")
 	if r.showClientIP {
-		tb = newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP", "#Diff", "#LastTime")
+		tb = newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Client IP", "#Diff", "#Inflight", "#LastTime")
 	}
 	for _, q := range r.Queues {
 		if r.showClientIP {
-			tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, naIfEmpty(q.ClientIP), q.Diff, dateTime(q.LastTimestamp))
+			tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, naIfEmpty(q.ClientIP), q.Diff, q.Inflight, dateTime(q.LastTimestamp))
 			continue
 		}
-		tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Diff, dateTime(q.LastTimestamp))
+		tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Diff, q.Inflight, dateTime(q.LastTimestamp))
 	}
 	t := &textWriter{w: w}
 	t.table(tb)
@@ -143,6 +143,7 @@ func (r *consumerProgressResult) writeText(w io.Writer) error {
 	t.printf("Broker Offset Total: %d\n", r.BrokerOffsetTotal)
 	t.printf("Consumer Offset Total: %d\n", r.ConsumerOffsetTotal)
 	t.printf("Diff Total: %d\n", r.DiffTotal)
+	t.printf("Inflight Total: %d\n", r.InflightTotal)
 	return t.err
 }
 
@@ -212,9 +213,11 @@ func (r *runner) consumerProgress(ctx context.Context, group string, showClientI
 	}
 	for _, e := range cs.OffsetTable {
 		diff := e.Value.BrokerOffset - e.Value.ConsumerOffset
+		inflight := max(e.Value.PullOffset-e.Value.ConsumerOffset, 0)
 		res.Queues = append(res.Queues, progressRow{Topic: e.MQ.Topic, BrokerName: e.MQ.BrokerName,
 			QueueID: e.MQ.QueueID, BrokerOffset: e.Value.BrokerOffset, ConsumerOffset: e.Value.ConsumerOffset,
-			ClientIP: owners[e.MQ], Diff: diff, LastTimestamp: e.Value.LastTimestamp})
+			ClientIP: owners[e.MQ], Diff: diff, Inflight: inflight, LastTimestamp: e.Value.LastTimestamp})
+		res.InflightTotal += inflight
 		res.BrokerOffsetTotal += e.Value.BrokerOffset
 		res.ConsumerOffsetTotal += e.Value.ConsumerOffset
 		res.DiffTotal += diff
@@ -225,7 +228,7 @@ func (r *runner) consumerProgress(ctx context.Context, group string, showClientI
 // groupsProgress is consumerProgress without -g: every group that has a retry topic, with its
 // connections and total lag.
 func (r *runner) groupsProgress(ctx context.Context) (*groupsProgressResult, error) {
-	topics, err := r.c.topicList(ctx)
+	topics, err := r.c.TopicList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +365,7 @@ func producerConnectionCmd() *command {
 // producerConnections lists the producers of group connected to the brokers of topic
 // (GET_PRODUCER_CONNECTION_LIST), with the failures of the brokers that did not answer joined.
 func (r *runner) producerConnections(ctx context.Context, group, topic string) (*producerConnectionResult, error) {
-	route, err := r.c.route(ctx, topic)
+	route, err := r.c.Route(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +376,7 @@ func (r *runner) producerConnections(ctx context.Context, group, topic string) (
 		var pc struct {
 			ConnectionSet []clientConnection `json:"connectionSet"`
 		}
-		err := r.c.invokeJSON(ctx, ref.addr, remoting.GetProducerConnectionList, map[string]string{"producerGroup": group}, &pc)
+		err := r.c.CallJSON(ctx, ref.addr, remoting.GetProducerConnectionList, map[string]string{"producerGroup": group}, &pc)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -430,18 +433,24 @@ func updateSubGroupCmd() *command {
 			if err != nil {
 				return nil, err
 			}
-			body, err := json.Marshal(g)
-			if err != nil {
-				return nil, err
-			}
 			res := &updateSubGroupResult{Config: g}
-			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
-				_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateSubscriptionGroup, nil, body)
-				return err
-			})
+			res.Brokers, err = r.updateSubGroup(ctx, refs, g)
 			return res, err
 		}
 	}}
+}
+
+// updateSubGroup is UPDATE_AND_CREATE_SUBSCRIPTIONGROUP of g on each broker; it returns the addresses that
+// took it.
+func (r *runner) updateSubGroup(ctx context.Context, refs []brokerRef, g protocol.SubscriptionGroupConfig) ([]string, error) {
+	body, err := json.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	return eachBroker(refs, func(ref brokerRef) error {
+		_, err := r.c.Call(ctx, ref.addr, remoting.UpdateAndCreateSubscriptionGroup, nil, body)
+		return err
+	})
 }
 
 type deleteSubGroupResult struct {
@@ -482,11 +491,7 @@ func deleteSubGroupCmd() *command {
 			}
 			cluster := target.cluster
 			res := &deleteSubGroupResult{Group: group, Cluster: cluster}
-			ext := map[string]string{"groupName": group, "cleanOffset": fmt.Sprint(removeOffset)}
-			res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
-				_, err := r.c.invoke(ctx, ref.addr, remoting.DeleteSubscriptionGroup, ext, nil)
-				return err
-			})
+			res.Brokers, err = r.deleteSubGroup(ctx, refs, group, removeOffset)
 			if err != nil || cluster == "" {
 				return res, err
 			}
@@ -501,4 +506,14 @@ func deleteSubGroupCmd() *command {
 			return res, nil
 		}
 	}}
+}
+
+// deleteSubGroup is DELETE_SUBSCRIPTIONGROUP of group on each broker, with its offsets when cleanOffset; it
+// returns the addresses that deleted it.
+func (r *runner) deleteSubGroup(ctx context.Context, refs []brokerRef, group string, cleanOffset bool) ([]string, error) {
+	ext := map[string]string{"groupName": group, "cleanOffset": fmt.Sprint(cleanOffset)}
+	return eachBroker(refs, func(ref brokerRef) error {
+		_, err := r.c.Call(ctx, ref.addr, remoting.DeleteSubscriptionGroup, ext, nil)
+		return err
+	})
 }

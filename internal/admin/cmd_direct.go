@@ -3,13 +3,12 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -33,14 +32,12 @@ func (r *runner) queueOwners(ctx context.Context, group string) map[protocol.Mes
 		return owners
 	}
 	for _, c := range cc.ConnectionSet {
-		resp, err := r.c.invoke(ctx, refs[0].addr, remoting.GetConsumerRunningInfo,
+		resp, err := r.c.Call(ctx, refs[0].addr, remoting.GetConsumerRunningInfo,
 			map[string]string{"consumerGroup": group, "clientId": c.ClientID, "jstackEnable": "false"}, nil)
 		if err != nil {
 			continue
 		}
-		var info struct {
-			MQTable protocol.QueueTable[json.RawMessage] `json:"mqTable"`
-		}
+		var info protocol.ConsumerRunningInfo
 		if protocol.UnmarshalFastJSON(resp.Body, &info) != nil {
 			continue
 		}
@@ -84,11 +81,11 @@ func (r *directResults) writeText(w io.Writer) error {
 
 // consumeDirectly has client clientID of group consume each message now (CONSUME_MESSAGE_DIRECTLY through
 // the broker that stores it).
-func (r *runner) consumeDirectly(ctx context.Context, msgs []*message.MessageExt, group, clientID string) (result, error) {
+func (r *runner) consumeDirectly(ctx context.Context, msgs []*message.MessageExt, group, clientID string) (*directResults, error) {
 	res := &directResults{Results: []directResult{}}
 	for _, m := range msgs {
 		v := newMessageView(m)
-		resp, err := r.c.invoke(ctx, v.StoreHost, remoting.ConsumeMessageDirectly, map[string]string{
+		resp, err := r.c.Call(ctx, v.StoreHost, remoting.ConsumeMessageDirectly, map[string]string{
 			"consumerGroup": group, "clientId": clientID, "msgId": v.OffsetMsgID, "topic": v.Topic}, nil)
 		if err != nil {
 			return res, err
@@ -119,14 +116,14 @@ type resendResult struct {
 
 type resent struct {
 	OriginalMsgID string `json:"originalMsgId"`
-	sendResult
+	client.SendResult
 }
 
 func (r *resendResult) writeText(w io.Writer) error {
 	t := &textWriter{w: w}
 	for _, s := range r.Results {
 		t.printf("prepare resend msg. originalMsgId=%s\n", s.OriginalMsgID)
-		sm := &sendMessageResult{s.sendResult}
+		sm := &sendMessageResult{s.SendResult}
 		if t.err == nil {
 			t.err = sm.writeText(w)
 		}
@@ -140,28 +137,19 @@ func (r *runner) resend(ctx context.Context, msgs []*message.MessageExt) (result
 	res := &resendResult{Results: []resent{}}
 	for _, m := range msgs {
 		v := newMessageView(m)
-		route, err := r.c.route(ctx, m.Topic)
+		route, err := r.c.Route(ctx, m.Topic)
 		if err != nil {
 			return res, err
 		}
-		queues := routeQueues(route, m.Topic, "", true)
+		queues := client.RouteQueues(route, m.Topic, "", true)
 		if len(queues) == 0 {
 			return res, fmt.Errorf("topic %s has no writable queue", m.Topic)
 		}
-		var errs []error
-		start := rand.IntN(len(queues))
-		for i := range min(sendAttempts, len(queues)) {
-			sr, err := r.send(ctx, queues[(start+i)%len(queues)], message.ParseProperties(m.Properties), v.body)
-			if err == nil {
-				res.Results = append(res.Results, resent{OriginalMsgID: v.MsgID, sendResult: *sr})
-				errs = nil
-				break
-			}
-			errs = append(errs, err)
+		sr, err := r.sendToAny(ctx, queues, message.ParseProperties(m.Properties), v.body)
+		if err != nil {
+			return res, err
 		}
-		if len(errs) > 0 {
-			return res, errors.Join(errs...)
-		}
+		res.Results = append(res.Results, resent{OriginalMsgID: v.MsgID, SendResult: *sr})
 	}
 	return res, nil
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -51,13 +51,15 @@ func (r *runner) present(ctx context.Context, msgs []*message.MessageExt, bodyDi
 
 func queryMsgByIdCmd() *command {
 	return &command{name: "queryMsgById", desc: "Query Message by Id", setup: func(f *flags) runFunc {
-		var ids, topic, bodyDir, group, clientID string
+		var ids, topic, bodyDir, group, clientID, cluster, unit string
 		var resend bool
 		f.String(&ids, "i", "msgId", "Message Id: the offset id, or with -t the unique id; several separated by commas", true)
 		f.String(&topic, "t", "topic", "topic of the message: needed to find it by its unique (client) id", false)
 		f.String(&group, "g", "consumerGroup", "consumer group name (with -d: have that consumer consume the message now)", false)
 		f.String(&clientID, "d", "clientId", "The consumer's client id", false)
 		f.BoolArg(&resend, "s", "sendMessage", "resend message")
+		f.String(&unit, "u", "unitName", "unit name (accepted: in RocketMQ it only names the tool's client instance)", false)
+		f.String(&cluster, "c", "cluster", "Cluster name: look a unique id up on its masters instead of the topic's route", false)
 		f.String(&bodyDir, "", "bodyDir", "save each body to this folder as <msgId> (RocketMQ: /tmp/rocketmq/msgbodys)", false)
 		return func(ctx context.Context, r *runner) (result, error) {
 			if err := errors.Join(f.needs("consumerGroup", "clientId"), f.needs("clientId", "consumerGroup")); err != nil {
@@ -68,7 +70,7 @@ func queryMsgByIdCmd() *command {
 				if id = strings.TrimSpace(id); id == "" {
 					continue
 				}
-				m, err := r.findByID(ctx, id, topic)
+				m, err := r.findByID(ctx, id, topic, cluster)
 				if err != nil {
 					return nil, err
 				}
@@ -88,7 +90,7 @@ func queryMsgByIdCmd() *command {
 // findByID finds a message by its offset id (which names the broker and the CommitLog offset) or, with a
 // topic, by its unique id. Both are 32 hex digits, so an id that decodes as an offset id but is not one is
 // looked up as a unique id, as RocketMQ's admin does.
-func (r *runner) findByID(ctx context.Context, id, topic string) (*message.MessageExt, error) {
+func (r *runner) findByID(ctx context.Context, id, topic, cluster string) (*message.MessageExt, error) {
 	var viewErr error
 	if _, _, err := message.DecodeOffsetMsgID(id); err == nil {
 		m, err := r.viewMessage(ctx, id)
@@ -103,7 +105,7 @@ func (r *runner) findByID(ctx context.Context, id, topic string) (*message.Messa
 		}
 		return nil, usagef("message %s is not an offset id: give its topic with -t to look it up as a unique id", id)
 	}
-	msgs, err := r.queryMessages(ctx, topic, id, true, 32, 0, math.MaxInt64)
+	msgs, err := r.queryMessages(ctx, topic, cluster, id, true, 32, 0, math.MaxInt64)
 	if len(msgs) > 0 {
 		return msgs[0], nil
 	}
@@ -136,19 +138,20 @@ func (r *queryByKeyResult) writeText(w io.Writer) error {
 
 func queryMsgByKeyCmd() *command {
 	return &command{name: "queryMsgByKey", desc: "Query Message by Key", setup: func(f *flags) runFunc {
-		var topic, key string
+		var topic, key, cluster string
 		maxNum := 64
 		var begin, end int64 = 0, math.MaxInt64
 		f.String(&topic, "t", "topic", "topic name", true)
 		f.String(&key, "k", "msgKey", "Message Key", true)
-		f.Int(&maxNum, "c", "maxNum", "the most messages to list per broker", false)
+		f.Int(&maxNum, "m", "maxNum", "the most messages to list per broker (RocketMQ 5.1's -c)", false)
+		f.String(&cluster, "c", "cluster", "Cluster name: ask its masters instead of the topic's route", false)
 		f.Int64(&begin, "b", "beginTimestamp", "stored at or after this time (ms)", false)
 		f.Int64(&end, "e", "endTimestamp", "stored before this time (ms)", false)
 		return func(ctx context.Context, r *runner) (result, error) {
 			if maxNum <= 0 {
-				return nil, usagef("option -c (--maxNum) must be positive")
+				return nil, usagef("option -m (--maxNum) must be positive")
 			}
-			msgs, err := r.queryMessages(ctx, topic, key, false, maxNum, begin, end)
+			msgs, err := r.queryMessages(ctx, topic, cluster, key, false, maxNum, begin, end)
 			if err != nil {
 				return nil, err
 			}
@@ -182,8 +185,8 @@ func queryMsgByOffsetCmd() *command {
 			if err != nil {
 				return nil, err
 			}
-			if status != pullFound || len(msgs) == 0 {
-				return nil, fmt.Errorf("no message at offset %d of %s (%s)", offset, mqString(q.MessageQueue), status)
+			if status != client.PullFound || len(msgs) == 0 {
+				return nil, fmt.Errorf("no message at offset %d of %s (%s)", offset, client.MQString(q.MessageQueue), status)
 			}
 			return r.present(ctx, msgs[:1], bodyDir)
 		}
@@ -191,21 +194,21 @@ func queryMsgByOffsetCmd() *command {
 }
 
 // readQueue finds queue qid of topic on broker brokerName.
-func (r *runner) readQueue(ctx context.Context, topic, brokerName string, qid int) (queueRef, error) {
-	route, err := r.c.route(ctx, topic)
+func (r *runner) readQueue(ctx context.Context, topic, brokerName string, qid int) (client.Queue, error) {
+	route, err := r.c.Route(ctx, topic)
 	if err != nil {
-		return queueRef{}, err
+		return client.Queue{}, err
 	}
-	for _, q := range routeQueues(route, topic, brokerName, false) {
+	for _, q := range client.RouteQueues(route, topic, brokerName, false) {
 		if int(q.QueueID) == qid {
 			return q, nil
 		}
 	}
-	return queueRef{}, fmt.Errorf("topic %s has no readable queue %d on a broker named %s", topic, qid, brokerName)
+	return client.Queue{}, fmt.Errorf("topic %s has no readable queue %d on a broker named %s", topic, qid, brokerName)
 }
 
 type sendMessageResult struct {
-	sendResult
+	client.SendResult
 }
 
 func (r *sendMessageResult) writeText(w io.Writer) error {
@@ -227,15 +230,20 @@ func sendMessageCmd() *command {
 		f.String(&tags, "c", "tags", "Message tags", false)
 		f.String(&brokerName, "b", "broker", "Send message to target broker", false)
 		f.Int(&qid, "i", "qid", "Send message to target queue", false)
+		var trace bool
+		f.BoolArg(&trace, "m", "msgTraceEnable", "Message Trace Enable (only false: mqadmin writes no trace records yet)")
 		return func(ctx context.Context, r *runner) (result, error) {
 			if err := f.needs("qid", "broker"); err != nil {
 				return nil, err
 			}
-			route, err := r.c.route(ctx, topic)
+			if trace {
+				return nil, usagef("option -m (--msgTraceEnable) true: mqadmin does not write message traces yet; send without it")
+			}
+			route, err := r.c.Route(ctx, topic)
 			if err != nil {
 				return nil, err
 			}
-			queues := routeQueues(route, topic, brokerName, true)
+			queues := client.RouteQueues(route, topic, brokerName, true)
 			if qid >= 0 {
 				queues = filterQueue(queues, int32(qid))
 			}
@@ -249,24 +257,19 @@ func sendMessageCmd() *command {
 			if tags != "" {
 				props[message.PropertyTags] = tags
 			}
-			start := rand.IntN(len(queues))
-			var errs []error
-			for i := range min(sendAttempts, len(queues)) {
-				res, err := r.send(ctx, queues[(start+i)%len(queues)], props, []byte(body))
-				if err == nil {
-					return &sendMessageResult{*res}, nil
-				}
-				errs = append(errs, err)
+			res, err := r.sendToAny(ctx, queues, props, []byte(body))
+			if err != nil {
+				return nil, err
 			}
-			return nil, errors.Join(errs...)
+			return &sendMessageResult{*res}, nil
 		}
 	}}
 }
 
-func filterQueue(qs []queueRef, qid int32) []queueRef {
+func filterQueue(qs []client.Queue, qid int32) []client.Queue {
 	for _, q := range qs {
 		if q.QueueID == qid {
-			return []queueRef{q}
+			return []client.Queue{q}
 		}
 	}
 	return nil
@@ -287,7 +290,7 @@ type consumedQueue struct {
 	Queue    protocol.MessageQueue `json:"queue"`
 	From     int64                 `json:"from"`
 	To       int64                 `json:"to"` // exclusive
-	Status   pullStatus            `json:"status"`
+	Status   client.PullStatus     `json:"status"`
 	Messages []*messageView        `json:"messages"`
 }
 
@@ -308,8 +311,8 @@ func (r *consumeMessageResult) writeText(w io.Writer) error {
 			}
 			t.printf("MSGID: %s %s BODY: %s\n", m.MsgID, m, body)
 		}
-		if q.Status != pullFound { // as RocketMQ: a queue read to its end says so; one cut by -c or -e does not
-			t.printf("%s print msg finished. status=%s, offset=%d\n", mqString(q.Queue), q.Status, q.To)
+		if q.Status != client.PullFound { // as RocketMQ: a queue read to its end says so; one cut by -c or -e does not
+			t.printf("%s print msg finished. status=%s, offset=%d\n", client.MQString(q.Queue), q.Status, q.To)
 		}
 	}
 	return t.err
@@ -343,11 +346,11 @@ func consumeMessageCmd() *command {
 			if err != nil {
 				return nil, err
 			}
-			route, err := r.c.route(ctx, topic)
+			route, err := r.c.Route(ctx, topic)
 			if err != nil {
 				return nil, err
 			}
-			queues := routeQueues(route, topic, brokerName, false)
+			queues := client.RouteQueues(route, topic, brokerName, false)
 			if qid >= 0 {
 				queues = filterQueue(queues, int32(qid))
 			}
@@ -395,27 +398,27 @@ func parseWindow(begin, end string) (timeWindow, error) {
 
 // consumeQueue pulls q's messages in the window, from offset when >= 0, taking at most *left. The status is
 // the last pull's, NO_NEW_MSG once the queue was read to its end.
-func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w timeWindow, offset int64, left *int64) (consumedQueue, error) {
+func (r *runner) consumeQueue(ctx context.Context, group string, q client.Queue, w timeWindow, offset int64, left *int64) (consumedQueue, error) {
 	cq := consumedQueue{Queue: q.MessageQueue, Messages: []*messageView{}}
 	var err error
 	code, ts := remoting.GetMinOffset, int64(0)
 	if w.begin > 0 {
 		code, ts = remoting.SearchOffsetByTimestamp, w.begin
 	}
-	if cq.From, err = r.queueOffset(ctx, code, q, ts); err != nil {
+	if cq.From, err = r.c.QueueOffset(ctx, code, q, ts); err != nil {
 		return cq, err
 	}
 	code, ts = remoting.GetMaxOffset, 0
 	if w.end > 0 {
 		code, ts = remoting.SearchOffsetByTimestamp, w.end
 	}
-	last, err := r.queueOffset(ctx, code, q, ts)
+	last, err := r.c.QueueOffset(ctx, code, q, ts)
 	if err != nil {
 		return cq, err
 	}
 	cq.From = max(cq.From, offset)
 	cq.To = min(last, cq.From+*left)
-	cq.Status = pullNoNewMsg
+	cq.Status = client.PullNoNewMsg
 	next := cq.From
 	for next < cq.To {
 		status, msgs, nextBegin, err := r.pull(ctx, group, q, next, int(min(cq.To-next, 32)))
@@ -430,13 +433,13 @@ func (r *runner) consumeQueue(ctx context.Context, group string, q queueRef, w t
 			cq.Messages = append(cq.Messages, newMessageView(m))
 			*left--
 		}
-		if status != pullFound && status != pullNoMatchedMsg || nextBegin <= next {
+		if status != client.PullFound && status != client.PullNoMatchedMsg || nextBegin <= next {
 			break
 		}
 		next = nextBegin
 	}
 	if next >= cq.To && cq.To == last && w.end == 0 {
-		cq.Status = pullNoNewMsg
+		cq.Status = client.PullNoNewMsg
 	}
 	return cq, nil
 }

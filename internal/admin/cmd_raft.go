@@ -9,41 +9,23 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// raftStatus is a broker's answer to GET_RAFT_STATUS (remoting.GetRaftStatus; protocol.RaftStatus).
+// raftStatus is a broker's answer to GET_RAFT_STATUS (remoting.GetRaftStatus) as mqadmin shows it: the
+// status, or the error asking that broker gave.
 type raftStatus struct {
-	Group        string `json:"group"`
-	SelfID       string `json:"selfId"`
-	Peers        string `json:"peers"`
-	BrokerAddr   string `json:"brokerAddr"`
-	BrokerID     int64  `json:"brokerId"`
-	Role         string `json:"role"`
-	Master       bool   `json:"master"`
-	Term         uint64 `json:"term"`
-	CommitIndex  uint64 `json:"commitIndex"`
-	AppliedIndex uint64 `json:"appliedIndex"`
-	LastIndex    uint64 `json:"lastIndex"`
-	LeaderID     string `json:"leaderId"`
-	LeaderAddr   string `json:"leaderAddr"`
-	Failovers    uint64 `json:"failovers"`
-	// MasterVipAddress is the master's virtual address while this node holds it (masterVipAddress).
-	MasterVipAddress string `json:"masterVipAddress,omitempty"`
-	// The master's broker address as announced through the log, and the writes this node forwarded to it
-	// (broker/raft_forward.go).
-	MasterBrokerAddr string `json:"masterBrokerAddr,omitempty"`
-	Forwarded        uint64 `json:"forwarded"`
-	ForwardFailed    uint64 `json:"forwardFailed"`
-	Error            string `json:"error,omitempty"`
+	protocol.RaftStatus
+	Error string `json:"error,omitempty"`
 }
 
 // raftStatusOf asks the broker at addr for its Raft status.
 func (r *runner) raftStatusOf(ctx context.Context, addr string) (raftStatus, error) {
 	var st raftStatus
-	err := r.c.invokeJSON(ctx, addr, remoting.GetRaftStatus, nil, &st)
-	if answered(err, remoting.RequestCodeNotSupported) {
+	err := r.c.CallJSON(ctx, addr, remoting.GetRaftStatus, nil, &st)
+	if client.HasCode(err, remoting.RequestCodeNotSupported) {
 		err = fmt.Errorf("broker %s does not run the Raft mode (enableDLegerCommitLog=false)", addr)
 	}
 	if err != nil || st.BrokerAddr == "" {
@@ -144,7 +126,7 @@ func transferLeadershipCmd() *command {
 		var drain time.Duration
 		f.Duration(&drain, "", "drain", "then wait this long more, the old leader kept from leading, so clients re-read their routes before it stops (rolling restarts: 35s; default 0)")
 		return func(ctx context.Context, r *runner) (result, error) {
-			ci, err := r.c.clusterInfo(ctx)
+			ci, err := r.c.ClusterInfo(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -160,7 +142,7 @@ func transferLeadershipCmd() *command {
 					return nil, ctx.Err()
 				case <-time.After(100 * time.Millisecond):
 				}
-				if ci, err = r.c.clusterInfo(ctx); err == nil {
+				if ci, err = r.c.ClusterInfo(ctx); err == nil {
 					leader, err = r.raftLeader(ctx, ci.BrokerAddrTable[name])
 				}
 			}
@@ -172,13 +154,13 @@ func transferLeadershipCmd() *command {
 			if drain > 0 {
 				ext["holdPreferredMillis"] = strconv.FormatInt((drain + wait).Milliseconds(), 10)
 			}
-			if _, err := r.c.invoke(ctx, leader.BrokerAddr, remoting.TransferRaftLeadership, ext, nil); err != nil {
+			if _, err := r.c.Call(ctx, leader.BrokerAddr, remoting.TransferRaftLeadership, ext, nil); err != nil {
 				return nil, err
 			}
 			res := &transferResult{Group: leader.Group, OldLeader: leader.SelfID + "@" + leader.BrokerAddr}
 			deadline = time.Now().Add(wait)
 			for {
-				ci, err := r.c.clusterInfo(ctx)
+				ci, err := r.c.ClusterInfo(ctx)
 				if err == nil {
 					// The node brokerId 0 reaches (its own address, or the master's virtual address the old
 					// master registered too) must be another node, and master.

@@ -85,7 +85,7 @@ func removeRaftPeerCmd() *command {
 			res := &raftMembershipResult{Action: "removed", PeerID: id}
 			if leader.SelfID == id {
 				old := leader
-				if _, err := r.c.invoke(ctx, old.BrokerAddr, remoting.TransferRaftLeadership, map[string]string{"targetId": ""}, nil); err != nil {
+				if _, err := r.c.Call(ctx, old.BrokerAddr, remoting.TransferRaftLeadership, map[string]string{"targetId": ""}, nil); err != nil {
 					return nil, fmt.Errorf("node %s leads Raft group %s, and handing its leadership over first failed: %w", id, old.Group, err)
 				}
 				res.Transferred = old.SelfID + "@" + old.BrokerAddr
@@ -111,7 +111,7 @@ func removeRaftPeerCmd() *command {
 // changeRaftMembership sends a membership request to the leader and fills res from its answer.
 func (r *runner) changeRaftMembership(ctx context.Context, leader raftStatus, code remoting.RequestCode, ext map[string]string, res *raftMembershipResult) error {
 	ext["waitMs"] = strconv.FormatInt((r.com.timeout * 4 / 5).Milliseconds(), 10)
-	resp, err := r.c.invoke(ctx, leader.BrokerAddr, code, ext, nil)
+	resp, err := r.c.Call(ctx, leader.BrokerAddr, code, ext, nil)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (r *runner) raftLeaderOf(ctx context.Context, addr string, wait time.Durati
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		ci, err := r.c.clusterInfo(ctx)
+		ci, err := r.c.ClusterInfo(ctx)
 		if err != nil {
 			return raftStatus{}, fmt.Errorf("node %s (%s) is a follower (the leader is %q); finding the leader's broker address needs the name servers: %w",
 				st.SelfID, addr, st.LeaderID, err)

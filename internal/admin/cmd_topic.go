@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/rocketraft/rocketraft/protocol"
@@ -28,19 +27,10 @@ const (
 // orderTopicNamespace is the name server KV namespace of ordered topics' queue layout.
 const orderTopicNamespace = "ORDER_TOPIC_CONFIG"
 
-type topicConfig struct {
-	TopicName      string `json:"topicName"`
-	ReadQueueNums  int    `json:"readQueueNums"`
-	WriteQueueNums int    `json:"writeQueueNums"`
-	Perm           int    `json:"perm"`
-	TopicSysFlag   int    `json:"topicSysFlag"`
-	Order          bool   `json:"order"`
-}
-
-// String is RocketMQ's TopicConfig.toString.
-func (t topicConfig) String() string {
+// topicConfigText is RocketMQ's TopicConfig.toString, as updateTopic prints it.
+func topicConfigText(t *protocol.TopicConfig) string {
 	return fmt.Sprintf("TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%s, topicFilterType=SINGLE_TAG, topicSysFlag=%d, order=%t]",
-		t.TopicName, t.ReadQueueNums, t.WriteQueueNums, permString(t.Perm), t.TopicSysFlag, t.Order)
+		t.TopicName, t.ReadQueueNums, t.WriteQueueNums, permString(int(t.Perm)), t.TopicSysFlag, t.Order)
 }
 
 // permString is PermName.perm2String: R, W and X (inherit) or -.
@@ -59,9 +49,9 @@ func permString(perm int) string {
 }
 
 type updateTopicResult struct {
-	Brokers     []string    `json:"brokers"`
-	TopicConfig topicConfig `json:"topicConfig"`
-	OrderConf   string      `json:"orderConf,omitempty"`
+	Brokers     []string             `json:"brokers"`
+	TopicConfig protocol.TopicConfig `json:"topicConfig"`
+	OrderConf   string               `json:"orderConf,omitempty"`
 }
 
 func (r *updateTopicResult) writeText(w io.Writer) error {
@@ -72,19 +62,22 @@ func (r *updateTopicResult) writeText(w io.Writer) error {
 	if r.OrderConf != "" {
 		t.printf("set orderConf. isOrder=true, orderConf=[%s]\n", r.OrderConf)
 	}
-	t.printf("%s\n", r.TopicConfig)
+	t.printf("%s\n", topicConfigText(&r.TopicConfig))
 	return t.err
 }
 
 func updateTopicCmd() *command {
 	return &command{name: "updateTopic", desc: "Update or create topic", setup: func(f *flags) runFunc {
-		tc := topicConfig{ReadQueueNums: 8, WriteQueueNums: 8, Perm: protocol.PermRead | protocol.PermWrite}
+		tc := protocol.TopicConfig{ReadQueueNums: 8, WriteQueueNums: 8, Perm: protocol.PermRead | protocol.PermWrite,
+			TopicFilterType: "SINGLE_TAG"}
 		var unit, unitSub bool
+		var attrs string
 		target := chooseBrokers(f, "create topic to which broker", "create topic to which cluster")
+		f.String(&attrs, "a", "attributes", "attribute(+a=b,+c=d,-e): message.type, queue.type, cleanup.policy", false)
 		f.String(&tc.TopicName, "t", "topic", "topic name", true)
-		f.Int(&tc.ReadQueueNums, "r", "readQueueNums", "set read queue nums", false)
-		f.Int(&tc.WriteQueueNums, "w", "writeQueueNums", "set write queue nums", false)
-		f.Int(&tc.Perm, "p", "perm", "set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]", false)
+		f.Int32(&tc.ReadQueueNums, "r", "readQueueNums", "set read queue nums", false)
+		f.Int32(&tc.WriteQueueNums, "w", "writeQueueNums", "set write queue nums", false)
+		f.Int32(&tc.Perm, "p", "perm", "set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]", false)
 		f.BoolArg(&tc.Order, "o", "order", "set topic's order")
 		f.BoolArg(&unit, "u", "unit", "is unit topic")
 		f.BoolArg(&unitSub, "s", "hasUnitSub", "has unit sub")
@@ -99,24 +92,18 @@ func updateTopicCmd() *command {
 			if unitSub {
 				tc.TopicSysFlag |= topicFlagUnitSub
 			}
-			return r.updateTopic(ctx, refs, tc)
+			return r.updateTopic(ctx, refs, tc, attrs)
 		}
 	}}
 }
 
 // updateTopic creates or updates topic tc on every broker of refs (UPDATE_AND_CREATE_TOPIC), going on after
 // a failure, then records an ordered topic's layout at the name servers.
-func (r *runner) updateTopic(ctx context.Context, refs []brokerRef, tc topicConfig) (*updateTopicResult, error) {
+func (r *runner) updateTopic(ctx context.Context, refs []brokerRef, tc protocol.TopicConfig, attrs string) (*updateTopicResult, error) {
 	res := &updateTopicResult{TopicConfig: tc}
-	ext := map[string]string{"topic": tc.TopicName, "defaultTopic": "TBW102",
-		"readQueueNums": strconv.Itoa(tc.ReadQueueNums), "writeQueueNums": strconv.Itoa(tc.WriteQueueNums),
-		"perm": strconv.Itoa(tc.Perm), "topicFilterType": "SINGLE_TAG",
-		"topicSysFlag": strconv.Itoa(tc.TopicSysFlag), "order": strconv.FormatBool(tc.Order)}
+	ptc := &tc
 	var err error
-	res.Brokers, err = eachBroker(refs, func(ref brokerRef) error {
-		_, err := r.c.invoke(ctx, ref.addr, remoting.UpdateAndCreateTopic, ext, nil)
-		return err
-	})
+	res.Brokers, err = eachBroker(refs, func(ref brokerRef) error { return r.c.CreateTopicAttributes(ctx, ref.addr, ptc, attrs) })
 	if err == nil && tc.Order {
 		res.OrderConf, err = r.setOrderConf(ctx, refs, tc)
 	}
@@ -125,8 +112,8 @@ func (r *runner) updateTopic(ctx context.Context, refs []brokerRef, tc topicConf
 
 // setOrderConf records an ordered topic's "brokerName:queues;..." layout in the name servers' KV config, as
 // RocketMQ's tool does.
-func (r *runner) setOrderConf(ctx context.Context, refs []brokerRef, tc topicConfig) (string, error) {
-	ci, err := r.c.clusterInfo(ctx)
+func (r *runner) setOrderConf(ctx context.Context, refs []brokerRef, tc protocol.TopicConfig) (string, error) {
+	ci, err := r.c.ClusterInfo(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -142,7 +129,7 @@ func (r *runner) setOrderConf(ctx context.Context, refs []brokerRef, tc topicCon
 		parts = append(parts, fmt.Sprintf("%s:%d", name, tc.WriteQueueNums))
 	}
 	conf := strings.Join(parts, ";")
-	err = r.c.eachNamesrv(ctx, remoting.PutKVConfig, map[string]string{"namespace": orderTopicNamespace,
+	err = r.c.EachNamesrv(ctx, remoting.PutKVConfig, map[string]string{"namespace": orderTopicNamespace,
 		"key": tc.TopicName, "value": conf})
 	return conf, err
 }
@@ -183,13 +170,12 @@ func (r *runner) deleteTopic(ctx context.Context, topic, cluster string) (*delet
 	}
 	res := &deleteTopicResult{Topic: topic, Cluster: cluster}
 	for _, ref := range refs {
-		if _, err := r.c.invoke(ctx, ref.addr, remoting.DeleteTopicInBroker, map[string]string{"topic": topic}, nil); err != nil {
+		if err := r.c.DeleteTopic(ctx, ref.addr, topic); err != nil {
 			return nil, err
 		}
 		res.Brokers = append(res.Brokers, ref.addr)
 	}
-	err = r.c.eachNamesrv(ctx, remoting.DeleteTopicInNamesrv, map[string]string{"topic": topic, "clusterName": cluster})
-	if err != nil {
+	if err := r.c.DeleteTopicInNamesrvs(ctx, topic, cluster); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -226,7 +212,7 @@ func topicListCmd() *command {
 		var clusterModel bool
 		f.Switch(&clusterModel, "c", "clusterModel", "print the cluster and the consumer groups of each topic")
 		return func(ctx context.Context, r *runner) (result, error) {
-			topics, err := r.c.topicList(ctx)
+			topics, err := r.c.TopicList(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -255,7 +241,7 @@ func topicListCmd() *command {
 // topicOwners is the cluster of a topic's first broker and the groups that consume it (QUERY_TOPIC_CONSUME_BY_WHO);
 // what cannot be found stays empty, as in RocketMQ's tool.
 func (r *runner) topicOwners(ctx context.Context, topic string) (string, []string) {
-	route, err := r.c.route(ctx, topic)
+	route, err := r.c.Route(ctx, topic)
 	if err != nil {
 		return "", nil
 	}
@@ -272,7 +258,7 @@ func (r *runner) consumersOf(ctx context.Context, addr, topic string) ([]string,
 	var gl struct {
 		GroupList []string `json:"groupList"`
 	}
-	err := r.c.invokeJSON(ctx, addr, remoting.QueryTopicConsumeByWho, map[string]string{"topic": topic}, &gl)
+	err := r.c.CallJSON(ctx, addr, remoting.QueryTopicConsumeByWho, map[string]string{"topic": topic}, &gl)
 	sort.Strings(gl.GroupList)
 	return gl.GroupList, err
 }
@@ -334,7 +320,7 @@ func topicRouteCmd() *command {
 		f.String(&topic, "t", "topic", "topic name", true)
 		f.Switch(&list, "l", "list", "Use list format to print data")
 		return func(ctx context.Context, r *runner) (result, error) {
-			route, err := r.c.route(ctx, topic)
+			route, err := r.c.Route(ctx, topic)
 			if err != nil {
 				return nil, err
 			}
@@ -366,14 +352,15 @@ func (r *topicStatusResult) writeText(w io.Writer) error {
 
 func topicStatusCmd() *command {
 	return &command{name: "topicStatus", desc: "Examine topic Status info", setup: func(f *flags) runFunc {
-		var topic string
+		var topic, cluster string
 		f.String(&topic, "t", "topic", "topic name", true)
+		f.String(&cluster, "c", "cluster", "cluster name: ask its masters instead of the topic's route", false)
 		return func(ctx context.Context, r *runner) (result, error) {
-			route, err := r.c.route(ctx, topic)
+			refs, err := r.topicBrokers(ctx, topic, cluster)
 			if err != nil {
 				return nil, err
 			}
-			res, err := r.topicStatus(ctx, route, topic)
+			res, err := r.topicStatus(ctx, refs, topic)
 			if err != nil {
 				return nil, err
 			}
@@ -385,11 +372,11 @@ func topicStatusCmd() *command {
 	}}
 }
 
-// topicStatus is the min and max offsets of every queue of topic, from each broker of its route
+// topicStatus is the min and max offsets of every queue of topic, from each broker of refs
 // (GET_TOPIC_STATS_INFO).
-func (r *runner) topicStatus(ctx context.Context, route *protocol.TopicRouteData, topic string) (*topicStatusResult, error) {
+func (r *runner) topicStatus(ctx context.Context, refs []brokerRef, topic string) (*topicStatusResult, error) {
 	res := &topicStatusResult{Topic: topic, Queues: []topicStatusRow{}}
-	for _, ref := range routeBrokers(route) {
+	for _, ref := range refs {
 		stats, err := r.topicStats(ctx, ref.addr, topic)
 		if err != nil {
 			return nil, err
@@ -404,7 +391,7 @@ func (r *runner) topicStatus(ctx context.Context, route *protocol.TopicRouteData
 
 // topicStats is GET_TOPIC_STATS_INFO at one broker.
 func (r *runner) topicStats(ctx context.Context, addr, topic string) (protocol.QueueTable[protocol.TopicOffset], error) {
-	resp, err := r.c.invoke(ctx, addr, remoting.GetTopicStatsInfo, map[string]string{"topic": topic}, nil)
+	resp, err := r.c.Call(ctx, addr, remoting.GetTopicStatsInfo, map[string]string{"topic": topic}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rocketraft/rocketraft/client"
 )
 
 // Env is what a run of mqadmin needs from its process: output streams, the environment and a logger.
@@ -29,6 +31,9 @@ type command struct {
 	name  string
 	desc  string
 	setup func(f *flags) runFunc
+	// aclKeys: the command's own -a/--accessKey and -s/--secretKey name an ACL account (updateAclConfig), so
+	// the common --accessKey/--secretKey are not registered; it signs with --toolsConfig or tools.yml only.
+	aclKeys bool
 }
 
 // runFunc runs a command and returns the result to print (text, or JSON with --json). With an error it may
@@ -45,10 +50,20 @@ type result interface {
 func commands() []*command {
 	return []*command{
 		updateTopicCmd(), deleteTopicCmd(), topicListCmd(), topicRouteCmd(), topicStatusCmd(),
+		updateTopicPermCmd(), topicClusterListCmd(), updateOrderConfCmd(),
 		clusterListCmd(), brokerStatusCmd(), getBrokerConfigCmd(), updateBrokerConfigCmd(),
 		consumerProgressCmd(), consumerConnectionCmd(), producerConnectionCmd(),
 		updateSubGroupCmd(), deleteSubGroupCmd(), resetOffsetByTimeCmd(),
-		queryMsgByIdCmd(), queryMsgByKeyCmd(), queryMsgByOffsetCmd(), sendMessageCmd(), consumeMessageCmd(),
+		consumerStatusCmd(), getConsumerConfigCmd(), skipAccumulatedMessageCmd(), cloneGroupOffsetCmd(),
+		statsAllCmd(), brokerConsumeStatsCmd(), sendMsgStatusCmd(), clusterRTCmd(),
+		queryMsgByIdCmd(), queryMsgByKeyCmd(), queryMsgByOffsetCmd(), sendMessageCmd(), consumeMessageCmd(), queryMsgTraceByIdCmd(),
+		queryMsgByUniqueKeyCmd(), printMsgCmd(), printMsgByQueueCmd(), queryCqCmd(),
+		cleanExpiredCQCmd(), deleteExpiredCommitLogCmd(), cleanUnusedTopicCmd(),
+		wipeWritePermCmd(), addWritePermCmd(), getNamesrvConfigCmd(), updateNamesrvConfigCmd(),
+		updateKvConfigCmd(), deleteKvConfigCmd(),
+		exportMetadataCmd(), exportConfigsCmd(), importMetadataCmd(),
+		updateAclConfigCmd(), deleteAclConfigCmd(), getAclConfigCmd(), updateGlobalWhiteAddrCmd(),
+		clusterAclConfigVersionCmd(),
 		consoleCmd(), getRaftStatusCmd(), transferLeadershipCmd(), addRaftPeerCmd(), removeRaftPeerCmd(),
 	}
 }
@@ -73,11 +88,13 @@ type common struct {
 	help        bool
 }
 
-func (c *common) register(f *flags) {
+func (c *common) register(f *flags, aclKeys bool) {
 	f.String(&c.namesrv, "n", "namesrvAddr", "name servers, host:port;host:port (default $NAMESRV_ADDR)", false)
 	f.Switch(&c.json, "", "json", "print the result as JSON")
-	f.String(&c.accessKey, "", "accessKey", "ACL access key (with --secretKey)", false)
-	f.String(&c.secretKey, "", "secretKey", "ACL secret key (with --accessKey)", false)
+	if !aclKeys {
+		f.String(&c.accessKey, "", "accessKey", "ACL access key (with --secretKey)", false)
+		f.String(&c.secretKey, "", "secretKey", "ACL secret key (with --accessKey)", false)
+	}
 	f.String(&c.toolsConfig, "", "toolsConfig",
 		"YAML file with accessKey and secretKey (default $ROCKETMQ_HOME/conf/tools.yml when it exists)", false)
 	f.Duration(&c.timeout, "", "timeout", "timeout of each request")
@@ -150,6 +167,9 @@ func Run(ctx context.Context, argv []string, env Env) int {
 		}
 	}
 	if err != nil {
+		if errors.Is(err, client.ErrNoNamesrv) {
+			err = errNoNamesrv
+		}
 		code := ExitFailed
 		var ue *usageError
 		if errors.As(err, &ue) {
@@ -170,7 +190,7 @@ func isNil(res result) bool {
 func (c *command) flags() (*flags, *common) {
 	f := newFlags(c.name)
 	com := &common{timeout: defaultTimeout}
-	com.register(f)
+	com.register(f, c.aclKeys)
 	return f, com
 }
 
@@ -201,16 +221,18 @@ func unknownCommand(name string) error {
 func writeCommandList(w io.Writer) {
 	fmt.Fprintf(w, "The most commonly used mqadmin commands are:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "   %-20s %s\n", c.name, c.desc)
+		fmt.Fprintf(w, "   %-35s %s\n", c.name, c.desc)
 	}
-	fmt.Fprintf(w, "\nNot available yet:\n")
-	names := make([]string, 0, len(plannedCommands))
-	for n := range plannedCommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "   %-20s %s\n", plannedNames[n], plannedCommands[n])
+	if len(plannedCommands) > 0 {
+		fmt.Fprintf(w, "\nNot available yet:\n")
+		names := make([]string, 0, len(plannedCommands))
+		for n := range plannedCommands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "   %-35s %s\n", plannedNames[n], plannedCommands[n])
+		}
 	}
 	fmt.Fprintf(w, "\nSee 'mqadmin help <command>' for more information on a specific command.\n")
 }

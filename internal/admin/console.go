@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/console"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -29,7 +31,7 @@ func consoleCmd() *command {
 		f.String(&cfg.TLSCertPath, "", "tlsCertPath", "PEM certificate to serve HTTPS with (the session cookie is then Secure)", false)
 		f.String(&cfg.TLSKeyPath, "", "tlsKeyPath", "its PEM private key", false)
 		return func(ctx context.Context, r *runner) (result, error) {
-			if len(r.c.namesrvs) == 0 {
+			if len(r.c.Namesrvs()) == 0 {
 				return nil, errNoNamesrv
 			}
 			cfg.Source = NewConsoleSource(r.c, r.env.Logger)
@@ -42,7 +44,7 @@ func consoleCmd() *command {
 				return nil, err
 			}
 			fmt.Fprintf(r.env.Stdout, "console: serving %s for the name servers %s, %s (interrupt to stop)\n",
-				srv.URL(), strings.Join(r.c.namesrvs, ";"), srv.LoginStatus())
+				srv.URL(), strings.Join(r.c.Namesrvs(), ";"), srv.LoginStatus())
 			if w := srv.Warning(); w != "" {
 				fmt.Fprintf(r.env.Stderr, "console: warning: %s\n", w)
 			}
@@ -62,7 +64,7 @@ var _ console.Source = (*consoleSource)(nil)
 
 // NewConsoleSource is the console's Source over c: the requests of mqadmin's commands. Changes made through
 // Admin with credentials use a new client with the same name servers and timeout. A nil logger discards.
-func NewConsoleSource(c *Client, log *slog.Logger) console.Source {
+func NewConsoleSource(c *client.Client, log *slog.Logger) console.Source {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -78,7 +80,7 @@ func (e *sentinelError) Unwrap() []error { return []error{e.err, e.is} }
 // consoleErr marks err with the console sentinel its cause calls for.
 func consoleErr(err error) error {
 	var (
-		re *ResponseError
+		re *client.ResponseError
 		ue *usageError
 		nf *notFoundError
 		is error
@@ -88,7 +90,7 @@ func consoleErr(err error) error {
 		return nil
 	case errors.As(err, &nf):
 		is = console.ErrNotFound
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, client.ErrNoNamesrv):
 		is = console.ErrInvalid
 	case errors.As(err, &re):
 		switch re.Code {
@@ -96,7 +98,8 @@ func consoleErr(err error) error {
 			is = console.ErrNotFound
 		case remoting.NoPermission:
 			is = console.ErrDenied
-		case remoting.InvalidParameter, remoting.MessageIllegal:
+		case remoting.InvalidParameter, remoting.MessageIllegal, remoting.UpdateAndCreateACLConfigFailed,
+			remoting.DeleteACLConfigFailed, remoting.UpdateGlobalWhiteAddrsConfigFailed:
 			is = console.ErrInvalid
 		}
 	}
@@ -109,7 +112,7 @@ func consoleErr(err error) error {
 // Brokers reads each broker's runtime info, config (for aclEnable) and Raft status (GET_RAFT_STATUS, as
 // getRaftStatus; a classic broker does not know the request and its Broker.Raft stays nil).
 func (s *consoleSource) Brokers(ctx context.Context) ([]console.Broker, error) {
-	ci, err := s.r.c.clusterInfo(ctx)
+	ci, err := s.r.c.ClusterInfo(ctx)
 	if err != nil {
 		return nil, consoleErr(err)
 	}
@@ -121,16 +124,16 @@ func (s *consoleSource) Brokers(ctx context.Context) ([]console.Broker, error) {
 		b := console.Broker{Cluster: row.Cluster, BrokerName: row.BrokerName, BrokerID: row.BrokerID, Addr: row.Addr,
 			Version: row.Version, InTPS: row.InTPS, OutTPS: row.OutTPS, DiskRatio: row.Space, Error: row.Unreachable}
 		if err != nil {
-			b.ACL = answered(err, remoting.NoPermission)
+			b.ACL = client.HasCode(err, remoting.NoPermission)
 			out = append(out, b)
 			continue
 		}
 		b.Role = kv["brokerRole"]
-		resp, err := s.r.c.invoke(ctx, ref.addr, remoting.GetBrokerConfig, nil, nil)
+		resp, err := s.r.c.Call(ctx, ref.addr, remoting.GetBrokerConfig, nil, nil)
 		switch {
 		case err == nil:
 			b.ACL = parseProperties(resp.Body)["aclEnable"] == "true"
-		case answered(err, remoting.NoPermission):
+		case client.HasCode(err, remoting.NoPermission):
 			b.ACL = true
 		}
 		b.Raft = s.raftNode(ctx, ref.addr)
@@ -143,9 +146,9 @@ func (s *consoleSource) Brokers(ctx context.Context) ([]console.Broker, error) {
 // (a failure other than the classic mode's is logged).
 func (s *consoleSource) raftNode(ctx context.Context, addr string) *console.RaftNode {
 	var st raftStatus
-	err := s.r.c.invokeJSON(ctx, addr, remoting.GetRaftStatus, nil, &st)
+	err := s.r.c.CallJSON(ctx, addr, remoting.GetRaftStatus, nil, &st)
 	switch {
-	case answered(err, remoting.RequestCodeNotSupported):
+	case client.HasCode(err, remoting.RequestCodeNotSupported):
 		return nil
 	case err != nil:
 		s.log.Warn("console: Raft status", "broker", addr, "err", err)
@@ -156,16 +159,16 @@ func (s *consoleSource) raftNode(ctx context.Context, addr string) *console.Raft
 }
 
 func (s *consoleSource) TopicNames(ctx context.Context) ([]string, error) {
-	names, err := s.r.c.topicList(ctx)
+	names, err := s.r.c.TopicList(ctx)
 	return names, consoleErr(err)
 }
 
 func (s *consoleSource) Topic(ctx context.Context, name string) (*console.Topic, error) {
-	route, err := s.r.c.route(ctx, name)
+	route, err := s.r.c.Route(ctx, name)
 	if err != nil {
 		return nil, consoleErr(err)
 	}
-	st, err := s.r.topicStatus(ctx, route, name)
+	st, err := s.r.topicStatus(ctx, routeBrokers(route), name)
 	if err != nil {
 		return nil, consoleErr(err)
 	}
@@ -246,7 +249,7 @@ func onlyNoProducer(err error) bool {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var re *ResponseError
+		var re *client.ResponseError
 		if !errors.As(e, &re) || re.Code != remoting.SystemError || !strings.Contains(re.Remark, "] not exist") {
 			return false
 		}
@@ -277,7 +280,7 @@ func (s *consoleSource) Producers(ctx context.Context, group, topic string) ([]c
 }
 
 func (s *consoleSource) MessagesByKey(ctx context.Context, topic, key string, max int) ([]console.Message, error) {
-	msgs, err := s.r.queryMessages(ctx, topic, key, false, max, 0, math.MaxInt64)
+	msgs, err := s.r.queryMessages(ctx, topic, "", key, false, max, 0, math.MaxInt64)
 	if err != nil && len(msgs) == 0 {
 		return nil, consoleErr(err)
 	}
@@ -291,12 +294,12 @@ func (s *consoleSource) MessagesByKey(ctx context.Context, topic, key string, ma
 // MessagesByTime reads the oldest max messages of the window from each readable queue, as consumeMessage
 // does (pulls that commit nothing), and returns them by store time.
 func (s *consoleSource) MessagesByTime(ctx context.Context, topic string, begin, end int64, max int) ([]console.Message, error) {
-	route, err := s.r.c.route(ctx, topic)
+	route, err := s.r.c.Route(ctx, topic)
 	if err != nil {
 		return nil, consoleErr(err)
 	}
 	out := []console.Message{}
-	for _, q := range routeQueues(route, topic, "", false) {
+	for _, q := range client.RouteQueues(route, topic, "", false) {
 		left := int64(max)
 		cq, err := s.r.consumeQueue(ctx, toolsConsumerGroup, q, timeWindow{begin: begin, end: end}, -1, &left)
 		if err != nil {
@@ -311,7 +314,7 @@ func (s *consoleSource) MessagesByTime(ctx context.Context, topic string, begin,
 }
 
 func (s *consoleSource) Message(ctx context.Context, topic, id string) (*console.Message, error) {
-	m, err := s.r.findByID(ctx, id, topic)
+	m, err := s.r.findByID(ctx, id, topic, "")
 	if err != nil {
 		return nil, consoleErr(err)
 	}
@@ -342,14 +345,14 @@ func (s *consoleSource) Admin(creds remoting.Credentials) console.Admin {
 	if creds.AccessKey == "" {
 		return &consoleAdmin{r: s.r}
 	}
-	c := NewClient(s.r.c.namesrvs, s.r.c.timeout, creds, s.log)
+	c := NewClient(s.r.c.Namesrvs(), s.r.c.Timeout(), creds, s.log)
 	return &consoleAdmin{r: &runner{c: c}, own: c}
 }
 
 // consoleAdmin makes the console's changes with mqadmin's requests.
 type consoleAdmin struct {
 	r   *runner
-	own *Client // closed by Close; nil when r's client is the source's
+	own *client.Client // closed by Close; nil when r's client is the source's
 }
 
 func (a *consoleAdmin) UpdateTopic(ctx context.Context, spec console.TopicSpec) ([]string, error) {
@@ -357,9 +360,9 @@ func (a *consoleAdmin) UpdateTopic(ctx context.Context, spec console.TopicSpec) 
 	if err != nil {
 		return nil, consoleErr(err)
 	}
-	tc := topicConfig{TopicName: spec.Topic, ReadQueueNums: spec.ReadQueues, WriteQueueNums: spec.WriteQueues,
-		Perm: spec.Perm, Order: spec.Order}
-	res, err := a.r.updateTopic(ctx, refs, tc)
+	tc := protocol.TopicConfig{TopicName: spec.Topic, ReadQueueNums: int32(spec.ReadQueues),
+		WriteQueueNums: int32(spec.WriteQueues), Perm: int32(spec.Perm), TopicFilterType: "SINGLE_TAG", Order: spec.Order}
+	res, err := a.r.updateTopic(ctx, refs, tc, "")
 	return res.Brokers, consoleErr(err)
 }
 
@@ -372,7 +375,7 @@ func (a *consoleAdmin) DeleteTopic(ctx context.Context, topic, cluster string) (
 }
 
 func (a *consoleAdmin) ResetOffset(ctx context.Context, group, topic string, timestamp int64) ([]console.QueueOffset, error) {
-	res, err := a.r.resetOffset(ctx, group, topic, strconv.FormatInt(timestamp, 10), timestamp, true)
+	res, err := a.r.resetOffset(ctx, group, topic, "", strconv.FormatInt(timestamp, 10), timestamp, true)
 	if res == nil {
 		return nil, consoleErr(err)
 	}

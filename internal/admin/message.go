@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -193,7 +194,7 @@ func (r *runner) tracks(ctx context.Context, v *messageView) []messageTrack {
 		switch {
 		case err != nil:
 			mt.ExceptionDesc = err.Error()
-			mt.noRetryTopic = answered(err, remoting.TopicNotExist)
+			mt.noRetryTopic = client.HasCode(err, remoting.TopicNotExist)
 			if strings.Contains(err.Error(), "not online") {
 				mt.TrackType = "NOT_ONLINE"
 			}
@@ -221,7 +222,7 @@ func (r *runner) queueOffsetOf(ctx context.Context, v *messageView, group string
 	if err != nil {
 		return nil, err
 	}
-	ci, err := r.c.clusterInfo(ctx)
+	ci, err := r.c.ClusterInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +230,7 @@ func (r *runner) queueOffsetOf(ctx context.Context, v *messageView, group string
 		if e.MQ.Topic != v.Topic || e.MQ.QueueID != v.QueueID {
 			continue
 		}
-		if bd, ok := ci.BrokerAddrTable[e.MQ.BrokerName]; ok && pickAddr(bd) == v.StoreHost {
+		if bd, ok := ci.BrokerAddrTable[e.MQ.BrokerName]; ok && client.ReadAddr(bd.BrokerAddrs) == v.StoreHost {
 			offset := e.Value.ConsumerOffset
 			return &offset, nil
 		}

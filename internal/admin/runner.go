@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/protocol"
 )
 
@@ -14,7 +15,7 @@ type runner struct {
 	com *common
 	f   *flags
 	env Env
-	c   *Client
+	c   *client.Client
 }
 
 func newRunner(com *common, f *flags, env Env) (*runner, error) {
@@ -26,7 +27,7 @@ func newRunner(com *common, f *flags, env Env) (*runner, error) {
 	if ns == "" {
 		ns = env.Getenv("NAMESRV_ADDR")
 	}
-	return &runner{com: com, f: f, env: env, c: NewClient(splitAddrs(ns), com.timeout, creds, env.Logger)}, nil
+	return &runner{com: com, f: f, env: env, c: NewClient(client.SplitAddrs(ns), com.timeout, creds, env.Logger)}, nil
 }
 
 func (r *runner) close() { _ = r.c.Close() }
@@ -81,7 +82,7 @@ func (r *runner) targets(ctx context.Context, addr, cluster string, mastersOnly 
 	if addr != "" {
 		return []brokerRef{{addr: addr, id: -1}}, nil
 	}
-	ci, err := r.c.clusterInfo(ctx)
+	ci, err := r.c.ClusterInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -133,26 +134,11 @@ func eachBroker(refs []brokerRef, fn func(brokerRef) error) ([]string, error) {
 	return done, errors.Join(errs...)
 }
 
-// pickAddr is the address to ask about a broker name: the master's, else the lowest slave's (RocketMQ's
-// BrokerData.selectBrokerAddr prefers the master too).
-func pickAddr(bd protocol.BrokerData) string {
-	if a := bd.BrokerAddrs[protocol.MasterID]; a != "" {
-		return a
-	}
-	best := int64(-1)
-	for id := range bd.BrokerAddrs {
-		if best < 0 || id < best {
-			best = id
-		}
-	}
-	return bd.BrokerAddrs[best]
-}
-
 // routeBrokers lists a route's broker names with the address to ask, sorted by name.
 func routeBrokers(route *protocol.TopicRouteData) []brokerRef {
 	out := make([]brokerRef, 0, len(route.BrokerDatas))
 	for _, bd := range route.BrokerDatas {
-		if a := pickAddr(bd); a != "" {
+		if a := client.ReadAddr(bd.BrokerAddrs); a != "" {
 			out = append(out, brokerRef{cluster: bd.Cluster, name: bd.BrokerName, addr: a})
 		}
 	}

@@ -2,137 +2,53 @@ package admin
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"os"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/message"
-	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // toolsConsumerGroup is the group RocketMQ's tools pull as (MixAll.TOOLS_CONSUMER_GROUP).
 const toolsConsumerGroup = "TOOLS_CONSUMER"
 
-// queueRef is one queue of a topic with the address of the broker that serves it.
-type queueRef struct {
-	protocol.MessageQueue
-	addr string
-}
-
-// String is the queue as RocketMQ's MessageQueue.toString writes it.
-func (q queueRef) String() string { return mqString(q.MessageQueue) }
-
-// routeQueues lists a route's queues on brokers with a master, sorted: the write queues of writable
-// brokers (write true) or the read queues of readable ones. brokerName != "" keeps that broker's only.
-func routeQueues(route *protocol.TopicRouteData, topic, brokerName string, write bool) []queueRef {
-	masters := map[string]string{}
-	for _, bd := range route.BrokerDatas {
-		masters[bd.BrokerName] = bd.BrokerAddrs[protocol.MasterID]
-	}
-	var out []queueRef
-	for _, qd := range route.QueueDatas {
-		n, perm := qd.ReadQueueNums, int32(protocol.PermRead)
-		if write {
-			n, perm = qd.WriteQueueNums, protocol.PermWrite
-		}
-		addr := masters[qd.BrokerName]
-		if addr == "" || qd.Perm&perm == 0 || (brokerName != "" && qd.BrokerName != brokerName) {
-			continue
-		}
-		for q := range n {
-			out = append(out, queueRef{protocol.MessageQueue{Topic: topic, BrokerName: qd.BrokerName, QueueID: q}, addr})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].MessageQueue.Less(out[j].MessageQueue) })
-	return out
-}
-
-// queueOffset asks for a queue's min (GET_MIN_OFFSET), max (GET_MAX_OFFSET) or by-time
-// (SEARCH_OFFSET_BY_TIMESTAMP, with ts) offset.
-func (r *runner) queueOffset(ctx context.Context, code remoting.RequestCode, q queueRef, ts int64) (int64, error) {
-	ext := map[string]string{"topic": q.Topic, "queueId": strconv.Itoa(int(q.QueueID))}
-	if code == remoting.SearchOffsetByTimestamp {
-		ext["timestamp"] = strconv.FormatInt(ts, 10)
-	}
-	resp, err := r.c.invoke(ctx, q.addr, code, ext, nil)
-	if err != nil {
-		return 0, err
-	}
-	return resp.ExtInt64("offset")
-}
-
-// pullStatus is a pull's outcome, named as RocketMQ's PullStatus.
-type pullStatus string
-
-const (
-	pullFound         pullStatus = "FOUND"
-	pullNoNewMsg      pullStatus = "NO_NEW_MSG"
-	pullNoMatchedMsg  pullStatus = "NO_MATCHED_MSG"
-	pullOffsetIllegal pullStatus = "OFFSET_ILLEGAL"
-)
-
-// pull reads up to max messages of q from offset without waiting and without committing anything.
-func (r *runner) pull(ctx context.Context, group string, q queueRef, offset int64, max int) (pullStatus, []*message.MessageExt, int64, error) {
-	ext := map[string]string{
-		"consumerGroup": group, "topic": q.Topic, "queueId": strconv.Itoa(int(q.QueueID)),
-		"queueOffset": strconv.FormatInt(offset, 10), "maxMsgNums": strconv.Itoa(max),
-		"sysFlag": strconv.Itoa(remoting.PullFlagSubscription), "commitOffset": "0", "suspendTimeoutMillis": "0",
-		"subscription": "*", "subVersion": "0", "expressionType": "TAG",
-	}
-	resp, err := r.c.invoke(ctx, q.addr, remoting.PullMessage, ext, nil)
-	var re *ResponseError
-	if err != nil && !errors.As(err, &re) {
+// pull reads up to max messages of q from offset without waiting and without committing anything. A FOUND
+// answer without a nextBeginOffset is an error.
+func (r *runner) pull(ctx context.Context, group string, q client.Queue, offset int64, max int) (client.PullStatus, []*message.MessageExt, int64, error) {
+	res, err := r.c.PullMessage(ctx, q.Addr, &client.Pull{Group: group, Topic: q.Topic, QueueID: q.QueueID,
+		Offset: offset, MaxNums: max})
+	if res == nil {
 		return "", nil, offset, err
 	}
-	next, nerr := resp.ExtInt64("nextBeginOffset")
-	switch remoting.ResponseCode(resp.Code) {
-	case remoting.Success:
-		if nerr != nil {
-			return "", nil, offset, fmt.Errorf("pull %s: %w", mqString(q.MessageQueue), nerr)
-		}
-		msgs, err := decodeMessages(resp.Body)
-		return pullFound, msgs, next, err
-	case remoting.PullNotFound:
-		return pullNoNewMsg, nil, next, nil
-	case remoting.PullRetryImmediately:
-		return pullNoMatchedMsg, nil, next, nil
-	case remoting.PullOffsetMoved:
-		return pullOffsetIllegal, nil, next, nil
+	if res.Status == client.PullFound && res.NextBegin < 0 {
+		return "", nil, offset, fmt.Errorf("pull %s: answer without a nextBeginOffset", client.MQString(q.MessageQueue))
 	}
-	return "", nil, offset, err
+	return res.Status, res.Msgs, res.NextBegin, err
 }
 
-// decodeMessages decodes the stored records of a PULL or QUERY_MESSAGE answer.
-func decodeMessages(body []byte) ([]*message.MessageExt, error) {
-	var out []*message.MessageExt
-	for off := 0; off < len(body); {
-		m, err := message.DecodeMessage(body[off:], true)
-		if err != nil {
-			return out, fmt.Errorf("record at byte %d of the answer: %w", off, err)
-		}
-		if m.StoreSize <= 0 {
-			return out, fmt.Errorf("record at byte %d of the answer has size %d", off, m.StoreSize)
-		}
-		out = append(out, m)
-		off += int(m.StoreSize)
+// topicBrokers are the brokers to ask about topic: the masters of cluster when it is given (RocketMQ 5's -c,
+// for topics the name servers do not route), else the brokers of the topic's route.
+func (r *runner) topicBrokers(ctx context.Context, topic, cluster string) ([]brokerRef, error) {
+	if cluster != "" {
+		return r.targets(ctx, "", cluster, true)
 	}
-	return out, nil
+	route, err := r.c.Route(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	return routeBrokers(route), nil
 }
 
-// queryMessages is QUERY_MESSAGE for key on every broker of topic's route: messages indexed under the key
-// (or, with uniq, under the unique id), stored between begin and end (ms).
-func (r *runner) queryMessages(ctx context.Context, topic, key string, uniq bool, maxNum int, begin, end int64) ([]*message.MessageExt, error) {
-	route, err := r.c.route(ctx, topic)
+// queryMessages is QUERY_MESSAGE for key on every broker of topic (topicBrokers): messages indexed under the
+// key (or, with uniq, under the unique id), stored between begin and end (ms).
+func (r *runner) queryMessages(ctx context.Context, topic, cluster, key string, uniq bool, maxNum int, begin, end int64) ([]*message.MessageExt, error) {
+	refs, err := r.topicBrokers(ctx, topic, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -145,16 +61,16 @@ func (r *runner) queryMessages(ctx context.Context, topic, key string, uniq bool
 		out  []*message.MessageExt
 		errs []error
 	)
-	for _, ref := range routeBrokers(route) {
-		resp, err := r.c.invoke(ctx, ref.addr, remoting.QueryMessage, ext, nil)
-		if answered(err, remoting.QueryNotFound) {
+	for _, ref := range refs {
+		resp, err := r.c.Call(ctx, ref.addr, remoting.QueryMessage, ext, nil)
+		if client.HasCode(err, remoting.QueryNotFound) {
 			continue
 		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		msgs, err := decodeMessages(resp.Body)
+		msgs, err := client.DecodeMessages(resp.Body)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -189,97 +105,45 @@ func (r *runner) viewMessage(ctx context.Context, offsetID string) (*message.Mes
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.c.invoke(ctx, host.String(), remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(phy, 10)}, nil)
+	resp, err := r.c.Call(ctx, host.String(), remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(phy, 10)}, nil)
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := decodeMessages(resp.Body)
+	msgs, err := client.DecodeMessages(resp.Body)
 	if err != nil || len(msgs) == 0 {
 		return nil, fmt.Errorf("message %s: the broker's answer holds no message: %v", offsetID, err)
 	}
 	return msgs[0], nil
 }
 
-// sendResult is a send's outcome, named as RocketMQ's SendResult.
-type sendResult struct {
-	BrokerName  string `json:"brokerName"`
-	QueueID     int32  `json:"queueId"`
-	SendStatus  string `json:"sendStatus"`
-	MsgID       string `json:"msgId"`
-	OffsetMsgID string `json:"offsetMsgId"`
-	QueueOffset int64  `json:"queueOffset"`
-}
-
-// send stores one message in q (SEND_MESSAGE), with a new unique id unless props has one. Answers that
-// store the message but miss the asked durability (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
-// SLAVE_NOT_AVAILABLE) are results with that status, as in RocketMQ; other refusals are errors.
-func (r *runner) send(ctx context.Context, q queueRef, props map[string]string, body []byte) (*sendResult, error) {
-	uniq := props[message.PropertyUniqKey]
-	if uniq == "" {
-		uniq = newUniqID()
-		props[message.PropertyUniqKey] = uniq
+// send stores one message in q (SEND_MESSAGE_V2), with a new unique id unless props has one, waiting for the
+// store (WAIT true). Answers that store the message but miss the asked durability are results with that
+// status (client.SendMessage).
+func (r *runner) send(ctx context.Context, q client.Queue, props map[string]string, body []byte) (*client.SendResult, error) {
+	if props[message.PropertyUniqKey] == "" {
+		props[message.PropertyUniqKey] = client.NewUniqID()
 	}
 	props[message.PropertyWaitStoreMsgOK] = "true"
-	ext := map[string]string{
-		"producerGroup": strconv.FormatInt(time.Now().UnixMilli(), 10), "topic": q.Topic, "defaultTopic": "TBW102",
-		"defaultTopicQueueNums": "4", "queueId": strconv.Itoa(int(q.QueueID)), "sysFlag": "0",
-		"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-		"properties": message.EncodeProperties(props), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-	}
-	resp, err := r.c.invoke(ctx, q.addr, remoting.SendMessage, ext, body)
-	status := "SEND_OK"
-	if err != nil {
-		var re *ResponseError
-		if !errors.As(err, &re) {
-			return nil, err
-		}
-		switch re.Code {
-		case remoting.FlushDiskTimeout, remoting.FlushSlaveTimeout, remoting.SlaveNotAvailable:
-			status = re.Code.String()
-		default:
-			return nil, err
-		}
-	}
-	res := &sendResult{BrokerName: q.BrokerName, QueueID: q.QueueID, SendStatus: status, MsgID: uniq,
-		OffsetMsgID: resp.OptString("msgId", "")}
-	if qid, err := resp.OptInt32("queueId", q.QueueID); err == nil {
-		res.QueueID = qid
-	}
-	res.QueueOffset, _ = resp.OptInt64("queueOffset", -1)
-	return res, nil
+	return r.c.SendMessage(ctx, q.Addr, &client.Send{Group: strconv.FormatInt(time.Now().UnixMilli(), 10),
+		Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID, Properties: message.EncodeProperties(props),
+		Body: body})
 }
 
-// uniqPrefix is this process's part of the message ids it makes: IPv4 address, pid, and 4 random bytes,
-// as RocketMQ's MessageClientIDSetter lays them out.
-var uniqPrefix = func() []byte {
-	b := make([]byte, 10)
-	copy(b, localIPv4())
-	binary.BigEndian.PutUint16(b[4:], uint16(os.Getpid()))
-	_, _ = rand.Read(b[6:])
-	return b
-}()
-
-var uniqSeq atomic.Uint32
-
-// newUniqID is a message unique id (UNIQ_KEY): the process prefix, milliseconds since the start of the
-// month, and a counter; 32 upper-case hex digits.
-func newUniqID() string {
-	now := time.Now()
-	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, now.Location())
-	b := make([]byte, 16)
-	copy(b, uniqPrefix)
-	binary.BigEndian.PutUint32(b[10:], uint32(now.Sub(month).Milliseconds()))
-	binary.BigEndian.PutUint16(b[14:], uint16(uniqSeq.Add(1)))
-	return strings.ToUpper(hex.EncodeToString(b))
-}
-
-func localIPv4() net.IP {
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-				return n.IP.To4()
-			}
-		}
+// sendToAny sends one message to one of queues, starting at a random one and trying up to sendAttempts of
+// them, as RocketMQ's producer retries; it returns the first success or every failure joined. props gets the
+// message's UNIQ_KEY (one for all attempts).
+func (r *runner) sendToAny(ctx context.Context, queues []client.Queue, props map[string]string, body []byte) (*client.SendResult, error) {
+	if len(queues) == 0 {
+		return nil, errors.New("no writable queue")
 	}
-	return net.IPv4(127, 0, 0, 1).To4()
+	start := rand.IntN(len(queues))
+	var errs []error
+	for i := range min(sendAttempts, len(queues)) {
+		res, err := r.send(ctx, queues[(start+i)%len(queues)], props, body)
+		if err == nil {
+			return res, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
 }

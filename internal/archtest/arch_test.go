@@ -13,12 +13,13 @@ import (
 const module = "github.com/rocketraft/rocketraft"
 
 // rule forbids every package matched by from to depend, directly or through other packages, on any
-// package in never. Paths are relative to the module; a path ending in "/..." matches the folder and
+// package in never, except those in allow (named exceptions to a pattern of never). Paths are relative to the module; a path ending in "/..." matches the folder and
 // everything below it; a path with a dot in its first element is outside the module, as written.
 type rule struct {
 	why   string
 	from  []string
 	never []string
+	allow []string
 }
 
 var (
@@ -37,15 +38,22 @@ var rules = []rule{
 		from: []string{"namesrv"}, never: []string{"broker", "store", "ha", "raftlog"}},
 	{why: "the classic HA and the Raft log are apart", from: []string{"ha"}, never: []string{"raftlog"}},
 	{why: "the classic HA and the Raft log are apart", from: []string{"raftlog"}, never: []string{"ha"}},
+	{why: "the native client imports only the leaf packages remoting, protocol and message",
+		from: []string{"client"}, never: append(without(ours(), "message", "protocol", "remoting"), "github.com/hashicorp/raft/...")},
 	{why: "client tools build for darwin and windows: no server package, no hashicorp/raft",
 		from: clientTools, never: append(slices.Clone(servers), "github.com/hashicorp/raft/...")},
+	{why: "the gRPC endpoint reaches brokers only through the one native client (local and cluster mode share it)",
+		from: []string{"proxy/..."}, never: append(without(ours(), "acl", "client", "message", "protocol", "remoting"),
+			"github.com/hashicorp/raft/..."),
+		// acl (the v5 signatures are checked against the broker's ACL file) writes that file with it.
+		allow: []string{"internal/atomicfile"}},
 	{why: "nothing imports a command", from: []string{"..."}, never: []string{"cmd/..."}},
 }
 
 // ours lists the top-level packages of the module that rules speak of.
 func ours() []string {
-	return []string{"acl", "broker", "filter", "ha", "message", "namesrv", "protocol", "raftlog", "remoting", "store",
-		"internal/...", "cmd/..."}
+	return []string{"acl", "broker", "client", "filter", "ha", "message", "namesrv", "protocol", "proxy", "raftlog", "remoting",
+		"store", "internal/...", "cmd/..."}
 }
 
 func without(list []string, drop ...string) []string {
@@ -80,7 +88,7 @@ func violations(deps map[string][]string, rules []rule) []string {
 				continue
 			}
 			for _, d := range deps[p] {
-				if d == p {
+				if d == p || slices.ContainsFunc(r.allow, func(a string) bool { return match(a, d) }) {
 					continue
 				}
 				if slices.ContainsFunc(r.never, func(n string) bool { return match(n, d) }) {
@@ -142,6 +150,11 @@ func TestViolationsAreFound(t *testing.T) {
 			"cmd/mqbench depends on broker"},
 		{"mqadmin links raft", map[string][]string{m("internal/admin"): {"github.com/hashicorp/raft"}},
 			"internal/admin depends on github.com/hashicorp/raft"},
+		{"client imports the broker", map[string][]string{m("client"): {m("remoting"), m("broker")}}, "client depends on broker"},
+		{"the proxy links the store", map[string][]string{m("proxy"): {m("client"), m("store")}}, "proxy depends on store"},
+		{"the proxy imports internal", map[string][]string{m("proxy/v2pb"): {m("internal/logging")}}, "proxy/v2pb depends on internal/logging"},
+		{"client imports acl", map[string][]string{m("client"): {m("acl")}}, "client depends on acl"},
+		{"client imports internal", map[string][]string{m("client"): {m("internal/testutil")}}, "client depends on internal/testutil"},
 		{"a package imports a command", map[string][]string{m("internal/cluster"): {m("cmd/mqbroker")}},
 			"internal/cluster depends on cmd/mqbroker"},
 	} {
@@ -155,6 +168,7 @@ func TestViolationsAreFound(t *testing.T) {
 		m("namesrv"):        {m("acl"), m("protocol"), m("remoting")},
 		m("internal/admin"): {m("protocol"), m("message"), m("remoting"), "github.com/hashicorp/raft-boltdb/v2"},
 		m("broker"):         {m("store"), m("ha"), m("raftlog")},
+		m("client"):         {m("remoting"), m("protocol"), m("message")},
 	}
 	if got := violations(ok, rules); len(got) > 0 {
 		t.Errorf("allowed graph reported: %q", got)

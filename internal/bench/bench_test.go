@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/client"
+
 	"github.com/rocketraft/rocketraft/message"
-	"github.com/rocketraft/rocketraft/protocol"
 )
 
 func TestWorkerQuota(t *testing.T) {
@@ -120,40 +121,10 @@ func TestStatsConsumerWindow(t *testing.T) {
 	}
 }
 
-func TestRouteQueues(t *testing.T) {
-	r := &protocol.TopicRouteData{
-		QueueDatas: []protocol.QueueData{
-			{BrokerName: "b", ReadQueueNums: 2, WriteQueueNums: 1, Perm: 6},
-			{BrokerName: "a", ReadQueueNums: 1, WriteQueueNums: 2, Perm: 6},
-			{BrokerName: "ro", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 4},
-			{BrokerName: "nomaster", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6},
-		},
-		BrokerDatas: []protocol.BrokerData{
-			{BrokerName: "a", BrokerAddrs: map[int64]string{0: "A:1"}},
-			{BrokerName: "b", BrokerAddrs: map[int64]string{0: "B:1", 1: "B:2"}},
-			{BrokerName: "ro", BrokerAddrs: map[int64]string{0: "R:1"}},
-			{BrokerName: "nomaster", BrokerAddrs: map[int64]string{1: "N:2"}},
-		},
-	}
-	str := func(qs []queueRef) string {
-		var parts []string
-		for _, q := range qs {
-			parts = append(parts, q.String()+"@"+q.addr)
-		}
-		return strings.Join(parts, " ")
-	}
-	if got, want := str(routeQueues(r, true)), "a/0@A:1 a/1@A:1 b/0@B:1"; got != want {
-		t.Errorf("write queues %q, want %q", got, want)
-	}
-	if got, want := str(routeQueues(r, false)), "a/0@A:1 b/0@B:1 b/1@B:1 ro/0@R:1"; got != want {
-		t.Errorf("read queues %q, want %q", got, want)
-	}
-}
-
 // TestBatchRecord checks one SEND_BATCH_MESSAGE record against the layout the broker decodes.
 func TestBatchRecord(t *testing.T) {
 	props := messageProps{keys: "1700000000", tag: "tag1"}.encode(nil, "UNIQ1")
-	rec := appendBatchRecord(nil, []byte("hello"), props)
+	rec := client.AppendBatchRecord(nil, []byte("hello"), props)
 	be := binary.BigEndian
 	if total := int(be.Uint32(rec)); total != len(rec) || total != 22+5+len(props) {
 		t.Fatalf("total size %d, record %d bytes", total, len(rec))
@@ -167,13 +138,5 @@ func TestBatchRecord(t *testing.T) {
 	got := message.ParseProperties(string(rec[27:]))
 	if got[message.PropertyKeys] != "1700000000" || got[message.PropertyTags] != "tag1" || got[message.PropertyUniqKey] != "UNIQ1" {
 		t.Errorf("properties %v", got)
-	}
-}
-
-func TestUniqIDs(t *testing.T) {
-	u := newUniqIDs()
-	a, b := u.next(), u.next()
-	if len(a) != 32 || a == b {
-		t.Errorf("ids %q %q: want distinct 32-character ids", a, b)
 	}
 }

@@ -6,6 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocketraft/rocketraft/client"
+
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // consumerClient is one client library driving a consumer run: run consumes until ctx ends, then stops the
@@ -57,18 +61,18 @@ func RunConsumer(ctx context.Context, cfg ConsumerConfig, opts Options) (*Summar
 	runCtx, cancel := runContext(ctx, cfg.Duration)
 	defer cancel()
 	prog := &progress{quota: cfg.Total, cancel: cancel}
-	admin := newWire(cfg.Common, 0, 1, log)
-	route, err := admin.ensureTopic(ctx, cfg.Topic, cfg.Queues, log)
-	_ = admin.close()
+	admin := newClient(cfg.Common, remoting.SerializeJSON, log)
+	route, err := admin.EnsureTopic(ctx, cfg.Topic, cfg.Queues, log)
+	_ = admin.Close()
 	if err != nil {
 		return nil, err
 	}
-	var client consumerClient
+	var cons consumerClient
 	switch cfg.Client {
 	case ClientNative:
-		client, err = newNativeConsumer(ctx, &cfg, routeQueues(route, false), stats, prog, log)
+		cons, err = newNativeConsumer(ctx, &cfg, client.RouteQueues(route, cfg.Topic, "", false), stats, prog, log)
 	default:
-		client, err = newOfficialConsumer(&cfg, stats, prog, log)
+		cons, err = newOfficialConsumer(&cfg, stats, prog, log)
 	}
 	if err != nil {
 		return nil, err
@@ -81,7 +85,7 @@ func RunConsumer(ctx context.Context, cfg ConsumerConfig, opts Options) (*Summar
 	if cfg.Idle > 0 {
 		wg.Go(func() { watchIdle(runCtx, cancel, prog, cfg.Idle) })
 	}
-	runErr := client.run(runCtx)
+	runErr := cons.run(runCtx)
 	end := time.Now()
 	cancel()
 	wg.Wait()

@@ -2,12 +2,12 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -25,20 +25,20 @@ const (
 // with every pull and at the end.
 type nativeConsumer struct {
 	cfg    *ConsumerConfig
-	w      *wire
+	c      *client.Client
 	stats  *Stats
 	prog   *progress
 	log    *slog.Logger
-	queues []queueRef
+	queues []client.Queue
 	start  []int64 // first offset to pull, by index in queues
 }
 
 // newNativeConsumer finds where to start in each of queues (the topic's read queues).
-func newNativeConsumer(ctx context.Context, cfg *ConsumerConfig, queues []queueRef, stats *Stats, prog *progress, log *slog.Logger) (*nativeConsumer, error) {
-	w := newWire(cfg.Common, remoting.SerializeRocketMQ, 1, log)
-	c := &nativeConsumer{cfg: cfg, w: w, stats: stats, prog: prog, log: log, queues: queues}
+func newNativeConsumer(ctx context.Context, cfg *ConsumerConfig, queues []client.Queue, stats *Stats, prog *progress, log *slog.Logger) (*nativeConsumer, error) {
+	cl := newClient(cfg.Common, remoting.SerializeRocketMQ, log)
+	c := &nativeConsumer{cfg: cfg, c: cl, stats: stats, prog: prog, log: log, queues: queues}
 	if err := c.init(ctx); err != nil {
-		_ = w.close()
+		_ = cl.Close()
 		return nil, err
 	}
 	return c, nil
@@ -50,7 +50,7 @@ func (c *nativeConsumer) init(ctx context.Context) error {
 		return fmt.Errorf("topic %s has no readable queue on a broker master", c.cfg.Topic)
 	}
 	for _, q := range c.queues {
-		off, found, err := c.w.queryOffset(ctx, c.cfg.Group, c.cfg.Topic, q)
+		off, found, err := c.c.QueryConsumerOffset(ctx, c.cfg.Group, q)
 		if err != nil {
 			return fmt.Errorf("offset of %s: %w", q, err)
 		}
@@ -59,7 +59,7 @@ func (c *nativeConsumer) init(ctx context.Context) error {
 			if c.cfg.From == "last" {
 				code = remoting.GetMaxOffset
 			}
-			if off, err = c.w.queueOffset(ctx, code, c.cfg.Topic, q); err != nil {
+			if off, err = c.c.QueueOffset(ctx, code, q, 0); err != nil {
 				return fmt.Errorf("start offset of %s: %w", q, err)
 			}
 		}
@@ -80,7 +80,7 @@ func (c *nativeConsumer) run(ctx context.Context) error {
 		wg.Go(func() { pw.run(ctx) })
 	}
 	wg.Wait()
-	return c.w.close()
+	return c.c.Close()
 }
 
 // pullWorker pulls the queues it owns, one outstanding pull per queue.
@@ -131,9 +131,11 @@ func (pw *pullWorker) run(ctx context.Context) {
 func (pw *pullWorker) pull(ctx context.Context, qi int, offset int64, answers chan<- pullAnswer) error {
 	c := pw.c
 	q := c.queues[qi]
-	ext := PullExt(c.cfg.Group, c.cfg.Topic, q.broker, q.id, offset, c.cfg.PullBatch, pullSuspend, offset > 0)
+	req := c.c.PullCommand(&client.Pull{Group: c.cfg.Group, Topic: c.cfg.Topic, BrokerName: q.BrokerName,
+		QueueID: q.QueueID, Offset: offset, MaxNums: c.cfg.PullBatch, LongPoll: true, Suspend: pullSuspend,
+		Commit: offset > 0, CommitOffset: offset})
 	reqCtx, cancel := context.WithTimeout(ctx, pullTimeout)
-	err := c.w.rc.InvokeAsync(reqCtx, q.addr, c.w.request(remoting.PullMessage, ext, nil),
+	err := c.c.InvokeAsync(reqCtx, q.Addr, req,
 		func(resp *remoting.Command, err error) {
 			cancel()
 			answers <- pullAnswer{qi: qi, resp: resp, err: err}
@@ -152,62 +154,49 @@ func (pw *pullWorker) handle(a pullAnswer, offset int64) (next int64, ok bool) {
 		pw.m.Failed(fmt.Errorf("pull %s: %w", q, a.err))
 		return offset, false
 	}
-	resp := a.resp
-	nextBegin, err := resp.ExtInt64("nextBeginOffset")
-	switch remoting.ResponseCode(resp.Code) {
-	case remoting.Success:
-		if err != nil {
-			pw.m.Rejected(fmt.Sprintf("pull %s: answer without a nextBeginOffset: %v", q, err))
+	res, err := client.ParsePull(q.Addr, a.resp)
+	if res == nil {
+		pw.m.Rejected(fmt.Sprintf("pull %s: %v", q, err))
+		return offset, false
+	}
+	switch res.Status {
+	case client.PullFound:
+		if res.NextBegin < 0 {
+			pw.m.Rejected(fmt.Sprintf("pull %s: answer without a nextBeginOffset", q))
 			return offset, false
 		}
-		next, err := pw.consume(resp.Body, nextBegin)
 		if err != nil {
 			pw.m.Rejected(fmt.Sprintf("pull %s from offset %d: %v", q, offset, err))
+			return res.NextBegin, true
 		}
-		return next, true
-	case remoting.PullNotFound, remoting.PullRetryImmediately:
-		if err != nil {
-			return offset, true
-		}
-		return nextBegin, true
-	case remoting.PullOffsetMoved:
-		c.log.Warn("pull offset moved", "queue", q, "offset", offset, "next", nextBegin, "remark", resp.Remark)
-		if err != nil {
+		return pw.consume(res.Msgs, res.NextBegin), true
+	case client.PullOffsetIllegal:
+		c.log.Warn("pull offset moved", "queue", q, "offset", offset, "next", res.NextBegin, "remark", a.resp.Remark)
+		if res.NextBegin < 0 {
 			return offset, false
 		}
-		return nextBegin, true
-	default:
-		pw.m.Rejected(fmt.Sprintf("pull %s: %s (%d) %s", q, remoting.ResponseCode(resp.Code), resp.Code, resp.Remark))
-		return offset, false
+		return res.NextBegin, true
+	default: // NO_NEW_MSG, NO_MATCHED_MSG
+		if res.NextBegin < 0 {
+			return offset, true
+		}
+		return res.NextBegin, true
 	}
 }
 
-// consume decodes the stored records of a pull answer and records each message, up to what is left of the
-// quota. It returns the offset to go on from: nextBegin, or the one after the last message counted when the
-// quota cut the answer short.
-func (pw *pullWorker) consume(body []byte, nextBegin int64) (int64, error) {
+// consume records each message of a pull answer, up to what is left of the quota. It returns the offset to
+// go on from: nextBegin, or the one after the last message counted when the quota cut the answer short.
+func (pw *pullWorker) consume(msgs []*message.MessageExt, nextBegin int64) int64 {
 	now := time.Now()
 	nowMs := now.UnixMilli()
-	var msgs []*message.MessageExt
-	for off := 0; off < len(body); {
-		m, err := message.DecodeMessage(body[off:], true)
-		if err != nil {
-			return nextBegin, fmt.Errorf("record at byte %d of %d: %w", off, len(body), err)
-		}
-		if m.StoreSize <= 0 {
-			return nextBegin, errors.New("record of size 0")
-		}
-		msgs = append(msgs, m)
-		off += int(m.StoreSize)
-	}
 	taken := pw.c.prog.take(len(msgs))
 	for _, m := range msgs[:taken] {
 		pw.m.Consumed(len(m.Body), ms(nowMs-m.BornTimestamp), ms(nowMs-m.StoreTimestamp), now)
 	}
 	if taken < len(msgs) {
-		return msgs[taken].QueueOffset, nil
+		return msgs[taken].QueueOffset
 	}
-	return nextBegin, nil
+	return nextBegin
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -221,7 +210,7 @@ func (pw *pullWorker) commit(offsets map[int]int64) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
-		err := c.w.commitOffset(ctx, c.cfg.Group, c.cfg.Topic, c.queues[qi], off)
+		err := c.c.UpdateConsumerOffset(ctx, c.cfg.Group, c.queues[qi], off)
 		cancel()
 		if err != nil {
 			c.log.Warn("commit offset", "queue", c.queues[qi], "offset", off, "err", err)

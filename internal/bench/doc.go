@@ -1,6 +1,6 @@
 // Package bench is the load generator behind cmd/mqbench, modelled on RocketMQ's benchmark tool
 // (example/.../benchmark/Producer.java and Consumer.java): producers and consumers driven either by our own
-// remoting.Client ("native": requests built by hand, the fastest a Go client can be) or by the official
+// client (package client, "native": requests built by hand, the fastest a Go client can be) or by the official
 // Apache RocketMQ Go client ("official": what a user runs).
 //
 // # What is measured

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/remoting"
 	"golang.org/x/time/rate"
 )
 
@@ -56,9 +57,9 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	}
 	log := opts.logger()
 	stats := newStats(roleProducer, opts.Report)
-	admin := newWire(cfg.Common, 0, 1, log)
-	defer admin.close()
-	targets, err := admin.ensureTargets(ctx, cfg.Topics(), cfg.Queues, log)
+	admin := newClient(cfg.Common, remoting.SerializeJSON, log)
+	defer admin.Close()
+	targets, err := ensureTargets(ctx, admin, cfg.Topics(), cfg.Queues, log)
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +77,8 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	var stored0 int64
 	if cfg.Mode == ModeOneway {
 		// Messages of an earlier run may still be on their way to the consume queues: count from after them.
-		if err = admin.waitDispatched(ctx, queues); err == nil {
-			stored0, err = admin.storedCount(ctx, cfg.Topic, queues)
+		if err = waitDispatched(ctx, admin, queues); err == nil {
+			stored0, err = storedCount(ctx, admin, queues)
 		}
 		if err != nil {
 			_ = client.close()
@@ -94,7 +95,7 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	if cfg.Mode == ModeOneway {
 		// Nothing acknowledges a oneway send: wait until the broker has stored what was handed to the
 		// connections, before closing them could lose it, and report how much that is.
-		sum.Stored = admin.waitStored(context.WithoutCancel(ctx), cfg.Topic, queues, stored0+sum.Messages, log) - stored0
+		sum.Stored = waitStored(context.WithoutCancel(ctx), admin, cfg.Topic, queues, stored0+sum.Messages, log) - stored0
 	}
 	cerr := client.close()
 	sum.Client, sum.Mode, sum.Topic = string(cfg.Client), string(cfg.Mode), cfg.Topic

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -13,10 +14,9 @@ import (
 // benchmark with sendSmartMsg) or SEND_BATCH_MESSAGE, spread round robin over the write queues of the topics.
 type nativeProducer struct {
 	cfg    *ProducerConfig
-	w      *wire
+	c      *client.Client
 	queues []target
 	body   []byte
-	uniq   *uniqIDs
 }
 
 // newNativeProducer sends to queues (the write queues of cfg.Topics()) over a client of its own.
@@ -26,11 +26,10 @@ func newNativeProducer(cfg *ProducerConfig, queues []target, log *slog.Logger) *
 		ser = remoting.SerializeJSON
 	}
 	log.Info("native producer", "topic", cfg.Topic, "topics", cfg.TopicCount, "queues", len(queues), "mode", cfg.Mode)
-	return &nativeProducer{cfg: cfg, w: newWire(cfg.Common, ser, 1, log), queues: queues, body: newBody(cfg.MessageSize),
-		uniq: newUniqIDs()}
+	return &nativeProducer{cfg: cfg, c: newClient(cfg.Common, ser, log), queues: queues, body: newBody(cfg.MessageSize)}
 }
 
-func (p *nativeProducer) close() error { return p.w.close() }
+func (p *nativeProducer) close() error { return p.c.Close() }
 
 func (p *nativeProducer) worker(i int, m *Meter) producerWorker {
 	// Goroutines start evenly spread over the queues (with one topic of 8 queues and 16 goroutines: two per
@@ -48,22 +47,22 @@ type nativeProducerWorker struct {
 func (w *nativeProducerWorker) request(t target, n int, now time.Time) *remoting.Command {
 	p := w.p
 	props := p.cfg.propsAt(now)
-	code, body, propStr, batch := remoting.SendMessageV2, p.body, "", "false"
+	s := &client.Send{Group: p.cfg.Group, Topic: t.topic, BrokerName: t.q.BrokerName, QueueID: t.q.QueueID, Born: now,
+		Body: p.body}
 	if p.cfg.Mode == ModeBatch {
-		code, batch = remoting.SendBatchMessage, "true"
+		s.Batch = true
 		// A new body per request: after a timeout the writer may still hold the previous one.
-		body = make([]byte, 0, n*(22+len(p.body)+64))
+		body := make([]byte, 0, n*(22+len(p.body)+64))
 		var pb []byte
 		for range n {
-			pb = props.encode(pb[:0], p.uniq.next())
-			body = appendBatchRecord(body, p.body, pb)
+			pb = props.encode(pb[:0], client.NewUniqID())
+			body = client.AppendBatchRecord(body, p.body, pb)
 		}
+		s.Body = body
 	} else {
-		propStr = string(props.encode(nil, p.uniq.next()))
+		s.Properties = string(props.encode(nil, client.NewUniqID()))
 	}
-	ext := SendExt(p.cfg.Group, t.topic, t.q.broker, t.q.id, now, propStr)
-	ext["m"] = batch
-	return p.w.request(code, ext, body)
+	return p.c.SendCommand(s)
 }
 
 func (w *nativeProducerWorker) send(ctx context.Context, n int, done func()) bool {
@@ -74,9 +73,9 @@ func (w *nativeProducerWorker) send(ctx context.Context, n int, done func()) boo
 	start := time.Now()
 	req := w.request(t, n, start)
 	return sendByMode(p.cfg.Mode, w.m, n, p.cfg.MessageSize, start, done,
-		func(cb func(*remoting.Command, error)) error { return p.w.rc.InvokeAsync(ctx, q.addr, req, cb) },
-		func() error { return p.w.rc.InvokeOneway(ctx, q.addr, req) },
-		func() (*remoting.Command, error) { return p.w.rc.Invoke(ctx, q.addr, req) },
+		func(cb func(*remoting.Command, error)) error { return p.c.InvokeAsync(ctx, q.Addr, req, cb) },
+		func() error { return p.c.InvokeOneway(ctx, q.Addr, req) },
+		func() (*remoting.Command, error) { return p.c.Invoke(ctx, q.Addr, req) },
 		func(resp *remoting.Command, err error) bool { return w.outcome(n, start, resp, err) })
 }
 

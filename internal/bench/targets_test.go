@@ -3,6 +3,9 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/client"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 func TestProducerTopics(t *testing.T) {
@@ -37,8 +40,10 @@ func TestProducerTopics(t *testing.T) {
 }
 
 func TestInterleaveTargets(t *testing.T) {
-	q := func(id int32) queueRef { return queueRef{broker: "b", addr: "B:1", id: id} }
-	got := interleaveTargets([]string{"A", "B", "C"}, [][]queueRef{{q(0), q(1)}, {q(0)}, {q(0), q(1), q(2)}})
+	q := func(id int32) client.Queue {
+		return client.Queue{MessageQueue: protocol.MessageQueue{BrokerName: "b", QueueID: id}, Addr: "B:1"}
+	}
+	got := interleaveTargets([]string{"A", "B", "C"}, [][]client.Queue{{q(0), q(1)}, {q(0)}, {q(0), q(1), q(2)}})
 	var parts []string
 	for _, tg := range got {
 		parts = append(parts, tg.topic+":"+tg.q.String())
@@ -46,7 +51,7 @@ func TestInterleaveTargets(t *testing.T) {
 	if s, want := strings.Join(parts, " "), "A:b/0 B:b/0 C:b/0 A:b/1 C:b/1 C:b/2"; s != want {
 		t.Errorf("targets %q, want %q", s, want)
 	}
-	if qs := targetQueues(got, "C"); len(qs) != 3 || qs[2].id != 2 {
+	if qs := targetQueues(got, "C"); len(qs) != 3 || qs[2].QueueID != 2 {
 		t.Errorf("queues of C: %v", qs)
 	}
 }

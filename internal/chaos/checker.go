@@ -83,6 +83,14 @@ type Report struct {
 	NotConsumed []string
 	// Diverged: queue offsets present in one broker's final scan and not in another's.
 	Diverged []string
+	// PowerLosses counts the power-loss faults; LossAllowed says the run's flush type does not promise
+	// that acknowledged messages survive them (ASYNC_FLUSH: Lost is then reported, not failed).
+	PowerLosses int
+	LossAllowed bool
+	// OffsetsReused: with LossAllowed, queue offsets of lost acknowledged messages that later messages
+	// took (a consequence of the loss, reported apart from OffsetConflicts; the messages that took them
+	// are left out of NotConsumed, as the consumers had moved past those offsets).
+	OffsetsReused []string
 
 	Faults []FaultTiming
 	// QuietMaxGap: the longest time between two acknowledgements that overlaps no fault (a fault lasting
@@ -106,6 +114,13 @@ type FaultTiming struct {
 	// MaxGap: the longest time without an acknowledgement from the fault's start to the first
 	// acknowledgement after it healed.
 	MaxGap time.Duration
+	// Lost (power-loss faults): the lost acknowledged messages whose acknowledgement came before this
+	// fault healed and after the previous power loss healed: what this one lost, as far as the history
+	// tells (an acknowledgement during the fault came from a node it was still killing). LostSpan is how
+	// long before the fault's start the earliest of them was acknowledged (0 when none, or all during it):
+	// the window of writes a power loss took, to hold against flushIntervalCommitLog.
+	Lost     int
+	LostSpan time.Duration
 }
 
 const listCap = 20
@@ -121,11 +136,8 @@ func Check(h *History) *Report {
 		ackedAt  int64 // End of the first ok attempt
 	}
 	sent := map[string]*sendInfo{}
-	type place struct {
-		q   int32
-		off int64
-	}
 	ackedAt := map[place]string{}
+	var conflicts []offsetConflict
 	for _, s := range h.Sends {
 		r.Attempts++
 		r.Status[s.Status]++
@@ -142,7 +154,7 @@ func Check(h *History) *Report {
 			si.acked = true
 			p := place{s.Queue, s.Offset}
 			if other, ok := ackedAt[p]; ok && other != s.ID {
-				r.OffsetConflicts = append(r.OffsetConflicts, fmt.Sprintf("%d/%d acknowledged for %s and %s", p.q, p.off, other, s.ID))
+				conflicts = append(conflicts, offsetConflict{text: fmt.Sprintf("%d/%d acknowledged for %s and %s", p.q, p.off, other, s.ID), a: other, b: s.ID})
 			}
 			ackedAt[p] = s.ID
 		}
@@ -159,6 +171,7 @@ func Check(h *History) *Report {
 
 	// Every read, every node, every phase: a place holds one id.
 	seenAt := map[place]string{}
+	seenFirst := map[place]int64{} // when seenAt's id was first read there
 	conflictAt := map[place]bool{}
 	phantom := map[string]bool{}
 	final := map[string]map[place]string{} // node -> its final scan
@@ -167,10 +180,11 @@ func Check(h *History) *Report {
 	for _, rd := range h.Reads {
 		p := place{rd.Queue, rd.Offset}
 		if id, ok := seenAt[p]; !ok {
-			seenAt[p] = rd.ID
+			seenAt[p], seenFirst[p] = rd.ID, rd.Time
 		} else if id != rd.ID && !conflictAt[p] {
 			conflictAt[p] = true
-			r.OffsetConflicts = append(r.OffsetConflicts, fmt.Sprintf("%d/%d read as %s and as %s (%s, %s)", p.q, p.off, id, rd.ID, rd.Node, rd.Phase))
+			conflicts = append(conflicts, offsetConflict{text: fmt.Sprintf("%d/%d read as %s and as %s (%s, %s)", p.q, p.off, id, rd.ID, rd.Node, rd.Phase),
+				a: id, b: rd.ID, read: true, p: p, aFirst: seenFirst[p], bFirst: rd.Time})
 		}
 		if sent[rd.ID] == nil && !phantom[rd.ID] {
 			phantom[rd.ID] = true
@@ -193,7 +207,7 @@ func Check(h *History) *Report {
 	}
 	for p, id := range ackedAt {
 		if got, ok := final[h.Info.Writer][p]; ok && got != id {
-			r.OffsetConflicts = append(r.OffsetConflicts, fmt.Sprintf("%d/%d acknowledged for %s holds %s", p.q, p.off, id, got))
+			conflicts = append(conflicts, offsetConflict{text: fmt.Sprintf("%d/%d acknowledged for %s holds %s", p.q, p.off, id, got), a: id, b: got})
 		}
 	}
 
@@ -238,10 +252,29 @@ func Check(h *History) *Report {
 		if !si.acked && n > 0 {
 			r.UnackedStored++
 		}
-		if si.acked && h.Info.Drained && !consumed[id] {
+		if si.acked && h.Info.Drained && !consumed[id] && n > 0 {
 			r.NotConsumed = append(r.NotConsumed, id)
 		}
 	}
+	// A power loss that may lose acknowledged messages (ASYNC_FLUSH) may also give their queue offsets to
+	// later messages: those conflicts are the loss, counted apart.
+	r.PowerLosses, r.LossAllowed = powerLosses(h)
+	lost := map[string]bool{}
+	for _, id := range r.Lost {
+		lost[id] = true
+	}
+	reusedBy := map[string]bool{} // the messages that took a lost message's offset
+	for _, c := range conflicts {
+		if r.LossAllowed && (lost[c.a] || lost[c.b] || c.replacedByPowerLoss(stored, h.Faults)) {
+			r.OffsetsReused = append(r.OffsetsReused, c.text)
+			reusedBy[c.a], reusedBy[c.b] = !lost[c.a], !lost[c.b]
+		} else {
+			r.OffsetConflicts = append(r.OffsetConflicts, c.text)
+		}
+	}
+	// A consumer that had read a lost message moved past its offset: the message that took the offset
+	// after the loss is never read by it. That is the loss too.
+	r.NotConsumed = slices.DeleteFunc(r.NotConsumed, func(id string) bool { return reusedBy[id] })
 
 	// Replicas converge: every broker's final scan holds the same places (the ids are compared above).
 	for node, scan := range final {
@@ -270,7 +303,7 @@ func Check(h *History) *Report {
 	}
 	slices.Sort(acks)
 	for _, f := range h.Faults {
-		if f.Kind == KillWriter && f.Scanned {
+		if losesWriter(f.Kind) && f.Scanned {
 			held := kills[f.Index]
 			ol := OutageLoss{Fault: f.Index}
 			for _, id := range slices.Sorted(maps.Keys(sent)) {
@@ -286,7 +319,75 @@ func Check(h *History) *Report {
 		r.Faults = append(r.Faults, timing(f, h.Sends, acks))
 	}
 	r.QuietMaxGap = quietGap(acks, h.Faults)
+	var lostAt []int64
+	for _, id := range r.Lost {
+		lostAt = append(lostAt, sent[id].ackedAt)
+	}
+	attributeLoss(r.Faults, lostAt)
 	return r
+}
+
+// attributeLoss gives each lost acknowledgement (ack times) to the first power-loss fault that healed
+// after it (FaultTiming.Lost).
+func attributeLoss(faults []FaultTiming, lostAt []int64) {
+	for _, at := range lostAt {
+		for i := range faults {
+			if f := &faults[i]; isPowerLoss(f.Kind) && f.Healed > at {
+				f.Lost++
+				f.LostSpan = max(f.LostSpan, time.Duration(f.Start-at)*time.Microsecond)
+				break
+			}
+		}
+	}
+}
+
+// offsetConflict is a queue offset seen with two ids, a and b. For two reads (read), a was first read at
+// p at aFirst, b at bFirst.
+type offsetConflict struct {
+	text           string
+	a, b           string
+	read           bool
+	p              place
+	aFirst, bFirst int64
+}
+
+// place is a queue offset.
+type place struct {
+	q   int32
+	off int64
+}
+
+// replacedByPowerLoss reports two reads of one offset whose first id, a message never acknowledged there
+// (or acknowledged and then found elsewhere), was there before a power loss healed and whose second id,
+// read there only after it, is what the writer holds at the end: the power loss took a's copy and the
+// offset went to b.
+func (c offsetConflict) replacedByPowerLoss(stored map[place]string, faults []FaultRecord) bool {
+	if !c.read || stored[c.p] != c.b {
+		return false
+	}
+	for _, f := range faults {
+		if isPowerLoss(f.Kind) && c.aFirst < f.Healed && f.Healed <= c.bFirst {
+			return true
+		}
+	}
+	return false
+}
+
+// losesWriter reports the fault kinds that take the writer down (its failover, or its restart, follows).
+func losesWriter(kind string) bool {
+	return kind == KillWriter || kind == PowerLossWriter || kind == PowerLossAll
+}
+
+// powerLosses counts the power-loss faults of h and says whether they may lose acknowledged messages: with
+// ASYNC_FLUSH nothing promises that an acknowledgement is on a disk (a Raft majority holds it in memory,
+// which a power loss of every node, or of one while another catches up, may lose).
+func powerLosses(h *History) (n int, lossAllowed bool) {
+	for _, f := range h.Faults {
+		if isPowerLoss(f.Kind) {
+			n++
+		}
+	}
+	return n, n > 0 && powerLossLoses(h.Info.Flush)
 }
 
 // quietGap is the longest gap between consecutive acks (sorted) that overlaps no fault window, a window
@@ -348,7 +449,7 @@ func (r *Report) Failures() []string {
 			out = append(out, fmt.Sprintf(format, args...))
 		}
 	}
-	add(r.Info.Durable && len(r.Lost) > 0, "%d acknowledged messages lost (%s promises none)", len(r.Lost), r.mode())
+	add(r.Info.Durable && !r.LossAllowed && len(r.Lost) > 0, "%d acknowledged messages lost (%s promises none)", len(r.Lost), r.mode())
 	if r.Info.Replicated {
 		for _, ol := range r.ReplicaLost {
 			add(len(ol.Missing) > 0, "fault %d: %d acknowledged messages not on any follower when the writer was killed", ol.Fault, len(ol.Missing))
@@ -385,7 +486,7 @@ func (r *Report) maxFailover() (time.Duration, bool) {
 	var d time.Duration
 	found := false
 	for _, f := range r.Faults {
-		if f.Kind == KillWriter {
+		if losesWriter(f.Kind) {
 			found = true
 			if f.FirstAck < 0 {
 				return -1, true
@@ -405,6 +506,12 @@ func (r *Report) Summary() string {
 	s := fmt.Sprintf("%s %s faults=%d acked=%d/%d lost=%d replica-lost=%d dup=%d bad-dup=%d order=%d offsets-twice=%d phantom=%d unacked-stored=%d not-consumed=%d diverged=%d",
 		verdict, r.mode(), len(r.Faults), r.Acked, r.IDs, len(r.Lost), r.replicaLost(), r.Duplicates, len(r.BadDuplicates),
 		len(r.OrderViolations), len(r.OffsetConflicts), len(r.Phantoms), r.UnackedStored, len(r.NotConsumed), len(r.Diverged))
+	if r.PowerLosses > 0 {
+		s += fmt.Sprintf(" power-losses=%d", r.PowerLosses)
+		if r.LossAllowed {
+			s += fmt.Sprintf(" offsets-reused=%d", len(r.OffsetsReused))
+		}
+	}
 	s += " quiet-gap=" + r.QuietMaxGap.Round(time.Millisecond).String()
 	if d, ok := r.maxFailover(); ok {
 		if d < 0 {
@@ -448,14 +555,29 @@ func (r *Report) String() string {
 		if f.FirstAck >= 0 {
 			first = f.FirstAck.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&b, "  %2d %-17s %-22s lasted %-8v first ack after start %-8s longest ack gap %v%s\n", f.Index, f.Kind, f.Target,
+		lost := ""
+		if isPowerLoss(f.Kind) {
+			lost = fmt.Sprintf(", %d acknowledged lost", f.Lost)
+			if f.LostSpan > 0 {
+				lost += fmt.Sprintf(" (acknowledged up to %v before it)", f.LostSpan.Round(time.Millisecond))
+			}
+		}
+		fmt.Fprintf(&b, "  %2d %-17s %-22s lasted %-8v first ack after start %-8s longest ack gap %v%s%s\n", f.Index, f.Kind, f.Target,
 			(time.Duration(f.Healed-f.Start) * time.Microsecond).Round(time.Millisecond), first,
-			f.MaxGap.Round(time.Millisecond), noteOf(f.Note))
+			f.MaxGap.Round(time.Millisecond), lost, noteOf(f.Note))
 	}
 	fmt.Fprintf(&b, "longest time without an acknowledgement outside the faults: %v\n", r.QuietMaxGap.Round(time.Millisecond))
 	for _, ol := range r.ReplicaLost {
 		fmt.Fprintf(&b, "kill of the writer, fault %d: %d acknowledged before it, %d missing on the followers%s\n",
 			ol.Fault, ol.Before, len(ol.Missing), sample(ol.Missing))
+	}
+	if r.PowerLosses > 0 && r.LossAllowed {
+		fmt.Fprintf(&b, "power losses: %d; %s keeps an acknowledged message in memory only (a Raft majority's, or one broker's "+
+			"page cache): loss after them is reported, not failed, and so are the queue offsets of lost messages "+
+			"that later messages took: %d%s\n", r.PowerLosses, i.Flush, len(r.OffsetsReused), sample(r.OffsetsReused))
+	} else if r.PowerLosses > 0 {
+		fmt.Fprintf(&b, "power losses: %d; %s syncs every acknowledged message: loss after them fails the run like any other\n",
+			r.PowerLosses, i.Flush)
 	}
 	fmt.Fprintf(&b, "lost (acknowledged, not stored at the end): %d%s\n", len(r.Lost), sample(r.Lost))
 	fmt.Fprintf(&b, "duplicates of retried sends (allowed): %d\n", r.Duplicates)

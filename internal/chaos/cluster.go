@@ -19,10 +19,11 @@ const (
 
 // Node is one broker of the group under test.
 type Node struct {
-	Name string   // "master", "slave"; "n0".."n2" in a Raft group
-	ID   int64    // brokerId it registers with (a Raft group's leader registers as 0)
-	Addr string   // its remoting address, host:port, as the name server routes it
-	Proc *Process // the process
+	Name  string   // "master", "slave"; "n0".."n2" in a Raft group
+	ID    int64    // brokerId it registers with (a Raft group's leader registers as 0)
+	Addr  string   // its remoting address, host:port, as the name server routes it
+	Proc  *Process // the process
+	Store string   // its storePathRootDir
 	// Client is the proxy clients reach the node through (the producer and consumers dial it instead of
 	// Addr), so a fault can cut or delay clients from this node alone.
 	Client *faultnet.Proxy
@@ -44,6 +45,8 @@ type Cluster interface {
 	BrokerName() string
 	// Nodes lists the brokers.
 	Nodes() []*Node
+	// Namesrv is the name server's process.
+	Namesrv() *Process
 	// Writer is the node that takes writes now (the master; a Raft group's leader), nil when none is
 	// known to; followers are the others.
 	Writer(ctx context.Context) *Node

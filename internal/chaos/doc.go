@@ -28,6 +28,13 @@
 // proxy on the producer's and consumers' path; peers and the name server still reach it). Right after a kill of a master, the surviving slave is scanned, once
 // its max offsets stop moving.
 //
+// Power loss (power-loss-writer, power-loss-follower, power-loss-all; power.go): when the schedule has one,
+// every broker runs with internal/powerloss's journal of its syncs (GroupConfig.PowerLoss); the fault kills
+// the node (or every node) and cuts its store back to what it had synced (powerloss.Cut: CommitLog and
+// ConsumeQueue bytes written and never fsynced become zeros; internal/powerloss/doc.go says what is and is
+// not modelled), then restarts it on that after the length. With SYNC_FLUSH nothing acknowledged may be lost;
+// with ASYNC_FLUSH the loss is counted, not failed (checker.go).
+//
 // # The history (history.go), JSON lines in the run's folder
 //
 //	sends.jsonl   SendRecord per attempt: id w<worker>-<seq> (also the message's KEYS), attempt number,
@@ -50,5 +57,34 @@
 // phantoms (read, never sent), unacknowledged but stored (counted), acknowledged but never consumed (when
 // the consumers drained), replicas whose final scans differ, and per fault the time to the first
 // acknowledgement begun after its start (the failover time for a kill of the writer) and the longest
-// time without one. Report.String ends with Report.Summary, one line: PASS or FAIL and the counts.
+// time without one. After a power loss with ASYNC_FLUSH, lost acknowledged messages and the queue offsets
+// later messages took from them (OffsetsReused) are reported, not failed. Report.String ends with
+// Report.Summary, one line: PASS or FAIL and the counts.
+//
+// # Soak (soak.go, make soak)
+//
+// Soak holds a Run for SoakConfig.Duration (1 h): the faults are drawn (every kind, one every 2 to 4 minutes,
+// 5 to 30 s long) while they fit between the warm-up (2 min) and a quiet end (2 min). RunConfig.During runs
+// beside the load until the settle time is over: the mixed workload (soak_mixed.go: the official Go client
+// sending normal, oneway, batch, delayed, transactional commit and rollback, and ordered messages in turn,
+// a concurrent and an orderly push consumer and a lite pull consumer, and mqadmin clusterList,
+// consumerProgress, and a topic created and deleted every 20 s) and the sampler (soak_sample.go), which
+// reads every server process every 30 s: RssAnon and RssFile from /proc/PID/status, go_goroutines and
+// go_memstats_heap_inuse_bytes from its /metrics (metricsExporterType=PROM on a port of its own), the
+// /proc/PID/fd entries and /proc/PID/maps lines, the ones naming a live file of its data folder counted
+// apart (a store opens and maps one more file per CommitLog or ConsumeQueue file it fills: growth by
+// design; a deleted file still open or mapped counts as a leak would).
+//
+// JudgeGrowth (soak_growth.go) splits the samples by process and pid (a restart is a new incarnation),
+// keeps those at least Warmup after its first in the role of its last (writer or follower as Cluster.Writer
+// named it when sampled: a Raft follower that became the leader serves every client, some 40 goroutines
+// more), takes the first of them as the baseline, and says a figure
+// grew when each of its Last (3) last samples exceeds the bound over the baseline: the larger of a
+// percentage and an absolute slack (DefaultGrowthBounds: RssAnon +30 % or 32 MiB, goroutines +20 % or 30,
+// fds +50, maps +40; docs/soak.md has the measured figures behind them). An incarnation without MinAfter
+// samples after its baseline is listed, not judged. The soak fails on any checker failure, on a mixed
+// check (an acknowledged message never consumed where the mode promises no loss, a rolled-back transaction
+// delivered, a delayed message read early, ordered messages out of order, a consumer that read nothing),
+// on growth, or when nothing could be judged. The run's folder keeps samples.jsonl and soak.txt, whose last
+// lines are the per-process resource table and SoakReport.Summary.
 package chaos

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
-	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/internal/powerloss"
 )
 
 // GroupConfig is what every topology needs: where the binaries are, where data and logs go, and the
@@ -27,6 +27,11 @@ type GroupConfig struct {
 	// BrokerArgs, when set, gives more arguments of broker node (e.g. the peerTls* keys with its own
 	// certificate).
 	BrokerArgs func(node string) []string
+	// PowerLoss makes every broker journal its syncs (powerloss.EnvVar), so a power-loss fault can cut its
+	// store back to them.
+	PowerLoss bool
+	// NamesrvArgs are more arguments of the name server (after the suite's own, so they override them).
+	NamesrvArgs []string
 }
 
 // group is the part of a topology every implementation shares: one name server, the brokers' nodes
@@ -37,7 +42,7 @@ type group struct {
 	namesrv *Process
 	nodes   []*Node
 	proxies []*faultnet.Proxy
-	wire    *bench.Wire
+	wire    *client.Client
 }
 
 const brokerName = "chaos"
@@ -55,16 +60,16 @@ func (g *group) startNamesrv(ctx context.Context, dirs ...string) error {
 	}
 	g.nsAddr = "127.0.0.1:" + strconv.Itoa(nsPort)
 	nsHome := filepath.Join(g.cfg.Dir, "namesrv")
-	g.namesrv = NewProcess("namesrv", filepath.Join(g.cfg.Bin, "mqnamesrv"), filepath.Join(g.cfg.Dir, "logs", "namesrv.log"),
-		"--listenPort="+strconv.Itoa(nsPort), "--metricsExporterType=DISABLE", "--logDir=", "--rocketmqHome="+nsHome,
-		"--kvConfigPath="+filepath.Join(nsHome, "kvConfig.json"))
+	args := append([]string{"--listenPort=" + strconv.Itoa(nsPort), "--metricsExporterType=DISABLE", "--logDir=",
+		"--rocketmqHome=" + nsHome, "--kvConfigPath=" + filepath.Join(nsHome, "kvConfig.json")}, g.cfg.NamesrvArgs...)
+	g.namesrv = NewProcess("namesrv", filepath.Join(g.cfg.Bin, "mqnamesrv"), filepath.Join(g.cfg.Dir, "logs", "namesrv.log"), args...)
 	if err := g.namesrv.Start(); err != nil {
 		return err
 	}
 	if err := waitListening(ctx, g.namesrv, g.nsAddr, 30*time.Second); err != nil {
 		return err
 	}
-	g.wire = bench.NewWire([]string{g.nsAddr}, 3*time.Second, g.cfg.Log)
+	g.wire = newWire(g.nsAddr, 3*time.Second, g.cfg.Log)
 	return nil
 }
 
@@ -97,9 +102,10 @@ func (g *group) proxy(name, target string) (*faultnet.Proxy, error) {
 // brokerProcess describes n's broker process: the settings every broker shares, then extra.
 func (g *group) brokerProcess(n *Node, extra ...string) *Process {
 	_, port, _ := net.SplitHostPort(n.Addr)
+	n.Store = filepath.Join(g.cfg.Dir, n.Name)
 	args := []string{"-n", n.Namesrv.Addr(), "--brokerName=" + brokerName,
 		"--brokerIP1=127.0.0.1", "--listenPort=" + port, "--metricsExporterType=DISABLE", "--logDir=", "--flushDiskType=" + g.cfg.Flush,
-		"--storePathRootDir=" + filepath.Join(g.cfg.Dir, n.Name),
+		"--storePathRootDir=" + n.Store,
 		"--mappedFileSizeCommitLog=" + strconv.FormatInt(g.cfg.FileSize, 10),
 		// a message must fit a CommitLog file with its end-of-file marker
 		"--maxMessageSize=" + strconv.FormatInt(min(4<<20, g.cfg.FileSize/2), 10)}
@@ -107,12 +113,17 @@ func (g *group) brokerProcess(n *Node, extra ...string) *Process {
 	if g.cfg.BrokerArgs != nil {
 		args = append(args, g.cfg.BrokerArgs(n.Name)...)
 	}
-	return NewProcess(n.Name, filepath.Join(g.cfg.Bin, "mqbroker"), filepath.Join(g.cfg.Dir, "logs", n.Name+".log"), args...)
+	p := NewProcess(n.Name, filepath.Join(g.cfg.Bin, "mqbroker"), filepath.Join(g.cfg.Dir, "logs", n.Name+".log"), args...)
+	if g.cfg.PowerLoss {
+		p.SetEnv(powerloss.EnvVar + "=1")
+	}
+	return p
 }
 
 func (g *group) NamesrvAddr() string { return g.nsAddr }
 func (g *group) BrokerName() string  { return brokerName }
 func (g *group) Nodes() []*Node      { return g.nodes }
+func (g *group) Namesrv() *Process   { return g.namesrv }
 
 // Restart starts n again on its data and waits until it listens.
 func (g *group) Restart(n *Node) error {
@@ -146,20 +157,20 @@ func (g *group) Close() error {
 }
 
 // waitSameOffsets polls until every follower's max offset equals the writer's in every queue (at most 2 min).
-func waitSameOffsets(ctx context.Context, w *bench.Wire, topic string, queues int, writer *Node, followers []*Node) error {
+func waitSameOffsets(ctx context.Context, w *client.Client, topic string, queues int, writer *Node, followers []*Node) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var last string
 	for {
 		same := true
 		for q := range int32(queues) {
-			want, err := w.QueueOffset(ctx, remoting.GetMaxOffset, writer.Addr, brokerName, topic, q)
+			want, err := maxOffset(ctx, w, writer.Addr, topic, q)
 			if err != nil {
 				same, last = false, err.Error()
 				break
 			}
 			for _, f := range followers {
-				got, err := w.QueueOffset(ctx, remoting.GetMaxOffset, f.Addr, brokerName, topic, q)
+				got, err := maxOffset(ctx, w, f.Addr, topic, q)
 				if err != nil || got != want {
 					same, last = false, fmt.Sprintf("queue %d: %s at %d, %s at %d (%v)", q, writer.Name, want, f.Name, got, err)
 					break

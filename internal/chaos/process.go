@@ -17,7 +17,8 @@ type Process struct {
 	Name string
 	bin  string
 	args []string
-	log  string // output file, appended to across restarts
+	env  []string // added to the suite's environment (SetEnv)
+	log  string   // output file, appended to across restarts
 
 	mu struct {
 		sync.Mutex
@@ -30,6 +31,13 @@ type Process struct {
 // NewProcess describes a process; Start runs it.
 func NewProcess(name, bin, logFile string, args ...string) *Process {
 	return &Process{Name: name, bin: bin, args: args, log: logFile}
+}
+
+// SetEnv adds "KEY=value" entries to the environment the process starts with (from its next Start).
+func (p *Process) SetEnv(kv ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.env = append(p.env, kv...)
 }
 
 // Start runs the process (again, after a kill). The process gets its own process group, so a signal to
@@ -46,6 +54,9 @@ func (p *Process) Start() error {
 	}
 	fmt.Fprintf(out, "=== chaos: start %s at %s\n", p.Name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.bin, p.args...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/rocketraft/rocketraft/internal/faultnet"
 	"github.com/rocketraft/rocketraft/protocol"
-	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // RaftGroupConfig configures a Raft group (enableDLegerCommitLog=true): one name server and Nodes brokers
@@ -116,12 +114,8 @@ func (c *RaftGroup) Info(ri *RunInfo) {
 func (c *RaftGroup) Writer(ctx context.Context) *Node {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	resp, err := c.wire.Client().Invoke(ctx, c.nsAddr, c.wire.Request(remoting.GetBrokerClusterInfo, nil, nil))
-	if err != nil || resp.Code != int32(remoting.Success) {
-		return nil
-	}
-	var ci protocol.ClusterInfo
-	if json.Unmarshal(resp.Body, &ci) != nil {
+	ci, err := c.wire.ClusterInfoAt(ctx, c.nsAddr)
+	if err != nil {
 		return nil
 	}
 	addr := ci.BrokerAddrTable[brokerName].BrokerAddrs[protocol.MasterID]

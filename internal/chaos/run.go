@@ -15,9 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
-	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // RunConfig configures a run: the cluster, the load, the schedule.
@@ -46,6 +45,12 @@ type RunConfig struct {
 	Log *slog.Logger // the suite's own log (proxies, retries)
 	// BrokerArgs, when set, gives more arguments of each broker node by name (GroupConfig.BrokerArgs).
 	BrokerArgs func(node string) []string
+	// NamesrvArgs are more arguments of the name server (GroupConfig.NamesrvArgs).
+	NamesrvArgs []string
+	// During, when set, runs beside the load (soak.go: the mixed workload and the resource sampler): from
+	// the start of the load until the last fault's settle time has passed, when its ctx ends; the run
+	// waits for it to return before stopping the producer.
+	During func(ctx context.Context, cl Cluster)
 }
 
 // DefaultRunConfig is a SYNC_MASTER + SYNC_FLUSH group under a light load with an empty schedule.
@@ -123,7 +128,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 
 // startCluster starts the topology cfg.Mode names.
 func startCluster(ctx context.Context, cfg RunConfig) (Cluster, error) {
-	gc := GroupConfig{Bin: cfg.Bin, Dir: cfg.Dir, Flush: cfg.Flush, FileSize: cfg.FileSize, Log: cfg.Log, BrokerArgs: cfg.BrokerArgs}
+	gc := GroupConfig{Bin: cfg.Bin, Dir: cfg.Dir, Flush: cfg.Flush, FileSize: cfg.FileSize, Log: cfg.Log, BrokerArgs: cfg.BrokerArgs,
+		PowerLoss:   cfg.Schedule.hasPowerLoss(),
+		NamesrvArgs: cfg.NamesrvArgs}
 	if cfg.Mode == ModeRaft {
 		return StartRaftGroup(ctx, RaftGroupConfig{GroupConfig: gc, Nodes: 3})
 	}
@@ -150,7 +157,7 @@ type runner struct {
 	info *RunInfo
 	rng  *rand.Rand // picks among followers; seeded by the schedule
 
-	wire   *bench.Wire
+	wire   *client.Client
 	sends  *recorder
 	reads  *recorder
 	faults *recorder
@@ -178,9 +185,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 		defer func(rec *recorder) { err = errors.Join(err, rec.Close()) }(*x.rec)
 	}
-	r.wire = bench.NewWire([]string{r.cl.NamesrvAddr()}, 10*time.Second, cfg.Log)
+	r.wire = newWire(r.cl.NamesrvAddr(), 10*time.Second, cfg.Log)
 	defer r.wire.Close()
-	if err := r.wire.EnsureTopic(ctx, cfg.Topic, cfg.Queues, cfg.Log); err != nil {
+	if _, err := r.wire.EnsureTopic(ctx, cfg.Topic, cfg.Queues, cfg.Log); err != nil {
 		r.errorf("create topic: %v", err)
 		return nil
 	}
@@ -195,9 +202,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 	nodes := newNodeSet(r.cl.Nodes())
 	// The producer and the consumers have clients of their own: a connection one of them drops (a failed
 	// send, a pull cut short) must not fail the other's requests in flight on it.
-	prodWire := bench.NewWire([]string{r.cl.NamesrvAddr()}, 10*time.Second, cfg.Log)
+	prodWire := newWire(r.cl.NamesrvAddr(), 10*time.Second, cfg.Log)
 	defer prodWire.Close()
-	consWire := bench.NewWire([]string{r.cl.NamesrvAddr()}, 10*time.Second, cfg.Log)
+	consWire := newWire(r.cl.NamesrvAddr(), 10*time.Second, cfg.Log)
 	defer consWire.Close()
 	prod := &producer{cfg: &r.cfg, wire: prodWire, routes: rt, nodes: nodes, sends: r.sends, log: cfg.Log}
 	cons := &consumer{cfg: &r.cfg, wire: consWire, routes: rt, nodes: nodes, reads: r.reads, log: cfg.Log,
@@ -226,6 +233,15 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	})
 	r.printf("load started: %d workers, %.0f msg/s, %d queues", cfg.Workers, cfg.Rate, cfg.Queues)
+	duringCtx, stopDuring := context.WithCancel(ctx)
+	duringDone := make(chan struct{})
+	go func() {
+		defer close(duringDone)
+		if cfg.During != nil {
+			cfg.During(duringCtx, r.cl)
+		}
+	}()
+	defer func() { stopDuring(); <-duringDone }()
 
 	if sleepCtx(ctx, cfg.Warmup) != nil {
 		return ctx.Err()
@@ -239,6 +255,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if sleepCtx(ctx, cfg.Settle) != nil {
 		return ctx.Err()
 	}
+	stopDuring()
+	<-duringDone
 	stopProd()
 	<-prodDone // its sends in flight are answered (or time out) before the followers are compared
 	r.printf("load stopped: %d acknowledged, %d read; waiting for the followers", prod.acked.Load(), cons.read.Load())
@@ -306,7 +324,7 @@ func (r *runner) drain(ctx context.Context, writer *Node, cons *consumer) bool {
 	want := make([]int64, r.cfg.Queues)
 	for q := range want {
 		var err error
-		if want[q], err = r.wire.QueueOffset(ctx, remoting.GetMaxOffset, writer.Addr, r.cl.BrokerName(), r.cfg.Topic, int32(q)); err != nil {
+		if want[q], err = maxOffset(ctx, r.wire, writer.Addr, r.cfg.Topic, int32(q)); err != nil {
 			r.errorf("drain: max offset of queue %d: %v", q, err)
 			return false
 		}
@@ -334,7 +352,7 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 	var target *Node
 	switch f.Kind {
-	case KillWriter, PauseWriter, CutClientWriter:
+	case KillWriter, PauseWriter, CutClientWriter, PowerLossWriter, PowerLossAll:
 		target = r.writer(ctx)
 	default:
 		target = r.follower(ctx)
@@ -351,6 +369,9 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 		return
 	}
 	rec.Target = target.Name
+	if f.Kind == PowerLossAll {
+		rec.Target = "all"
+	}
 	var links []*faultnet.Proxy
 	if f.Kind == PartitionRepl || f.Kind == DelayRepl || f.Kind == CutRepl || f.Kind == OneWayRepl || f.Kind == LossyRepl {
 		links = r.cl.ReplicationLinks(target)
@@ -446,6 +467,12 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 		target.Client.Blackhole()
 		_ = sleepCtx(ctx, f.For)
 		target.Client.Heal()
+	case PowerLossWriter, PowerLossFollower, PowerLossAll:
+		targets := []*Node{target}
+		if f.Kind == PowerLossAll {
+			targets = r.cl.Nodes()
+		}
+		r.powerLoss(ctx, i, f, targets, start, &rec, note)
 	}
 	rec.Healed = micros(time.Now())
 	rec.Note = strings.Join(notes, "; ")
@@ -532,7 +559,7 @@ func (r *runner) settle(ctx context.Context, n *Node) error {
 		cur := make([]int64, r.cfg.Queues)
 		for q := range cur {
 			var err error
-			if cur[q], err = r.wire.QueueOffset(ctx, remoting.GetMaxOffset, n.Addr, r.cl.BrokerName(), r.cfg.Topic, int32(q)); err != nil {
+			if cur[q], err = maxOffset(ctx, r.wire, n.Addr, r.cfg.Topic, int32(q)); err != nil {
 				return fmt.Errorf("settle %s: %w", n.Name, err)
 			}
 		}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -26,11 +27,33 @@ const (
 	// CutClientWriter blackholes the writer's client proxy (Node.Client): the producer and the consumers
 	// cannot reach the writer, while its peers and the name server still can; heal after the length.
 	CutClientWriter = "cut-client-writer"
+	// PowerLossWriter is a power loss of the writer's machine: SIGKILL, its store cut back to what it had
+	// synced (internal/powerloss, power.go); restart it on that after the length.
+	PowerLossWriter = "power-loss-writer"
+	// PowerLossFollower is a power loss of a follower's machine; restart it after the length.
+	PowerLossFollower = "power-loss-follower"
+	// PowerLossAll is a power loss of every broker's machine at once (a rack, a data centre); restart them
+	// all after the length.
+	PowerLossAll = "power-loss-all"
 )
 
 // Kinds lists every fault kind, in the order the usage text names them.
 var Kinds = []string{KillWriter, KillFollower, PauseWriter, PauseFollower, PartitionRepl, DelayRepl, CutRepl,
-	OneWayRepl, LossyRepl, CutClientWriter}
+	OneWayRepl, LossyRepl, CutClientWriter, PowerLossWriter, PowerLossFollower, PowerLossAll}
+
+// hasPowerLoss reports whether the schedule holds a power-loss fault (the brokers then journal their syncs).
+func (s Schedule) hasPowerLoss() bool {
+	return slices.ContainsFunc(s.Faults, func(f Fault) bool { return isPowerLoss(f.Kind) })
+}
+
+// powerLossLoses reports whether a power loss may take acknowledged messages under this flush type: only
+// SYNC_FLUSH promises that an acknowledged message was synced.
+func powerLossLoses(flush string) bool { return flush != "SYNC_FLUSH" }
+
+// isPowerLoss reports the power-loss kinds.
+func isPowerLoss(kind string) bool {
+	return kind == PowerLossWriter || kind == PowerLossFollower || kind == PowerLossAll
+}
 
 // Fault is one entry of a schedule.
 type Fault struct {

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -19,7 +19,7 @@ import (
 // routes keeps the broker group's id -> address table as the name server routes the topic, refreshed every
 // routeEvery, as a client's route poll would (faster: the suite measures failover, not the poll period).
 type routes struct {
-	wire  *bench.Wire
+	wire  *client.Client
 	topic string
 	group string
 	mu    sync.Mutex
@@ -77,16 +77,7 @@ func (r *routes) master() string {
 func (r *routes) readable() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a := r.addrs[protocol.MasterID]; a != "" {
-		return a
-	}
-	best := int64(-1)
-	for id := range r.addrs {
-		if best < 0 || id < best {
-			best = id
-		}
-	}
-	return r.addrs[best]
+	return client.ReadAddr(r.addrs)
 }
 
 // nodeSet maps routed broker addresses to the nodes and the proxies clients reach them through.
@@ -105,7 +96,7 @@ func newNodeSet(nodes []*Node) nodeSet {
 // records every attempt.
 type producer struct {
 	cfg    *RunConfig
-	wire   *bench.Wire
+	wire   *client.Client
 	routes *routes
 	nodes  nodeSet
 	sends  *recorder
@@ -168,11 +159,12 @@ func (p *producer) send(ctx context.Context, w int, seq int64, attempt int, id s
 	body := make([]byte, p.cfg.Size)
 	copy(body, id)
 	start := time.Now()
-	req := p.wire.Request(remoting.SendMessageV2,
-		bench.SendExt("chaos_producer", p.cfg.Topic, brokerName, queue, start, bench.MessageProps(id, "")), body)
+	req := p.wire.SendCommand(&client.Send{Group: "chaos_producer", Topic: p.cfg.Topic, BrokerName: brokerName,
+		QueueID: queue, Born: start, Properties: message.EncodeProperties(map[string]string{message.PropertyKeys: id}),
+		Body: body})
 	// A send in flight is not cut short by the end of the run: its outcome is what the checker needs.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.SendTimeout)
-	resp, err := p.wire.Client().Invoke(rctx, dial, req)
+	resp, err := p.wire.Invoke(rctx, dial, req)
 	cancel()
 	rec := SendRecord{ID: id, Worker: w, Seq: seq, Attempt: attempt, Queue: queue, Node: name,
 		Start: micros(start), End: micros(time.Now())}
@@ -181,7 +173,7 @@ func (p *producer) send(ctx context.Context, w int, seq int64, attempt int, id s
 		rec.Status, rec.Error = SendTimeout, err.Error()
 	case err != nil:
 		rec.Status, rec.Error = SendFailed, err.Error()
-		p.wire.Client().CloseAddr(dial) // a fresh connection next time
+		p.wire.CloseAddr(dial) // a fresh connection next time
 	case resp.Code != int32(remoting.Success):
 		rec.Status, rec.Code = SendRejected, resp.Code
 		rec.Error = fmt.Sprintf("%s %s", remoting.ResponseCode(resp.Code), resp.Remark)
@@ -198,7 +190,7 @@ func (p *producer) send(ctx context.Context, w int, seq int64, attempt int, id s
 // message read.
 type consumer struct {
 	cfg    *RunConfig
-	wire   *bench.Wire
+	wire   *client.Client
 	routes *routes
 	nodes  nodeSet
 	reads  *recorder
@@ -246,7 +238,7 @@ func (c *consumer) queue(ctx context.Context, q int32) {
 
 // pullOnce pulls queue q from offset at addr (through the node's client proxy when it has one), held up to
 // suspend when there is nothing new, records what it read under phase, and returns the offset to go on from.
-func pullOnce(ctx context.Context, w *bench.Wire, nodes nodeSet, addr, topic string, q int32, offset int64,
+func pullOnce(ctx context.Context, w *client.Client, nodes nodeSet, addr, topic string, q int32, offset int64,
 	suspend time.Duration, phase string, fault int, reads *recorder, count *atomic.Int64) (int64, error) {
 	node := nodes[addr]
 	dial, name := addr, addr
@@ -256,61 +248,74 @@ func pullOnce(ctx context.Context, w *bench.Wire, nodes nodeSet, addr, topic str
 	if node != nil {
 		name = node.Name
 	}
-	req := w.Request(remoting.PullMessage, bench.PullExt("chaos_consumer", topic, brokerName, q, offset, 32, suspend, false), nil)
+	req := w.PullCommand(&client.Pull{Group: "chaos_consumer", Topic: topic, BrokerName: brokerName, QueueID: q,
+		Offset: offset, MaxNums: 32, LongPoll: true, Suspend: suspend, CommitOffset: offset})
 	rctx, cancel := context.WithTimeout(ctx, suspend+3*time.Second)
-	resp, err := w.Client().Invoke(rctx, dial, req)
+	resp, err := w.Invoke(rctx, dial, req)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
-			w.Client().CloseAddr(dial) // a fresh connection next time (not when the consumer is being stopped)
+			w.CloseAddr(dial) // a fresh connection next time (not when the consumer is being stopped)
 		}
 		return offset, err
 	}
-	nextBegin, nerr := resp.ExtInt64("nextBeginOffset")
-	switch remoting.ResponseCode(resp.Code) {
-	case remoting.Success:
-		now := micros(time.Now())
-		qoff := offset
-		for at := 0; at < len(resp.Body); {
-			m, err := message.DecodeMessage(resp.Body[at:], true)
-			if err != nil || m.StoreSize <= 0 {
-				return offset, fmt.Errorf("decode record at byte %d of a pull of queue %d: %v", at, q, err)
-			}
-			qoff = m.QueueOffset
-			id := message.ParseProperties(m.Properties)[message.PropertyKeys]
-			reads.add(ReadRecord{Time: now, Phase: phase, Fault: fault, Node: name, Queue: q, Offset: m.QueueOffset, ID: id})
-			if count != nil {
-				count.Add(1)
-			}
-			at += int(m.StoreSize)
-		}
-		if nerr != nil {
-			return qoff + 1, nil
-		}
-		return nextBegin, nil
-	case remoting.PullNotFound, remoting.PullRetryImmediately, remoting.PullOffsetMoved:
-		if nerr != nil {
+	res, err := client.ParsePull(name, resp)
+	if res == nil {
+		return offset, fmt.Errorf("pull queue %d at %d: %w", q, offset, err)
+	}
+	if res.Status != client.PullFound {
+		if res.NextBegin < 0 {
 			return offset, nil
 		}
-		return nextBegin, nil
-	default:
-		return offset, fmt.Errorf("pull queue %d at %d from %s: %s (%d) %s", q, offset, name,
-			remoting.ResponseCode(resp.Code), resp.Code, resp.Remark)
+		return res.NextBegin, nil
 	}
+	if err != nil {
+		return offset, fmt.Errorf("decode a pull of queue %d: %w", q, err)
+	}
+	now := micros(time.Now())
+	qoff := offset
+	for _, m := range res.Msgs {
+		qoff = m.QueueOffset
+		id := message.ParseProperties(m.Properties)[message.PropertyKeys]
+		reads.add(ReadRecord{Time: now, Phase: phase, Fault: fault, Node: name, Queue: q, Offset: m.QueueOffset, ID: id})
+		if count != nil {
+			count.Add(1)
+		}
+	}
+	if res.NextBegin < 0 {
+		return qoff + 1, nil
+	}
+	return res.NextBegin, nil
+}
+
+// newWire is a client of the name server at ns, with binary request headers.
+func newWire(ns string, timeout time.Duration, log *slog.Logger) *client.Client {
+	return client.New(client.Config{Namesrvs: []string{ns}, Timeout: timeout, Serialize: remoting.SerializeRocketMQ,
+		Log: log.With("component", "chaos-client")})
+}
+
+// queueAt is queue q of topic on the chaos broker group, at addr.
+func queueAt(addr, topic string, q int32) client.Queue {
+	return client.Queue{MessageQueue: protocol.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: q}, Addr: addr}
+}
+
+// maxOffset asks the node at addr for the max offset of queue q of topic.
+func maxOffset(ctx context.Context, w *client.Client, addr, topic string, q int32) (int64, error) {
+	return w.QueueOffset(ctx, remoting.GetMaxOffset, queueAt(addr, topic, q), 0)
 }
 
 // scan reads every queue of topic on node from its min offset to the max offset it reports now, recording
 // each message under phase (the final reads, the reads of a slave while its master is down). It talks to
 // the node directly, not through its client proxy.
-func scan(ctx context.Context, w *bench.Wire, node *Node, topic string, queues int, phase string, fault int, reads *recorder) (int64, error) {
+func scan(ctx context.Context, w *client.Client, node *Node, topic string, queues int, phase string, fault int, reads *recorder) (int64, error) {
 	var n atomic.Int64
 	nodes := nodeSet{node.Addr: node}
 	for q := range int32(queues) {
-		from, err := w.QueueOffset(ctx, remoting.GetMinOffset, node.Addr, brokerName, topic, q)
+		from, err := w.QueueOffset(ctx, remoting.GetMinOffset, queueAt(node.Addr, topic, q), 0)
 		if err != nil {
 			return n.Load(), fmt.Errorf("scan %s: %w", node.Name, err)
 		}
-		to, err := w.QueueOffset(ctx, remoting.GetMaxOffset, node.Addr, brokerName, topic, q)
+		to, err := maxOffset(ctx, w, node.Addr, topic, q)
 		if err != nil {
 			return n.Load(), fmt.Errorf("scan %s: %w", node.Name, err)
 		}

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/client"
+
 	"github.com/rocketraft/rocketraft/internal/freeport"
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/namesrv"
-	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // Options describe a cluster. The zero value is one name server and one broker with test-sized files.
@@ -52,7 +53,7 @@ type Cluster struct {
 	nsrvs   []*namesrv.Server
 	brokers []*broker.Broker
 	configs []broker.Config
-	client  *remoting.Client // the harness's own view of the name servers
+	client  *client.Client // the harness's own view of the name servers
 }
 
 // Start starts the cluster and registers its shutdown with t.Cleanup. It returns once every broker is
@@ -66,8 +67,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 		opts.Brokers = 1
 	}
 	c := &Cluster{t: t, log: TestLogger(t, opts.LogLevel)}
-	c.client = remoting.NewClient(remoting.ClientConfig{DialTimeout: time.Second, TLS: opts.ClientTLS},
-		c.log.With("component", "cluster-client"))
+	c.client = client.New(client.Config{Timeout: 2 * time.Second, TLS: opts.ClientTLS,
+		Log: c.log.With("component", "cluster-client")})
 	// A TempDir made before Cleanup(c.Stop) is removed after it: brokers stop before their folders go.
 	_ = t.TempDir()
 	t.Cleanup(c.Stop)

@@ -2,12 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/rocketraft/rocketraft/protocol"
-	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // hasAddr reports whether addr is an address of any broker of ci.
@@ -32,25 +28,10 @@ func hasBroker(r *protocol.TopicRouteData, name string) bool {
 	return false
 }
 
-func (c *Cluster) invoke(addr string, code remoting.RequestCode, ext map[string]string, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	resp, err := c.client.Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))
-	if err != nil {
-		return err
-	}
-	if resp.Code != int32(remoting.Success) {
-		return fmt.Errorf("%s: code %d %s", code, resp.Code, resp.Remark)
-	}
-	return json.Unmarshal(resp.Body, out)
-}
-
 func (c *Cluster) clusterInfo(ns string) (*protocol.ClusterInfo, error) {
-	var ci protocol.ClusterInfo
-	return &ci, c.invoke(ns, remoting.GetBrokerClusterInfo, nil, &ci)
+	return c.client.ClusterInfoAt(context.Background(), ns)
 }
 
 func (c *Cluster) topicRoute(ns, topic string) (*protocol.TopicRouteData, error) {
-	var r protocol.TopicRouteData
-	return &r, c.invoke(ns, remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, &r)
+	return c.client.RouteAt(context.Background(), ns, topic)
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/logging"
+	"github.com/rocketraft/rocketraft/internal/powerloss"
 )
 
 const brokerUsage = `usage: mqbroker [-c FILE] [-n NAMESRV_ADDR] [-p] [--key=value ...]
@@ -21,7 +23,8 @@ const brokerUsage = `usage: mqbroker [-c FILE] [-n NAMESRV_ADDR] [-p] [--key=val
             --metricsExporterType=PROM (Prometheus /metrics on 5557) --logDir=DIR --logLevel=DEBUG
   --cpuprofile=FILE  write a CPU profile (go tool pprof) from start to shutdown
 Environment: NAMESRV_ADDR (name servers unless -n or namesrvAddr), ROCKETMQ_HOME (rocketmqHome: conf/
-plain_acl.yml lives there; default $HOME). Data: storePathRootDir ($HOME/store). Logs: logDir
+plain_acl.yml lives there; default $HOME), ROCKETRAFT_POWERLOSS_JOURNAL (tests only: journal syncs to
+storePathRootDir/powerloss.journal for the chaos suite's power-loss faults). Data: storePathRootDir ($HOME/store). Logs: logDir
 ($HOME/logs/rocketmqlogs: broker.log, store.log, remoting.log, stats.log). SIGHUP re-reads logLevel.
 `
 
@@ -53,7 +56,20 @@ func RunBroker(argv []string, stdout, stderr io.Writer) int {
 		}
 		defer stop(log)
 	}
-	b, err := broker.New(cfg, broker.Options{Logger: log, SetLogLevel: logs.SetLevel})
+	opts := broker.Options{Logger: log, SetLogLevel: logs.SetLevel}
+	if powerloss.Enabled() {
+		// The chaos suite's power-loss faults cut the store back to what this journal says
+		// was synced (internal/powerloss); nothing else sets it.
+		j, err := powerloss.Open(cfg.StorePathRootDir)
+		if err != nil {
+			fmt.Fprintf(stderr, "mqbroker: %s: %v\n", powerloss.EnvVar, err)
+			return 1
+		}
+		defer j.Close()
+		opts.SyncObserver = j
+		log.Warn("journaling syncs for power-loss tests", "env", powerloss.EnvVar, "journal", filepath.Join(cfg.StorePathRootDir, powerloss.FileName))
+	}
+	b, err := broker.New(cfg, opts)
 	if err != nil {
 		log.Error("start-up failed", "err", err)
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)

@@ -47,6 +47,22 @@ func (s *Server) routes(assets fs.FS) http.Handler {
 	api.Handle("GET /api/messages", s.api(s.getMessages))
 	api.Handle("GET /api/messages/{id}", s.api(s.getMessage))
 	api.Handle("GET /api/producers", s.api(s.getProducers))
+	api.Handle("GET /api/messages/{id}/trace", s.api(s.getTrace))
+	api.Handle("POST /api/messages/{id}/consume", s.admin(s.postConsume))
+	api.Handle("POST /api/topics/{topic}/send", s.admin(s.postSend))
+	api.Handle("GET /api/dlq", s.api(s.getDLQ))
+	api.HandleFunc("GET /api/dlq/export", s.getDLQExport)
+	api.Handle("POST /api/dlq/resend", s.admin(s.postDLQResend))
+	api.Handle("GET /api/subgroups", s.api(s.getSubGroups))
+	api.Handle("POST /api/subgroups", s.admin(s.postSubGroup))
+	api.Handle("DELETE /api/subgroups/{group}", s.admin(s.deleteSubGroup))
+	api.Handle("GET /api/groups/{group}/clients/{clientId}", s.api(s.getRunningInfo))
+	api.Handle("GET /api/brokers/{addr}/config", s.api(s.getBrokerConfig))
+	api.Handle("GET /api/tps/topics", s.api(s.getTopicTPS))
+	api.Handle("GET /api/acl", s.admin(s.getACL))
+	api.Handle("POST /api/acl/accounts", s.admin(s.postACLAccount))
+	api.Handle("DELETE /api/acl/accounts/{accessKey}", s.admin(s.deleteACLAccount))
+	api.Handle("POST /api/acl/whiteaddrs", s.admin(s.postWhiteAddrs))
 	api.Handle("/api/", s.api(func(r *http.Request) (any, error) {
 		return nil, &apiError{status: http.StatusNotFound, msg: fmt.Sprintf("no API %s %s", r.Method, r.URL.Path)}
 	}))
@@ -284,10 +300,12 @@ type historyBody struct {
 	WindowMs   int64       `json:"windowMs"`
 	TPS        []TPSSeries `json:"tps"`
 	Lag        []LagSeries `json:"lag"`
+	// Topics are the busiest topics' TPS, sampled while a cluster page shows them (GET /api/tps/topics).
+	Topics []TopicTPSSeries `json:"topics"`
 }
 
 func (s *Server) getHistory(r *http.Request) (any, error) {
 	tps, lag := s.hist.snapshot(strings.TrimSpace(r.URL.Query().Get("group")))
 	return historyBody{Now: time.Now().UnixMilli(), IntervalMs: s.cfg.SampleInterval.Milliseconds(),
-		WindowMs: s.cfg.History.Milliseconds(), TPS: tps, Lag: lag}, nil
+		WindowMs: s.cfg.History.Milliseconds(), TPS: tps, Lag: lag, Topics: s.hist.topicSnapshot()}, nil
 }

@@ -72,11 +72,16 @@ func (s *Server) getMessages(r *http.Request) (any, error) {
 	}
 	body := messagesBody{Messages: make([]messageRow, 0, len(msgs))}
 	for _, m := range msgs {
-		body.Messages = append(body.Messages, messageRow{MsgID: m.MsgID, OffsetMsgID: m.OffsetMsgID, Topic: m.Topic,
-			Tags: m.Tags, Keys: m.Keys, QueueID: m.QueueID, QueueOffset: m.QueueOffset, StoreTimestamp: m.StoreTimestamp,
-			StoreHost: m.StoreHost, BodySize: len(m.Body), Preview: m.Body[:min(len(m.Body), previewBytes)]})
+		body.Messages = append(body.Messages, rowOf(m))
 	}
 	return body, nil
+}
+
+// rowOf is a message as a list shows it.
+func rowOf(m Message) messageRow {
+	return messageRow{MsgID: m.MsgID, OffsetMsgID: m.OffsetMsgID, Topic: m.Topic, Tags: m.Tags, Keys: m.Keys,
+		QueueID: m.QueueID, QueueOffset: m.QueueOffset, StoreTimestamp: m.StoreTimestamp, StoreHost: m.StoreHost,
+		BodySize: len(m.Body), Preview: m.Body[:min(len(m.Body), previewBytes)]}
 }
 
 // getMessage is GET /api/messages/{id}[?topic=T]: one message in full, with its trace.

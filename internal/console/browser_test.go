@@ -483,12 +483,18 @@ func TestBrowserConsole(t *testing.T) {
 // client id. The consuming itself is consume's.
 func startMember(t *testing.T, addr, group, topic string) string {
 	t.Helper()
+	return startMemberReporting(t, addr, group, topic, `{"properties":{},"statusTable":{},"subscriptionSet":[],"mqTable":{},"jstack":""}`)
+}
+
+// startMemberReporting is startMember answering GET_CONSUMER_RUNNING_INFO with report.
+func startMemberReporting(t *testing.T, addr, group, topic, report string) string {
+	t.Helper()
 	clientID := "127.0.0.1@browser-test-member"
 	rc := remoting.NewClient(remoting.ClientConfig{}, cluster.TestLogger(t, slog.LevelWarn))
 	t.Cleanup(func() { _ = rc.Close() })
 	rc.RegisterHandler(remoting.GetConsumerRunningInfo, func(*remoting.Command) *remoting.Command {
 		resp := remoting.NewResponse(remoting.Success, "")
-		resp.Body = []byte(`{"properties":{},"statusTable":{},"subscriptionSet":[],"mqTable":{},"jstack":""}`)
+		resp.Body = []byte(report)
 		return resp
 	})
 	body := fmt.Sprintf(`{"clientID":%q,"producerDataSet":[],"consumerDataSet":[{"groupName":%q,`+
@@ -531,12 +537,9 @@ const aclFile = `accounts:
     defaultGroupPerm: SUB
 `
 
-// TestBrowserACL: with ACL on, the console reads with its own account (a reader: mqadmin console's
-// --accessKey/--secretKey), and a change from the page needs the person's admin account: without one the page
-// asks for it (401), with a reader's the broker's refusal shows (403), with an admin's the topic is created,
-// updated and deleted.
-func TestBrowserACL(t *testing.T) {
-	t.Parallel() // each has its own cluster and tab; most of their time is waiting on pages
+// startACLCluster starts a cluster whose brokers have ACL on with aclFile.
+func startACLCluster(t *testing.T) *cluster.Cluster {
+	t.Helper()
 	aclPath := filepath.Join(t.TempDir(), "plain_acl.yml")
 	if err := os.WriteFile(aclPath, []byte(aclFile), 0o600); err != nil {
 		t.Fatal(err)
@@ -545,6 +548,16 @@ func TestBrowserACL(t *testing.T) {
 		cfg.ACL.AclEnable, cfg.ACL.AclFile = true, aclPath
 		cfg.ACL.AccessKey, cfg.ACL.SecretKey = "rocketmqAdmin", "adminSecret123" // signs what the broker sends
 	}})
+	return c
+}
+
+// TestBrowserACL: with ACL on, the console reads with its own account (a reader: mqadmin console's
+// --accessKey/--secretKey), and a change from the page needs the person's admin account: without one the page
+// asks for it (401), with a reader's the broker's refusal shows (403), with an admin's the topic is created,
+// updated and deleted.
+func TestBrowserACL(t *testing.T) {
+	t.Parallel() // each has its own cluster and tab; most of their time is waiting on pages
+	c := startACLCluster(t)
 	srv := startConsole(t, c, remoting.Credentials{AccessKey: "rocketmqReader", SecretKey: "readerSecret12"})
 	b := newBrowser(t, srv.Addr())
 

@@ -30,6 +30,32 @@
 //	                                          message's queue against the message's queue offset
 //	GET    /api/producers?group=G&topic=T     producers of a group connected to the topic's brokers
 //
+// The operations pages (api_ops.go; their types in source_ops.go):
+//
+//	GET    /api/messages/{id}/trace[?traceTopic=T]    a message's trace records (clients with tracing on send
+//	                                          them to the trace topic, the brokers' msgTraceTopicName), by unique id
+//	POST   /api/messages/{id}/consume         {"topic","group","clientId"}: CONSUME_MESSAGE_DIRECTLY   change
+//	POST   /api/topics/{topic}/send           {"tags","keys","body"}: a test message                    change
+//	GET    /api/dlq?group=G[&begin&end&max]   the group's dead letters (%DLQ%G) by store time (default: a day)
+//	GET    /api/dlq/export?group=G[...]       the same in full, as a JSON file download
+//	POST   /api/dlq/resend                    {"group","ids":[offset ids]}: copies to the original topic change
+//	GET    /api/subgroups                     every master's subscription groups
+//	POST   /api/subgroups                     {"cluster","config":SubscriptionGroupConfig}              change
+//	DELETE /api/subgroups/{group}?cluster=C   the group's config and offsets                           change
+//	GET    /api/groups/{group}/clients/{id}   a consumer's own report (GET_CONSUMER_RUNNING_INFO)
+//	GET    /api/brokers/{addr}/config         a broker's config (GET_BROKER_CONFIG)
+//	GET    /api/tps/topics                    each topic's TPS in and out over the last minute (statsAll's figures;
+//	                                          asked of the cluster at most every five sample intervals)
+//
+// The ACL accounts page (api_acl.go). The brokers answer their ACL file to admin accounts only, so the read
+// too goes the way of a change (request header, signed with the person's account); secret keys are blanked
+// before the answer:
+//
+//	GET    /api/acl                           each master's accounts and global white addresses     signed
+//	POST   /api/acl/accounts                  {"cluster","account":PlainAccessConfig} (no secret: kept) change
+//	DELETE /api/acl/accounts/{ak}?cluster=C   remove an account                                        change
+//	POST   /api/acl/whiteaddrs                {"cluster","addrs":[...]}                                change
+//
 // Answers are JSON; a failure is {"error": "..."} with 400 (a bad parameter, named), 401 (an admin account is
 // needed: "needAccount": true), 403 (a broker refused the account), 404, 502 (a server failed) or 504.
 // Message bodies travel in base64 and the pages show them as text or hex.
@@ -75,13 +101,16 @@
 //
 // assets/ holds plain ES modules, no build step: app.js (router on location.hash, admin account),
 // dom.js (nodes are built with el(), so data is always text, never HTML), chart.js (SVG line charts),
-// page_*.js. The Content-Security-Policy allows only the console's own scripts and styles. Pages with
+// page_*.js (page_dlq.js dead letters, page_subgroups.js subscription groups, page_acl.js ACL accounts; a consumer's running info is
+// in page_groups.js, a broker's config and the topics' TPS in page_cluster.js, the trace and consume directly
+// on a message's page). The Content-Security-Policy allows only the console's own scripts and styles. Pages with
 // figures (cluster, groups, a group) refresh themselves every sample interval.
 //
 // # Sampling
 //
 // Every SampleInterval the sampler asks the Source for the brokers and the groups, records TPS in/out per
-// broker and total lag per group, and drops what is older than History. A group whose page was opened is
+// broker and total lag per group, and drops what is older than History. While a cluster page has asked for
+// the topics' TPS within History, every fifth sample takes it too (the busiest topics are plotted). A group whose page was opened is
 // sampled for the next History even if the group list does not show it (no retry topic yet). The last
 // answers also serve the cluster and group lists when they are at most two intervals old, so pages that
 // refresh themselves cost the cluster nothing extra.
@@ -100,7 +129,12 @@
 // in-process cluster with traffic, through internal/admin's Source: every page, a topic created, updated and
 // deleted from the pages, messages by key, id and time, a group's lag reset from its page and falling as it
 // consumes, and the refusals under ACL; browser_login_test.go logs in, is refused without a session, and
-// has a page of another origin post forms to the console, refused. They save screenshots in $CONSOLE_SCREENSHOTS/<test name>/ (default:
+// has a page of another origin post forms to the console, refused; browser_ops_test.go shows a message the
+// official Go client sent and consumed with tracing on with its trace, consumes it again directly, lists,
+// views, exports and resends dead letters (consumed again), creates, updates and deletes a subscription
+// group, shows a broker's config, sends a test message from the topic page, the topic's TPS, and a
+// consumer's running info (a stand-in client's full report, and the official Go client's own); browser_acl_test.go edits ACL accounts from the page and checks what a client
+// signed with the account may then do. They save screenshots in $CONSOLE_SCREENSHOTS/<test name>/ (default:
 // the test's temp folder).
 //
 // # Lifecycle

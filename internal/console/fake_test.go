@@ -179,8 +179,14 @@ type fakeAdmin struct {
 	specs   []TopicSpec
 	deleted []string // topic@cluster
 	resets  []string // group topic timestamp
-	err     error
-	closed  bool
+	// The operations pages' changes (fake_ops_test.go).
+	subgroups []string
+	sent      []TestMessage
+	resent    []string // topic id
+	direct    []string // topic id group client
+	acl       []string
+	err       error
+	closed    bool
 }
 
 func (a *fakeAdmin) UpdateTopic(_ context.Context, spec TopicSpec) ([]string, error) {

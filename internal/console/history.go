@@ -34,22 +34,70 @@ type LagSeries struct {
 	Points []LagPoint `json:"points"`
 }
 
-// history keeps the samples of the last window in memory: throughput by broker address, lag by group. A
-// series whose newest point left the window is dropped. Safe for concurrent use.
+// TopicTPSSeries is a topic's throughput (its one-minute rate) over the history window.
+type TopicTPSSeries struct {
+	Topic  string     `json:"topic"`
+	Points []TPSPoint `json:"points"`
+}
+
+// topicSeriesShown is how many topic series the history answers: the busiest.
+const topicSeriesShown = 8
+
+// history keeps the samples of the last window in memory: throughput by broker address and by topic, lag by
+// group. A series whose newest point left the window is dropped. Safe for concurrent use.
 type history struct {
 	window time.Duration
 	mu     struct {
 		sync.Mutex
-		tps map[string]*TPSSeries // by broker address
-		lag map[string]*LagSeries // by group
+		tps    map[string]*TPSSeries      // by broker address
+		topics map[string]*TopicTPSSeries // by topic
+		lag    map[string]*LagSeries      // by group
 	}
 }
 
 func newHistory(window time.Duration) *history {
 	h := &history{window: window}
 	h.mu.tps = map[string]*TPSSeries{}
+	h.mu.topics = map[string]*TopicTPSSeries{}
 	h.mu.lag = map[string]*LagSeries{}
 	return h
+}
+
+// addTopicTPS records the throughput of each topic.
+func (h *history) addTopicTPS(now time.Time, topics []TopicTPS) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range topics {
+		s := h.mu.topics[t.Topic]
+		if s == nil {
+			s = &TopicTPSSeries{Topic: t.Topic}
+			h.mu.topics[t.Topic] = s
+		}
+		s.Points = append(s.Points, TPSPoint{T: now.UnixMilli(), In: t.InTPS, Out: t.OutTPS})
+	}
+	h.trimLocked(now)
+}
+
+// topicSnapshot copies the series of the topicSeriesShown topics with the highest rate in the window (in
+// plus out), busiest first.
+func (h *history) topicSnapshot() []TopicTPSSeries {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]TopicTPSSeries, 0, len(h.mu.topics))
+	peak := map[string]float64{}
+	for name, s := range h.mu.topics {
+		for _, p := range s.Points {
+			peak[name] = max(peak[name], p.In+p.Out)
+		}
+		out = append(out, TopicTPSSeries{Topic: name, Points: append([]TPSPoint(nil), s.Points...)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if peak[out[i].Topic] != peak[out[j].Topic] {
+			return peak[out[i].Topic] > peak[out[j].Topic]
+		}
+		return out[i].Topic < out[j].Topic
+	})
+	return out[:min(len(out), topicSeriesShown)]
 }
 
 // addTPS records the throughput of every broker that answered.
@@ -97,6 +145,11 @@ func (h *history) trimLocked(now time.Time) {
 	for k, s := range h.mu.lag {
 		if s.Points = since(s.Points, oldest, func(p LagPoint) int64 { return p.T }); len(s.Points) == 0 {
 			delete(h.mu.lag, k)
+		}
+	}
+	for k, s := range h.mu.topics {
+		if s.Points = since(s.Points, oldest, func(p TPSPoint) int64 { return p.T }); len(s.Points) == 0 {
+			delete(h.mu.topics, k)
 		}
 	}
 }

@@ -9,7 +9,8 @@ import (
 
 // sampler asks the source for the brokers' figures and the groups' lag every interval, feeds the history
 // and keeps the last answers for the pages (so a page that refreshes itself costs no request to the
-// cluster). Groups whose page was opened within the window are sampled too, even without a retry topic.
+// cluster). Groups whose page was opened within the window are sampled too, even without a retry topic;
+// the topics' TPS every fifth interval while a page asked for it within the window.
 type sampler struct {
 	src      Source
 	log      *slog.Logger
@@ -18,9 +19,12 @@ type sampler struct {
 
 	brokerCache cache[[]Broker]
 	groupCache  cache[[]GroupSummary]
+	topicCache  cache[[]TopicTPS] // filled on demand only (a request per topic and broker)
 	mu          struct {
 		sync.Mutex
-		watched map[string]time.Time // group -> when its page last asked
+		watched       map[string]time.Time // group -> when its page last asked
+		topicsWatched time.Time            // when a page last asked for the topics' TPS
+		ticks         int                  // samples taken
 	}
 }
 
@@ -70,6 +74,23 @@ func (s *sampler) sample(ctx context.Context, now time.Time) {
 		}
 	}
 	s.hist.addLag(now, lags)
+	if s.topicsDue(now) {
+		// Through the cache: a page's request within the five intervals is the sample.
+		if topics, err := s.topicCache.get(ctx, 5*s.interval, s.src.TopicTPS); err != nil {
+			s.log.Warn("console: sample topics", "err", err)
+		} else {
+			s.hist.addTopicTPS(now, topics)
+		}
+	}
+}
+
+// topicsDue reports whether this sample takes the topics' TPS too: every fifth sample while a page asked
+// for them within the window (they cost a request per topic, broker and consuming group).
+func (s *sampler) topicsDue(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.ticks++
+	return s.mu.ticks%5 == 1 && !s.mu.topicsWatched.IsZero() && now.Sub(s.mu.topicsWatched) <= s.hist.window
 }
 
 // watch asks for group's lag to be sampled for the next window.
@@ -134,4 +155,14 @@ func (s *sampler) brokers(ctx context.Context) ([]Broker, error) {
 // groups is the last sample of the groups, as brokers.
 func (s *sampler) groups(ctx context.Context) ([]GroupSummary, error) {
 	return s.groupCache.get(ctx, 2*s.interval, s.src.Groups)
+}
+
+// topicTPS is the topics' throughput, asked of the cluster at most once every five intervals: it costs a
+// request per topic, broker and consuming group, and is a one-minute rate anyway.
+// Asking has the sampler follow the topics' TPS for the next window.
+func (s *sampler) topicTPS(ctx context.Context) ([]TopicTPS, error) {
+	s.mu.Lock()
+	s.mu.topicsWatched = time.Now()
+	s.mu.Unlock()
+	return s.topicCache.get(ctx, 5*s.interval, s.src.TopicTPS)
 }

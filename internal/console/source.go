@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -45,6 +46,17 @@ type Source interface {
 	MessagesByTime(ctx context.Context, topic string, begin, end int64, max int) ([]Message, error)
 	// Message finds one message by its offset id, or (with topic) by its unique id, with its Trace.
 	Message(ctx context.Context, topic, id string) (*Message, error)
+	// MessageTrace is the trace records of message msgID (its unique id) in traceTopic, oldest first.
+	MessageTrace(ctx context.Context, traceTopic, msgID string) ([]TraceRecord, error)
+	// SubscriptionGroups lists the subscription groups of every master, by broker.
+	SubscriptionGroups(ctx context.Context) ([]SubscriptionGroup, error)
+	// RunningInfo is what client clientID of group reports of itself. A client that does not answer, or
+	// answers without a report, is an error naming it.
+	RunningInfo(ctx context.Context, group, clientID string) (*RunningInfo, error)
+	// BrokerConfig is the config of the broker at addr (GET_BROKER_CONFIG), key by key.
+	BrokerConfig(ctx context.Context, addr string) (map[string]string, error)
+	// TopicTPS is the throughput of every topic but the system, retry and dead-letter ones, busiest first.
+	TopicTPS(ctx context.Context) ([]TopicTPS, error)
 	// Admin returns the administrative actions signed with creds; zero credentials sign with the source's
 	// own account (or not at all when it has none). The caller closes it.
 	Admin(creds remoting.Credentials) Admin
@@ -60,6 +72,31 @@ type Admin interface {
 	// ResetOffset moves group's offsets on topic to the first message stored at or after timestamp (ms;
 	// -1 is the end of each queue) and returns the new offsets.
 	ResetOffset(ctx context.Context, group, topic string, timestamp int64) ([]QueueOffset, error)
+	// UpdateSubscriptionGroup creates or updates a subscription group on the masters of cluster; it returns
+	// their addresses.
+	UpdateSubscriptionGroup(ctx context.Context, cluster string, cfg protocol.SubscriptionGroupConfig) ([]string, error)
+	// DeleteSubscriptionGroup deletes a subscription group from the masters of cluster (its offsets too).
+	DeleteSubscriptionGroup(ctx context.Context, cluster, group string) ([]string, error)
+	// SendMessage sends a message to a writable queue of its topic.
+	SendMessage(ctx context.Context, m TestMessage) (*SendResult, error)
+	// ResendMessages sends each message of topic named by its offset id again, to the topic it was first
+	// sent to (a dead-letter or retry copy's RETRY_TOPIC), with its body, tags, keys and user properties and
+	// a new unique id. It answers one Resent per id, failures included.
+	ResendMessages(ctx context.Context, topic string, ids []string) ([]Resent, error)
+	// ConsumeDirectly has client clientID of group consume the message (offset id, or unique id with its
+	// topic) now, whatever its offsets (CONSUME_MESSAGE_DIRECTLY).
+	ConsumeDirectly(ctx context.Context, topic, id, group, clientID string) (*DirectResult, error)
+	// ACLConfigs reads the ACL file of every master (GET_BROKER_CLUSTER_ACL_CONFIG: the brokers answer admin
+	// accounts only, so it is signed with the person's account). A broker that refuses or fails is listed
+	// with Error set; the error is for the name servers.
+	ACLConfigs(ctx context.Context) ([]BrokerACL, error)
+	// UpdateACLAccount creates or replaces an account in the ACL file of every master of cluster: every field
+	// is set as given, but an empty SecretKey keeps the account's secret (a new account needs one).
+	UpdateACLAccount(ctx context.Context, cluster string, a protocol.PlainAccessConfig) ([]string, error)
+	// DeleteACLAccount removes an account from the ACL file of every master of cluster.
+	DeleteACLAccount(ctx context.Context, cluster, accessKey string) ([]string, error)
+	// UpdateGlobalWhiteAddrs sets the global white addresses of the ACL file of every master of cluster.
+	UpdateGlobalWhiteAddrs(ctx context.Context, cluster string, addrs []string) ([]string, error)
 	// Close releases the connections made for the credentials.
 	Close() error
 }

@@ -21,7 +21,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/client"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -74,11 +75,11 @@ func run(argv []string, stdout, stderr io.Writer) int {
 // probe retries a send, then a pull of what it sent, until both are answered SUCCESS or timeout passes
 // (counted from start); ServeSec stays 0 when they were not.
 func probe(addr, brokerName, topic string, queue int32, start time.Time, timeout, every time.Duration) *result {
-	rc := remoting.NewClient(remoting.ClientConfig{DialTimeout: time.Second}, nil)
-	defer rc.Close()
+	c := client.New(client.Config{Timeout: time.Second})
+	defer c.Close()
 	r := &result{Addr: addr}
 	deadline := start.Add(timeout)
-	call := func(code remoting.RequestCode, ext map[string]string, body []byte) (*remoting.Command, error) {
+	call := func(req *remoting.Command) (*remoting.Command, error) {
 		r.Attempts++
 		d := time.Now().Add(5 * time.Second)
 		if deadline.Before(d) {
@@ -86,9 +87,9 @@ func probe(addr, brokerName, topic string, queue int32, start time.Time, timeout
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), d)
 		defer cancel()
-		resp, err := rc.Invoke(ctx, addr, remoting.NewRequest(code, ext, body))
-		if err == nil && resp.Code != int32(remoting.Success) {
-			err = fmt.Errorf("%s: %s (%d) %s", code, remoting.ResponseCode(resp.Code), resp.Code, resp.Remark)
+		resp, err := c.Invoke(ctx, addr, req)
+		if err == nil {
+			err = client.AnswerError(remoting.RequestCode(req.Code), addr, resp)
 		}
 		return resp, err
 	}
@@ -98,9 +99,9 @@ func probe(addr, brokerName, topic string, queue int32, start time.Time, timeout
 		if offset < 0 {
 			var resp *remoting.Command
 			now := time.Now()
-			resp, err = call(remoting.SendMessageV2,
-				bench.SendExt("brokerprobe", topic, brokerName, queue, now, bench.MessageProps("", "probe"+strconv.FormatInt(now.UnixNano(), 10))),
-				[]byte("probe"))
+			resp, err = call(c.SendCommand(&client.Send{Group: "brokerprobe", Topic: topic, BrokerName: brokerName,
+				QueueID: queue, Born: now, Body: []byte("probe"), Properties: message.EncodeProperties(
+					map[string]string{message.PropertyUniqKey: "probe" + strconv.FormatInt(now.UnixNano(), 10)})}))
 			if err == nil {
 				if offset, err = strconv.ParseInt(resp.ExtFields["queueOffset"], 10, 64); err != nil {
 					offset = -1
@@ -110,8 +111,8 @@ func probe(addr, brokerName, topic string, queue int32, start time.Time, timeout
 				}
 			}
 		} else {
-			_, err = call(remoting.PullMessage,
-				bench.PullExt("brokerprobe", topic, brokerName, queue, offset, 1, time.Second, false), nil)
+			_, err = call(c.PullCommand(&client.Pull{Group: "brokerprobe", Topic: topic, BrokerName: brokerName,
+				QueueID: queue, Offset: offset, MaxNums: 1, LongPoll: true, Suspend: time.Second, CommitOffset: offset}))
 			if err == nil {
 				r.ServeSec = time.Since(start).Seconds()
 				return r

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
@@ -18,9 +18,9 @@ import (
 func TestServing(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{})
 	log := slog.New(slog.DiscardHandler)
-	w := bench.NewWire(c.NamesrvAddrs(), 5*time.Second, log)
+	w := client.New(client.Config{Namesrvs: c.NamesrvAddrs(), Timeout: 5 * time.Second, Log: log})
 	defer w.Close()
-	if err := w.EnsureTopic(context.Background(), "ProbeTopic", 2, log); err != nil {
+	if _, err := w.EnsureTopic(context.Background(), "ProbeTopic", 2, log); err != nil {
 		t.Fatal(err)
 	}
 	b := c.Broker(0)

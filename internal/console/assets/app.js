@@ -6,14 +6,22 @@ import * as cluster from './page_cluster.js';
 import * as topics from './page_topics.js';
 import * as groups from './page_groups.js';
 import * as messages from './page_messages.js';
+import * as dlq from './page_dlq.js';
+import * as subgroups from './page_subgroups.js';
+import * as aclPage from './page_acl.js';
 
 // ROUTES maps the first part of the hash to a page; a second part is the page's "name" (or "id").
 const ROUTES = {
   cluster: { nav: 'cluster', render: cluster.render },
+  broker: { nav: 'cluster', render: cluster.renderBroker },
   topics: { nav: 'topics', render: topics.renderList },
   topic: { nav: 'topics', render: topics.renderTopic, arg: 'name' },
   groups: { nav: 'groups', render: groups.renderList },
   group: { nav: 'groups', render: groups.renderGroup, arg: 'name' },
+  client: { nav: 'groups', render: groups.renderClient },
+  subgroups: { nav: 'subgroups', render: subgroups.render },
+  dlq: { nav: 'dlq', render: dlq.render },
+  acl: { nav: 'acl', render: aclPage.render },
   messages: { nav: 'messages', render: messages.renderSearch },
   message: { nav: 'messages', render: messages.renderMessage, arg: 'id' },
   producers: { nav: 'producers', render: messages.renderProducers },

@@ -106,11 +106,11 @@ export const account = {
   },
 };
 
-// api calls the console's JSON API. A change (method other than GET) carries the request header and the
-// admin account when one is set.
-export async function api(method, path, body) {
+// api calls the console's JSON API. A change (method other than GET), or a read with opts.signed (one the
+// brokers answer admin accounts only), carries the request header and the admin account when one is set.
+export async function api(method, path, body, opts) {
   const headers = { Accept: 'application/json' };
-  if (method !== 'GET') {
+  if (method !== 'GET' || (opts && opts.signed)) {
     headers['X-Console-Request'] = '1';
     if (session.csrfToken) headers['X-CSRF-Token'] = session.csrfToken;
     const a = account.get();

@@ -1,6 +1,6 @@
 // The cluster page: brokers per cluster and broker group, and their throughput over the last minutes.
 
-import { el, api, replace, table, fmtRate, fmtPct, errorNotice, notice } from './dom.js';
+import { el, api, apiPath, replace, table, link, kv, fmtRate, fmtPct, errorNotice, notice } from './dom.js';
 import { lineChart } from './chart.js';
 
 function brokerLabel(b) {
@@ -25,7 +25,7 @@ function brokerTable(brokers, raft) {
     { title: 'Broker', cell: (b) => b.brokerName },
     { title: 'ID', cell: (b) => String(b.brokerId), num: true },
     { title: 'Role', cell: (b) => roleText(b) },
-    { title: 'Address', cell: (b) => b.addr },
+    { title: 'Address', cell: (b) => link(b.addr, ['broker'], { addr: b.addr }, { class: 'broker-config-link' }) },
     { title: 'Version', cell: (b) => b.version || '-' },
     { title: 'In TPS', cell: (b) => fmtRate(b.inTps), num: true },
     { title: 'Out TPS', cell: (b) => fmtRate(b.outTps), num: true },
@@ -53,7 +53,22 @@ export function render(main, params, ctx) {
   const summary = el('p', { id: 'cluster-summary', class: 'muted' }, 'Loading…');
   const tables = el('div', { id: 'cluster-tables' });
   const charts = el('div', { class: 'charts', id: 'tps-charts' });
-  replace(main, el('h1', null, 'Cluster'), summary, tables, el('h2', null, 'Throughput'), charts);
+  const topicTPS = el('div', { id: 'topic-tps' }, 'Loading…');
+  replace(main, el('h1', null, 'Cluster'), summary, tables, el('h2', null, 'Throughput'), charts,
+    el('h2', null, 'Topics by throughput (last minute)'), topicTPS);
+  // The console asks the cluster for the topic table at most every five sample intervals.
+  const refreshTopics = async () => {
+    try {
+      const t = await api('GET', '/api/tps/topics');
+      replace(topicTPS, table([
+        { title: 'Topic', cell: (x) => link(x.topic, ['topic', x.topic]) },
+        { title: 'In TPS', cell: (x) => fmtRate(x.inTps), num: true },
+        { title: 'Out TPS', cell: (x) => fmtRate(x.outTps), num: true },
+      ], t.topics, { id: 'topic-tps-table', empty: 'No topic', rowAttrs: (x) => ({ dataset: { topic: x.topic, in: String(x.inTps), out: String(x.outTps) } }) }));
+    } catch (err) {
+      replace(topicTPS, errorNotice(err));
+    }
+  };
 
   async function refresh() {
     let c;
@@ -77,10 +92,33 @@ export function render(main, params, ctx) {
       Object.keys(clusters).sort().map((name) => [el('h2', null, name), brokerTable(clusters[name], c.raft)]));
     const ins = h.tps.map((s) => ({ name: brokerLabel(s), points: s.points.map((p) => [p.t, p.in]) }));
     const outs = h.tps.map((s) => ({ name: brokerLabel(s), points: s.points.map((p) => [p.t, p.out]) }));
+    const topics = h.topics.map((s) => ({ name: s.topic, points: s.points.map((p) => [p.t, p.in]) }));
     replace(charts,
       lineChart(ins, h.now, h.windowMs, { id: 'tps-in', title: 'Messages in per second (stored)', unit: 'msg/s' }),
-      lineChart(outs, h.now, h.windowMs, { id: 'tps-out', title: 'Messages out per second (to consumers)', unit: 'msg/s' }));
+      lineChart(outs, h.now, h.windowMs, { id: 'tps-out', title: 'Messages out per second (to consumers)', unit: 'msg/s' }),
+      lineChart(topics, h.now, h.windowMs, { id: 'tps-topics', title: 'Messages in per second, busiest topics (one-minute rate)', unit: 'msg/s' }));
   }
-  refresh();
-  return { refresh };
+  const refreshAll = () => Promise.all([refresh(), refreshTopics()]);
+  refreshAll();
+  return { refresh: refreshAll };
+}
+
+// renderBroker is one broker's config (GET_BROKER_CONFIG), key by key.
+export function renderBroker(main, params, ctx) {
+  const addr = params.get('addr') || '';
+  const search = el('input', { type: 'search', id: 'config-search', placeholder: 'Search keys', autocomplete: 'off' });
+  const body = el('div', null, 'Loading…');
+  replace(main, el('h1', null, 'Broker ', el('code', { id: 'broker-addr' }, addr)), el('div', { class: 'toolbar' }, search), body);
+  api('GET', apiPath(['brokers', addr, 'config'])).then((r) => {
+    const keys = Object.keys(r.config).sort();
+    const draw = () => {
+      const q = search.value.trim().toLowerCase();
+      const rows = keys.filter((k) => k.toLowerCase().includes(q) || r.config[k].toLowerCase().includes(q));
+      replace(body, el('p', { class: 'muted' }, `${rows.length} of ${keys.length} keys`),
+        table([{ title: 'Key', cell: (k) => k }, { title: 'Value', cell: (k) => r.config[k] }], rows,
+          { id: 'broker-config-table', empty: 'No key matches', rowAttrs: (k) => ({ dataset: { key: k } }) }));
+    };
+    search.addEventListener('input', draw);
+    draw();
+  }, (err) => replace(body, errorNotice(err)));
 }

@@ -117,7 +117,7 @@ export function renderGroup(main, params, ctx) {
       ], g.queues, { id: 'lag-table', empty: 'The group has committed no offset', foot: ['Total', '', '', fmtInt(g.brokerOffset), fmtInt(g.consumerOffset), fmtInt(g.lag), '', ''] }),
       el('h2', null, 'Members'),
       table([
-        { title: 'Client ID', cell: (c) => c.clientId },
+        { title: 'Client ID', cell: (c) => link(c.clientId, ['client'], { group: name, id: c.clientId }) },
         { title: 'Address', cell: (c) => c.clientAddr },
         { title: 'Language', cell: (c) => c.language },
         { title: 'Version', cell: (c) => c.version },
@@ -132,6 +132,67 @@ export function renderGroup(main, params, ctx) {
         .filter((t) => !t.startsWith('%RETRY%'));
       formSlot.appendChild(resetForm(name, topics));
     }
+  }
+  refresh();
+  return { refresh };
+}
+
+// renderClient is one consumer client's own report (GET_CONSUMER_RUNNING_INFO): its version, subscriptions,
+// the queues it holds with their process-queue state, and its rates per topic.
+export function renderClient(main, params, ctx) {
+  const group = params.get('group') || '';
+  const id = params.get('id') || '';
+  const body = el('div', null, 'Loading…');
+  replace(main, el('h1', null, 'Consumer ', el('code', { id: 'client-id' }, id)),
+    el('p', null, 'Of group ', link(group, ['group', group])), body);
+  if (!group || !id) {
+    replace(body, notice('error', 'Give the group and the client ID.'));
+    return {};
+  }
+  async function refresh() {
+    let ri;
+    try {
+      ri = await api('GET', apiPath(['groups', group, 'clients', id]));
+    } catch (err) {
+      replace(body, errorNotice(err));
+      return;
+    }
+    const props = Object.keys(ri.properties).sort().map((k) => [k, ri.properties[k]]);
+    replace(body,
+      kv([
+        ['Client version', el('span', { id: 'client-version' }, ri.version || '-')],
+        ['Consume type', ri.consumeType || '-'],
+        ['Started', fmtTime(ri.startedAt)],
+      ], 'client-fields'),
+      el('h2', null, 'Subscriptions'),
+      table([
+        { title: 'Topic', cell: (s) => link(s.topic, ['topic', s.topic]) },
+        { title: 'Expression', cell: (s) => s.expression },
+      ], ri.subscriptions, { id: 'client-subscriptions', empty: 'None reported' }),
+      el('h2', null, 'Queues held'),
+      table([
+        { title: 'Topic', cell: (q) => q.topic },
+        { title: 'Broker', cell: (q) => q.brokerName },
+        { title: 'Queue', cell: (q) => String(q.queueId), num: true },
+        { title: 'Committed', cell: (q) => fmtInt(q.commitOffset), num: true },
+        { title: 'Cached', cell: (q) => `${fmtInt(q.cachedMsgCount)} (${fmtInt(q.cachedMsgMinOffset)}–${fmtInt(q.cachedMsgMaxOffset)})`, num: true },
+        { title: 'Cached MiB', cell: (q) => fmtInt(q.cachedMsgSizeInMiB), num: true },
+        { title: 'Locked', cell: (q) => (q.locked ? 'yes' : 'no') },
+        { title: 'Last pull', cell: (q) => fmtTime(q.lastPullTimestamp) },
+        { title: 'Last consume', cell: (q) => fmtTime(q.lastConsumeTimestamp) },
+      ], ri.queues, { id: 'client-queues', empty: 'The client holds no queue', rowAttrs: (q) => ({ dataset: { queue: `${q.topic}/${q.brokerName}/${q.queueId}` } }) }),
+      el('h2', null, 'Rates per topic'),
+      table([
+        { title: 'Topic', cell: (t) => t.topic },
+        { title: 'Pull TPS', cell: (t) => fmtRate(t.pullTPS), num: true },
+        { title: 'Pull RT (ms)', cell: (t) => fmtRate(t.pullRT), num: true },
+        { title: 'Consume OK TPS', cell: (t) => fmtRate(t.consumeOKTPS), num: true },
+        { title: 'Consume failed TPS', cell: (t) => fmtRate(t.consumeFailedTPS), num: true },
+        { title: 'Consume RT (ms)', cell: (t) => fmtRate(t.consumeRT), num: true },
+        { title: 'Failed (last hour)', cell: (t) => fmtInt(t.consumeFailedMsgs), num: true },
+      ], ri.status, { id: 'client-status', empty: 'None reported' }),
+      el('h2', null, 'Properties'),
+      table([{ title: 'Name', cell: (p) => p[0] }, { title: 'Value', cell: (p) => p[1] }], props, { id: 'client-properties' }));
   }
   refresh();
   return { refresh };

@@ -121,8 +121,87 @@ export function renderMessage(main, params, ctx) {
         { title: 'State', cell: (d) => el('span', { class: 'tag ' + d.state.toLowerCase() }, d.state) },
         { title: 'Offsets', cell: (d) => deliveryVerdict(d, m) },
         { title: 'Detail', cell: (d) => d.detail || '' },
-      ], m.trace || [], { id: 'trace-table', empty: 'No consumer group consumes this topic' }));
+      ], m.trace || [], { id: 'trace-table', empty: 'No consumer group consumes this topic' }),
+      traceSection(m),
+      consumeForm(m));
   }, (err) => replace(body, errorNotice(err)));
+}
+
+const TRACE_STATUS = (r) => (r.success ? el('span', { class: 'good' }, 'success') : el('span', { class: 'bad' }, 'failed'));
+
+// traceSection shows the message's trace records (clients with tracing on send them to the trace topic): the
+// send, and each consumer group's SubBefore and SubAfter.
+function traceSection(m) {
+  const traceTopic = el('input', { name: 'traceTopic', value: 'RMQ_SYS_TRACE_TOPIC', required: true, autocomplete: 'off' });
+  const out = el('div', { id: 'msgtrace' }, 'Loading…');
+  const load = () => {
+    replace(out, 'Loading…');
+    api('GET', apiPath(['messages', m.msgId, 'trace'], { traceTopic: traceTopic.value.trim() })).then((t) => replace(out,
+      table([
+        { title: 'Type', cell: (r) => r.type },
+        { title: 'Group', cell: (r) => r.group || '-' },
+        { title: 'Client', cell: (r) => r.clientHost || '-' },
+        { title: 'Time', cell: (r) => fmtTime(r.timestamp) },
+        { title: 'Cost (ms)', cell: (r) => (r.type === 'SubBefore' ? '-' : String(r.costTime)), num: true },
+        { title: 'Status', cell: (r) => (r.type === 'SubBefore' ? '-' : TRACE_STATUS(r)) },
+        { title: 'Detail', cell: (r) => traceDetail(r) },
+      ], t.records, { id: 'msgtrace-table', empty: `No trace of this message in ${t.traceTopic} (is tracing on in its clients?)`,
+        rowAttrs: (r) => ({ dataset: { type: r.type, group: r.group || '' } }) })),
+    (err) => replace(out, errorNotice(err)));
+  };
+  const form = el('form', { class: 'row', id: 'msgtrace-form' }, field('Trace topic', traceTopic), el('button', { type: 'submit', class: 'secondary' }, 'Show'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    load();
+  });
+  load();
+  return [el('h2', null, 'Message trace'), form, out];
+}
+
+function traceDetail(r) {
+  switch (r.type) {
+    case 'Pub': return `stored at ${r.storeHost || '-'}` + (r.offsetMsgId ? ` as ${r.offsetMsgId}` : '') + `, ${fmtInt(r.bodyLength)} bytes`;
+    case 'SubBefore': return `request ${r.requestId}, retry ${r.retryTimes || 0}`;
+    case 'SubAfter': return `request ${r.requestId}`;
+    default: return r.transactionState || '';
+  }
+}
+
+// consumeForm has one client of a group consume the message now (CONSUME_MESSAGE_DIRECTLY), whatever its
+// offsets.
+function consumeForm(m) {
+  const groups = (m.trace || []).map((d) => d.group);
+  const group = el('input', { name: 'group', list: 'consume-groups', required: true, value: groups[0] || '', autocomplete: 'off' });
+  const client = el('select', { name: 'clientId', required: true });
+  const out = el('div', { class: 'result' });
+  const loadClients = () => {
+    const g = group.value.trim();
+    if (!g) return;
+    api('GET', apiPath(['groups', g])).then((info) => {
+      replace(client, info.members.map((c) => el('option', { value: c.clientId }, `${c.clientId} (${c.language} ${c.version})`)));
+      if (!info.members.length) replace(out, notice('info', `No member of ${g} is online.`));
+    }, (err) => replace(out, errorNotice(err)));
+  };
+  group.addEventListener('change', loadClients);
+  loadClients();
+  const form = el('form', { class: 'card', id: 'consume-form' },
+    el('h2', null, 'Resend to a consumer'),
+    el('p', { class: 'muted' }, 'One client of the group consumes the message now, whatever the group\'s offsets.'),
+    el('datalist', { id: 'consume-groups' }, groups.map((g) => el('option', { value: g }))),
+    el('div', { class: 'row' }, field('Group', group), field('Client', client)),
+    el('button', { type: 'submit' }, 'Consume now'), out);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    replace(out, notice('info', 'Working…'));
+    try {
+      const r = await api('POST', apiPath(['messages', m.offsetMsgId, 'consume']), { topic: m.topic, group: group.value.trim(), clientId: client.value });
+      replace(out, notice(r.consumeResult === 'CR_SUCCESS' ? 'ok' : 'error',
+        `${r.consumeResult} in ${r.spentTimeMills} ms` + (r.remark ? `: ${r.remark}` : '')));
+    } catch (err) {
+      replace(out, errorNotice(err));
+    }
+  });
+  return form;
 }
 
 export function renderProducers(main, params, ctx) {

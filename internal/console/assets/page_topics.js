@@ -131,8 +131,33 @@ export function renderTopic(main, params, ctx) {
       ], t.queues, { id: 'queues-table', foot: ['Total', '', '', '', fmtInt(total), ''] }),
       el('h2', null, 'Consumer groups'),
       t.groups.length ? el('ul', { id: 'topic-groups' }, t.groups.map((g) => el('li', null, link(g, ['group', g])))) : el('p', { class: 'muted' }, 'No group consumes it.'),
+      sendForm(name),
       topicForm(c.clusters, t, () => load()),
       el('div', { class: 'card' }, el('h2', null, 'Delete'), del, delOut));
   }
   load();
+}
+
+// sendForm sends a test message to the topic.
+function sendForm(topic) {
+  const tags = el('input', { name: 'tags', autocomplete: 'off' });
+  const keys = el('input', { name: 'keys', autocomplete: 'off' });
+  const body = el('textarea', { name: 'body', rows: 3, cols: 60, required: true });
+  const out = el('div', { class: 'result', id: 'send-result' });
+  const form = el('form', { class: 'card', id: 'send-message-form' },
+    el('h2', null, 'Send a test message'),
+    el('div', { class: 'row' }, field('Tag', tags), field('Keys', keys, 'separated by spaces'), field('Body', body)),
+    el('button', { type: 'submit' }, 'Send'), out);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    replace(out, notice('info', 'Sending…'));
+    try {
+      const r = await api('POST', apiPath(['topics', topic, 'send']), { tags: tags.value.trim(), keys: keys.value.trim(), body: body.value });
+      replace(out, notice('ok', `${r.status}: `, link(r.msgId, ['message', r.offsetMsgId], { topic }, { id: 'sent-message', class: 'mono' }),
+        ` stored on ${r.brokerName} queue ${r.queueId} at offset ${fmtInt(r.queueOffset)}.`));
+    } catch (err) {
+      replace(out, errorNotice(err));
+    }
+  });
+  return form;
 }

@@ -1,0 +1,317 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// The handlers of RocketMQ 5's pop family: POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE,
+// CHANGE_MESSAGE_INVISIBLETIME. They check the request (topic, group, permissions, filter) and hand it
+// to the pop service (pop_service.go, pop_ack.go, pop_revive.go, pop_order.go), which runs on the master.
+
+// popMaxMsgNums is the most messages one pop hands out (RocketMQ refuses more than 32).
+const popMaxMsgNums = 32
+
+// processPopMessage is POP_MESSAGE: a pop that finds nothing is held up to its pollTime (pop_poll.go).
+func (b *Broker) processPopMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.popMessage(ctx, conn, req, time.Time{})
+}
+
+// popMessage runs a pop. deadline is zero for a new request (its pollTime sets it), else the deadline of
+// a held one run again; a pop that finds nothing before its deadline is held (nil is returned).
+func (b *Broker) popMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command, deadline time.Time) *remoting.Command {
+	h, err := protocol.ParsePopMessageRequestHeader(req.ExtFields)
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "bad POP_MESSAGE header: %v", err)
+	}
+	if h.MaxMsgNums <= 0 || h.MaxMsgNums > popMaxMsgNums {
+		return errResponse(remoting.InvalidParameter, "maxMsgNums %d is not in [1, %d]", h.MaxMsgNums, popMaxMsgNums)
+	}
+	if h.InvisibleTime <= 0 {
+		return errResponse(remoting.InvalidParameter, "invisibleTime %d must be positive (ms)", h.InvisibleTime)
+	}
+	if b.permission()&protocol.PermRead == 0 {
+		return errResponse(remoting.NoPermission, "the broker[%s] pulling message is forbidden (brokerPermission %d)", b.addr, b.permission())
+	}
+	tc := b.topics.get(h.Topic)
+	if tc == nil {
+		return errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
+	}
+	if tc.Perm&protocol.PermRead == 0 {
+		return errResponse(remoting.NoPermission, "the topic[%s] peeking message is forbidden (perm %d)", h.Topic, tc.Perm)
+	}
+	if h.QueueID >= tc.ReadQueueNums {
+		return errResponse(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr())
+	}
+	group := b.groups.find(h.ConsumerGroup)
+	if group == nil {
+		return errResponse(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
+	}
+	if !group.ConsumeEnable {
+		return errResponse(remoting.NoPermission, "subscription group [%s] has consumeEnable=false", h.ConsumerGroup)
+	}
+	expType := h.ExpType
+	if expType == "" {
+		expType = "TAG"
+	}
+	if expType != "TAG" && !b.cfg.EnablePropertyFilter {
+		return errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s (enablePropertyFilter=false)", expType)
+	}
+	exp := h.Exp
+	if exp == "" {
+		exp = "*"
+	}
+	sub := b.sqlCache.compile(&protocol.SubscriptionData{Topic: h.Topic, SubString: exp, ExpressionType: expType})
+	if sub.sqlErr != nil {
+		return errResponse(remoting.SubscriptionParseFailed, "the expression %q of group %s on %s does not compile: %v", exp, h.ConsumerGroup, h.Topic, sub.sqlErr)
+	}
+	r := &popRequest{group: h.ConsumerGroup, topic: h.Topic, queueID: h.QueueID, readQueues: tc.ReadQueueNums,
+		max: int(h.MaxMsgNums), invisible: h.InvisibleTime, initMode: h.InitMode, filter: sub.messageFilter(),
+		order: h.Order, attemptID: h.AttemptID}
+	a, err := b.pop.pop(ctx, r)
+	if err != nil {
+		return popErrResponse(err)
+	}
+	if a.count == 0 {
+		a.release()
+		switch b.holdPop(conn, req, r, h.PollTime, deadline) {
+		case popHeld:
+			return nil
+		case popPollFull:
+			// The 5.x clients decode the answer header of POLLING_FULL too (its fields are required).
+			resp := errResponse(remoting.PollingFull, "too many pops held on %s (popPollingSize %d, maxPopPollingSize %d)",
+				h.Topic, b.cfg.Pop.PopPollingSize, b.cfg.Pop.MaxPopPollingSize)
+			resp.ExtFields = a.header.Ext()
+			return resp
+		}
+		resp := remoting.NewResponse(remoting.PollingTimeout, "NO_MESSAGE_IN_QUEUE")
+		resp.ExtFields = a.header.Ext()
+		return resp
+	}
+	resp := remoting.NewResponse(remoting.Success, "FOUND")
+	resp.ExtFields = a.header.Ext()
+	resp.BodyParts = a.parts
+	resp.Release = a.release
+	return resp
+}
+
+// processAckMessage is ACK_MESSAGE.
+func (b *Broker) processAckMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h, err := protocol.ParseAckMessageRequestHeader(req.ExtFields)
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "bad ACK_MESSAGE header: %v", err)
+	}
+	ei, resp := b.popHandle(h.Topic, h.ExtraInfo)
+	if resp != nil {
+		return resp
+	}
+	if err := b.pop.ack(ctx, h.ConsumerGroup, h.Topic, h.QueueID, h.Offset, ei); err != nil {
+		return popErrResponse(err)
+	}
+	return remoting.NewResponse(remoting.Success, "")
+}
+
+// processBatchAckMessage is BATCH_ACK_MESSAGE.
+func (b *Broker) processBatchAckMessage(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body protocol.BatchAckMessageRequestBody
+	if len(req.Body) == 0 || json.Unmarshal(req.Body, &body) != nil || len(body.Acks) == 0 {
+		return errResponse(remoting.NoMessage, "BATCH_ACK_MESSAGE carries no acks (JSON body BatchAckMessageRequestBody)")
+	}
+	if err := b.pop.batchAck(ctx, body.Acks); err != nil {
+		return popErrResponse(err)
+	}
+	return remoting.NewResponse(remoting.Success, "")
+}
+
+// processChangeInvisibleTime is CHANGE_MESSAGE_INVISIBLETIME.
+func (b *Broker) processChangeInvisibleTime(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h, err := protocol.ParseChangeInvisibleTimeRequestHeader(req.ExtFields)
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "bad CHANGE_MESSAGE_INVISIBLETIME header: %v", err)
+	}
+	if h.InvisibleTime <= 0 {
+		return errResponse(remoting.InvalidParameter, "invisibleTime %d must be positive (ms)", h.InvisibleTime)
+	}
+	ei, resp := b.popHandle(h.Topic, h.ExtraInfo)
+	if resp != nil {
+		return resp
+	}
+	popTime, err := b.pop.changeInvisible(ctx, h.ConsumerGroup, h.Topic, h.QueueID, h.Offset, ei, h.InvisibleTime)
+	if err != nil {
+		return popErrResponse(err)
+	}
+	resp = remoting.NewResponse(remoting.Success, "")
+	resp.ExtFields = (&protocol.ChangeInvisibleTimeResponseHeader{PopTime: popTime, InvisibleTime: h.InvisibleTime,
+		ReviveQid: ei.ReviveQueueID}).Ext()
+	return resp
+}
+
+// popHandle decodes a receipt handle of an ack or change on topic.
+func (b *Broker) popHandle(topic, extraInfo string) (protocol.ExtraInfo, *remoting.Command) {
+	ei, err := protocol.ParseExtraInfo(extraInfo)
+	if err != nil {
+		return ei, errResponse(remoting.InvalidParameter, "%v", err)
+	}
+	if b.topics.get(topic) == nil {
+		return ei, errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
+	}
+	if ei.BrokerName != "" && ei.BrokerName != b.cfg.BrokerName {
+		return ei, errResponse(remoting.InvalidParameter, "the receipt handle is of broker %s, not of %s", ei.BrokerName, b.cfg.BrokerName)
+	}
+	return ei, nil
+}
+
+// popErrResponse answers a pop service error: NO_MESSAGE for a handle not in flight, SERVICE_NOT_AVAILABLE
+// off the master, SYSTEM_ERROR for a failed read or write.
+func popErrResponse(err error) *remoting.Command {
+	switch {
+	case errors.Is(err, errHandleNotInFlight):
+		return errResponse(remoting.NoMessage, "%v", err)
+	case errors.Is(err, errPopNotRunning):
+		return errResponse(remoting.ServiceNotAvailable, "%v", err)
+	}
+	return errResponse(remoting.SystemError, "%v", err)
+}
+
+// popOptions wires the pop service to the broker's store, offsets, put path and tables.
+func (b *Broker) popOptions() popOptions {
+	return popOptions{store: openedStore{&b.store}, offsets: b.offsets, put: b.putRaw, clock: b.clock,
+		log: b.log.With("component", "pop"), cfg: b.cfg.Pop, cluster: b.cfg.BrokerClusterName, broker: b.cfg.BrokerName,
+		host: b.storeHost, recordGet: b.stats.recordGet,
+		unblocked: func(topic string, q int32) { b.popPoll.arrived(topic, q) },
+		hasTopic:  func(topic string) bool { return b.topics.get(topic) != nil },
+		ensureTopic: func(topic string, queues int32) error {
+			_, err := b.topics.createIfAbsent(topic, queues, protocol.PermRead|protocol.PermWrite, 0)
+			return err
+		},
+		maxAttempts: func(group string) int32 {
+			if sg := b.groups.find(group); sg != nil {
+				return sg.RetryMaxTimes
+			}
+			return 16
+		},
+		deadLetter: func(group string, m *message.MessageExt) (*message.Message, error) {
+			sg := b.groups.find(group)
+			if sg == nil {
+				sg = &protocol.SubscriptionGroupConfig{GroupName: group, RetryQueueNums: 1, RetryMaxTimes: 16}
+			}
+			out, resp := b.retryOrDLQ(group, sg, &m.Message, m.ReconsumeTimes, -1, 0, "",
+				message.CreateOffsetMsgID(m.StoreHost, m.PhysicalOffset))
+			if resp != nil {
+				return nil, errors.New(resp.Remark)
+			}
+			return out, nil
+		},
+	}
+}
+
+// processNotification is NOTIFICATION: whether a pop of the group would find a message, waiting up to
+// pollTime for one.
+func (b *Broker) processNotification(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.notification(conn, req, time.Time{})
+}
+
+func (b *Broker) notification(conn *remoting.Conn, req *remoting.Command, deadline time.Time) *remoting.Command {
+	h, err := protocol.ParseNotificationRequestHeader(req.ExtFields)
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "bad NOTIFICATION header: %v", err)
+	}
+	tc := b.topics.get(h.Topic)
+	if tc == nil {
+		return errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
+	}
+	if h.QueueID >= tc.ReadQueueNums {
+		return errResponse(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]", h.QueueID, h.Topic, tc.ReadQueueNums)
+	}
+	if b.groups.find(h.ConsumerGroup) == nil {
+		return errResponse(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
+	}
+	r := &popRequest{group: h.ConsumerGroup, topic: h.Topic, queueID: h.QueueID, readQueues: tc.ReadQueueNums,
+		order: h.Order, attemptID: h.AttemptID}
+	has := b.pop.hasMessage(r)
+	if !has {
+		switch b.holdPop(conn, req, r, h.PollTime, deadline) {
+		case popHeld:
+			return nil
+		case popPollFull:
+			resp := remoting.NewResponse(remoting.Success, "")
+			resp.ExtFields = (&protocol.NotificationResponseHeader{PollingFull: true}).Ext()
+			return resp
+		}
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.ExtFields = (&protocol.NotificationResponseHeader{HasMsg: has}).Ext()
+	return resp
+}
+
+// processPollingInfo is POLLING_INFO: how many pops and notifications of the group are held on a queue.
+func (b *Broker) processPollingInfo(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h, err := protocol.ParsePollingInfoRequestHeader(req.ExtFields)
+	if err != nil {
+		return errResponse(remoting.InvalidParameter, "bad POLLING_INFO header: %v", err)
+	}
+	tc := b.topics.get(h.Topic)
+	if tc == nil {
+		return errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
+	}
+	if h.QueueID >= tc.ReadQueueNums { // -1: the pops held for any queue
+		return errResponse(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d]", h.QueueID, h.Topic, tc.ReadQueueNums)
+	}
+	if b.groups.find(h.ConsumerGroup) == nil {
+		return errResponse(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.ExtFields = (&protocol.PollingInfoResponseHeader{PollingNum: int32(b.popPoll.heldOn(h.ConsumerGroup, h.Topic, h.QueueID))}).Ext()
+	return resp
+}
+
+// popHold is what holdPop did.
+type popHold int
+
+const (
+	popPollOver popHold = iota // the poll time is over: answer now
+	popHeld                    // held: answer later
+	popPollFull                // not held, the limits are reached: answer POLLING_FULL
+)
+
+// holdPop holds a pop or notification of r that found nothing, unless its poll time is over: deadline, or
+// for a new request (zero deadline) pollTime ms from now. A message that arrived between the read and the
+// hold wakes it at once.
+func (b *Broker) holdPop(conn *remoting.Conn, req *remoting.Command, r *popRequest, pollTime int64, deadline time.Time) popHold {
+	if deadline.IsZero() {
+		deadline = time.Now().Add(ms(pollTime))
+	}
+	if !time.Now().Before(deadline) {
+		return popPollOver
+	}
+	p := &heldPop{conn: conn, req: req, group: r.group, topics: []string{r.topic}, queueID: r.queueID, deadline: deadline}
+	if !r.order {
+		p.topics = append(p.topics, b.pop.retryTopic(r.topic, r.group))
+	}
+	if !b.popPoll.hold(p) {
+		return popPollFull
+	}
+	req.MarkSuspended()
+	if b.pop.hasMessage(r) {
+		b.popPoll.arrived(r.topic, r.queueID)
+	}
+	return popHeld
+}
+
+// rerunHeldPop answers a held pop or notification: it runs it again (held again for the time it has
+// left if it still finds nothing) on the pull pool.
+func (b *Broker) rerunHeldPop(p *heldPop) {
+	b.rerunOnPullPool(p.conn, p.req, "held pop", func() *remoting.Command {
+		if p.req.Code == int32(remoting.Notification) {
+			return b.notification(p.conn, p.req, p.deadline)
+		}
+		return b.popMessage(context.Background(), p.conn, p.req, p.deadline)
+	})
+}

@@ -1,0 +1,441 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/client"
+	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/proxy"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// The official RocketMQ 5 Node.js client (rocketmq-client-nodejs, installed into e2e/nodejs by make test-deps)
+// against the gRPC endpoint: e2e/nodejs/v5client.js does the client's part and prints one JSON line per
+// outcome.
+
+// nodeLine is one line v5client.js prints.
+type nodeLine struct {
+	Sent     string            `json:"sent"`
+	Received string            `json:"received"`
+	Checked  string            `json:"checked"`
+	Commit   bool              `json:"commit"`
+	Error    string            `json:"error"`
+	ID       string            `json:"id"`
+	Body     string            `json:"body"`
+	Tag      string            `json:"tag"`
+	Group    string            `json:"group"`
+	Attempt  int               `json:"attempt"`
+	Keys     []string          `json:"keys"`
+	Props    map[string]string `json:"props"`
+	Topic    string            `json:"topic"`
+	Failed   string            `json:"failed"`
+}
+
+// nodeScript is v5client.js, once node, npm and the client are there; without node or npm the test skips.
+func nodeScript(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: the RocketMQ 5 Node.js client tests need node and npm (make test-deps then installs rocketmq-client-nodejs into e2e/nodejs)", tool)
+		}
+	}
+	dir, err := filepath.Abs("nodejs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "rocketmq-client-nodejs", "package.json")); err != nil {
+		t.Fatalf("rocketmq-client-nodejs is not installed in %s: run make test-deps (npm ci there)", dir)
+	}
+	return filepath.Join(dir, "v5client.js")
+}
+
+// runNode runs v5client.js with args, failing the test when it fails; its stderr goes to the test log.
+func runNode(t *testing.T, script string, timeout time.Duration, args ...string) []nodeLine {
+	t.Helper()
+	began := time.Now()
+	lines, stdout, stderr, err := nodeCmd(script, timeout, args...)
+	t.Logf("v5client.js %s: %v", args[0], time.Since(began).Round(time.Millisecond))
+	if stderr != "" {
+		t.Logf("v5client.js %s stderr:\n%s", args[0], stderr)
+	}
+	if err != nil {
+		t.Fatalf("v5client.js %s: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
+	return lines
+}
+
+// nodeCmd runs v5client.js with args and returns its lines, its raw output and how it ended (safe to call
+// from any goroutine).
+func nodeCmd(script string, timeout time.Duration, args ...string) (lines []nodeLine, stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	for sc.Scan() {
+		var l nodeLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			lines = append(lines, l)
+		}
+	}
+	return lines, out.String(), errb.String(), err
+}
+
+// grpcBrokerConfig turns on the broker's gRPC endpoint and quick transaction check-backs.
+func grpcBrokerConfig(t *testing.T) func(int, *broker.Config) {
+	return func(_ int, c *broker.Config) {
+		c.Grpc.EnableProxy, c.Grpc.GrpcServerPort = true, testutil.FreePort(t)
+		c.TransactionCheckInterval, c.TransactionTimeOut = 500, 500
+	}
+}
+
+// orderlyGroup creates group with consumeMessageOrderly on every broker of c.
+func orderlyGroup(t *testing.T, c *cluster.Cluster, group string) {
+	t.Helper()
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	defer nc.Close()
+	body, _ := json.Marshal(protocol.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryQueueNums: 1,
+		RetryMaxTimes: 16, ConsumeMessageOrderly: true})
+	for i := range c.BrokerCount() {
+		if _, err := nc.Call(context.Background(), c.Broker(i).Addr(), remoting.UpdateAndCreateSubscriptionGroup, nil, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkProduce checks the producer's lines: every kind sent, the open transaction checked back and
+// committed.
+func checkProduce(t *testing.T, lines []nodeLine) {
+	t.Helper()
+	kinds := map[string]int{}
+	checked := false
+	for _, l := range lines {
+		if l.Error != "" {
+			t.Fatalf("producer: %s", l.Error)
+		}
+		if l.Sent != "" {
+			kinds[l.Sent]++
+			if l.ID == "" {
+				t.Errorf("a send without a message id: %+v", l)
+			}
+		}
+		if l.Checked != "" && l.Commit {
+			checked = true
+		}
+	}
+	want := map[string]int{"normal": 2, "fifo": 3, "delay": 1, "tx-commit": 1, "tx-rollback": 1, "tx-open": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("sent %d %s messages, want %d (all: %v)", kinds[k], k, n, kinds)
+		}
+	}
+	if !checked {
+		t.Error("the open transaction was not checked back to the producer")
+	}
+}
+
+// checkConsume checks a consumer's lines of the main topic: exactly the normal, delayed and committed
+// messages, the rolled-back one never, the message left unacked back with a higher attempt.
+func checkConsume(t *testing.T, lines []nodeLine) {
+	t.Helper()
+	bodies := map[string]int{}
+	attempts := map[string][]int{}
+	for _, l := range lines {
+		if l.Error != "" {
+			t.Fatalf("consumer: %s", l.Error)
+		}
+		if l.Received != "" {
+			bodies[l.Body]++
+			attempts[l.Received] = append(attempts[l.Received], l.Attempt)
+			if l.Tag != "TagA" {
+				t.Errorf("message %s: tag %q", l.Body, l.Tag)
+			}
+			if strings.HasPrefix(l.Body, "normal-") && (l.Props["p"] != "v" || len(l.Keys) != 1) {
+				t.Errorf("message %s: properties %v keys %v", l.Body, l.Props, l.Keys)
+			}
+		}
+	}
+	for _, b := range []string{"normal-1", "normal-2", "delay-1", "tx-commit", "tx-checked"} {
+		if bodies[b] == 0 {
+			t.Errorf("%s was not received (received %v)", b, bodies)
+		}
+	}
+	if bodies["tx-rollback"] != 0 {
+		t.Error("the rolled-back transactional message was delivered")
+	}
+	redelivered := false
+	for id, a := range attempts {
+		if len(a) > 1 {
+			if a[len(a)-1] <= a[0] {
+				t.Errorf("message %s came back with attempts %v", id, a)
+			}
+			redelivered = true
+		}
+	}
+	if !redelivered {
+		t.Error("the message left unacked did not come back")
+	}
+}
+
+// checkFIFO checks that a group's FIFO messages came in the order sent.
+func checkFIFO(t *testing.T, lines []nodeLine) {
+	t.Helper()
+	var order []string
+	for _, l := range lines {
+		if l.Received != "" {
+			order = append(order, l.Body)
+			if l.Group != "g1" {
+				t.Errorf("FIFO message %s: group %q", l.Body, l.Group)
+			}
+		}
+	}
+	if strings.Join(order, ",") != "fifo-1,fifo-2,fifo-3" {
+		t.Errorf("FIFO order %v", order)
+	}
+}
+
+// nodeRun produces every kind of message through endpoint, then consumes the main topic (leaving one
+// message unacked once) and the FIFO topic with an orderly group.
+func nodeRun(t *testing.T, c *cluster.Cluster, endpoint string) {
+	script := nodeScript(t)
+	createTopic(t, c, "T5", 4)
+	createTopic(t, c, "T5F", 4)
+	orderlyGroup(t, c, "G5F")
+	checkProduce(t, runNode(t, script, 60*time.Second, "produce", endpoint, "T5", "T5F", "TagA"))
+	checkConsume(t, runNode(t, script, 90*time.Second, "consume", endpoint, "G5", "T5", "5", "60", "2000"))
+	checkFIFO(t, runNode(t, script, 60*time.Second, "consume", endpoint, "G5F", "T5F", "3", "30"))
+}
+
+// TestNodeClientOneBroker: the Node.js client against one broker's own gRPC endpoint (local mode): normal,
+// FIFO, delayed and transactional sends (commit, rollback, check-back), a SimpleConsumer receiving and acking
+// them, a message left unacked coming back, a FIFO group in order.
+func TestNodeClientOneBroker(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Configure: grpcBrokerConfig(t)})
+	nodeRun(t, c, c.Broker(0).GrpcAddr())
+}
+
+// TestNodeClientThroughMqproxy: the same through the proxy in cluster mode in front of two broker groups;
+// the messages land on both.
+func TestNodeClientThroughMqproxy(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{Brokers: 2, Configure: func(_ int, cfg *broker.Config) {
+		cfg.TransactionCheckInterval, cfg.TransactionTimeOut = 500, 500
+	}})
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { nc.Close() })
+	px, err := proxy.New(proxy.Options{Client: nc, Log: cluster.TestLogger(t, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	nodeRun(t, c, px.Addr())
+	for i := range 2 {
+		var held int64
+		for q := range int32(4) {
+			max, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: c.Broker(i).Addr(),
+				MessageQueue: protocol.MessageQueue{Topic: "T5", BrokerName: "broker-" + string(rune('a'+i)), QueueID: q}}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held += max
+		}
+		if held == 0 {
+			t.Errorf("broker %d holds no message of T5: the proxy did not spread the sends", i)
+		}
+	}
+}
+
+// TestV4AndV5ClientsShareATopic: a 4.x client (the Go client over remoting) and a 5.x client (the Node.js
+// client over gRPC) produce to one topic; a consumer group of each sees every message of both.
+func TestV4AndV5ClientsShareATopic(t *testing.T) {
+	script := nodeScript(t)
+	c := cluster.Start(t, cluster.Options{Configure: grpcBrokerConfig(t)})
+	createTopic(t, c, "TMIX", 4)
+	got4 := newReceived()
+	pc := newPushConsumer(t, c, "G4MIX", consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err := pc.Subscribe("TMIX", consumer.MessageSelector{}, got4.handler()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.Shutdown() })
+	p := newProducer(t, c)
+	for i := 1; i <= 5; i++ {
+		if _, err := p.SendSync(context.Background(), primitive.NewMessage("TMIX", []byte("v4-"+strconv.Itoa(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runNode(t, script, 60*time.Second, "send", c.Broker(0).GrpcAddr(), "TMIX", "5", "v5")
+	got4.waitDistinct(t, 10, 60*time.Second)
+	lines := runNode(t, script, 90*time.Second, "consume", c.Broker(0).GrpcAddr(), "G5MIX", "TMIX", "10", "60")
+	seen5 := map[string]bool{}
+	for _, l := range lines {
+		if l.Received != "" {
+			seen5[l.Body] = true
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		for _, b := range []string{"v4-" + strconv.Itoa(i), "v5-" + strconv.Itoa(i)} {
+			if !got4.has(b) {
+				t.Errorf("the 4.x consumer did not see %s", b)
+			}
+			if !seen5[b] {
+				t.Errorf("the 5.x consumer did not see %s", b)
+			}
+		}
+	}
+}
+
+// TestNodePushConsumer: the Node.js PushConsumer (QueryAssignment, receive, ack): a message whose first
+// delivery fails comes back (the client's ChangeInvisibleDuration) and is consumed; in an ordered group with
+// one retry, a message that always fails goes to the dead-letter queue (ForwardMessageToDeadLetterQueue) and
+// the group's next message follows.
+func TestNodePushConsumer(t *testing.T) {
+	script := nodeScript(t)
+	c := cluster.Start(t, cluster.Options{})
+	// The endpoint in cluster mode with receives held 2 s at most: the client's shutdown waits for its held
+	// receive, 20 s with the default.
+	pnc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { pnc.Close() })
+	px, err := proxy.New(proxy.Options{Client: pnc, MaxLongPolling: 2 * time.Second, Log: cluster.TestLogger(t, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	endpoint := px.Addr()
+	createTopic(t, c, "TPUSH", 2)
+	runNode(t, script, 60*time.Second, "send", endpoint, "TPUSH", "3", "push")
+	lines := runNode(t, script, 90*time.Second, "push", endpoint, "GPUSH", "TPUSH", "3", "60", "")
+	attempts := map[string][]int{}
+	for _, l := range lines {
+		if l.Received != "" {
+			attempts[l.Body] = append(attempts[l.Body], l.Attempt)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		b := "push-" + strconv.Itoa(i)
+		if a := attempts[b]; len(a) < 2 || a[0] != 1 || a[len(a)-1] < 2 {
+			t.Errorf("%s was delivered with attempts %v, want a failed first and a later one", b, a)
+		}
+	}
+
+	createTopic(t, c, "TPUSHF", 1)
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	defer nc.Close()
+	body, _ := json.Marshal(protocol.SubscriptionGroupConfig{GroupName: "GPUSHF", ConsumeEnable: true, RetryQueueNums: 1,
+		RetryMaxTimes: 1, ConsumeMessageOrderly: true})
+	if _, err := nc.Call(context.Background(), c.Broker(0).Addr(), remoting.UpdateAndCreateSubscriptionGroup, nil, body); err != nil {
+		t.Fatal(err)
+	}
+	runNode(t, script, 60*time.Second, "send", endpoint, "TPUSHF", "2", "fifo")
+	runNode(t, script, 90*time.Second, "push", endpoint, "GPUSHF", "TPUSHF", "1", "60", "fifo-1")
+	testutil.WaitFor(t, 20*time.Second, "fifo-1 is in the dead-letter queue", func() bool {
+		r, err := nc.PullMessage(context.Background(), c.Broker(0).Addr(), &client.Pull{Group: "G_check", Topic: "%DLQ%GPUSHF",
+			BrokerName: "broker-a", QueueID: 0, MaxNums: 8})
+		return err == nil && len(r.Msgs) == 1 && string(r.Msgs[0].Body) == "fifo-1"
+	})
+}
+
+// TestNodeClientAcrossRaftLeaderStop: the Node.js client sends through the proxy to a three-node Raft group
+// while its leader is stopped (Close: it tries to hand leadership over first); every send the client saw
+// acknowledged is received afterwards (sends during the election may fail; none acknowledged is lost).
+func TestNodeClientAcrossRaftLeaderStop(t *testing.T) {
+	script := nodeScript(t)
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
+	leader := c.RaftMaster("broker-a")
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { nc.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := nc.EnsureTopic(ctx, "TRAFT5", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	px, err := proxy.New(proxy.Options{Client: nc, RouteTTL: 500 * time.Millisecond, Log: cluster.TestLogger(t, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	type result struct {
+		lines          []nodeLine
+		stdout, stderr string
+		err            error
+	}
+	done := make(chan result, 1)
+	go func() {
+		lines, stdout, stderr, err := nodeCmd(script, 120*time.Second, "paced", px.Addr(), "TRAFT5", "80", "raft", "50")
+		done <- result{lines, stdout, stderr, err}
+	}()
+	held := func() int64 {
+		var n int64
+		for q := range int32(2) {
+			m, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: c.Broker(leader).Addr(),
+				MessageQueue: protocol.MessageQueue{Topic: "TRAFT5", BrokerName: "broker-a", QueueID: q}}, 0)
+			if err == nil {
+				n += m
+			}
+		}
+		return n
+	}
+	testutil.WaitFor(t, 60*time.Second, "the first sends are stored", func() bool { return held() >= 10 })
+	c.StopBroker(leader)
+	r := <-done
+	if r.stderr != "" {
+		t.Logf("paced stderr:\n%s", r.stderr)
+	}
+	if r.err != nil {
+		t.Fatalf("paced: %v\n%s", r.err, r.stdout)
+	}
+	acked := map[string]bool{}
+	failed := 0
+	for _, l := range r.lines {
+		if l.Sent != "" {
+			acked[l.Body] = true
+		}
+		if l.Failed != "" {
+			failed++
+		}
+	}
+	t.Logf("%d sends acknowledged, %d failed during the election", len(acked), failed)
+	if len(acked) < 40 {
+		t.Fatalf("only %d of 80 sends acknowledged", len(acked))
+	}
+	lines := runNode(t, script, 120*time.Second, "consume", px.Addr(), "GRAFT5", "TRAFT5", strconv.Itoa(len(acked)), "90")
+	got := map[string]bool{}
+	for _, l := range lines {
+		if l.Received != "" {
+			got[l.Body] = true
+		}
+	}
+	for b := range acked {
+		if !got[b] {
+			t.Errorf("acknowledged %s was not received", b)
+		}
+	}
+}

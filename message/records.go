@@ -1,0 +1,50 @@
+package message
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Runs of records: a CommitLog range that holds stored-message records back to back, as a
+// Raft message entry does (raftlog places the records its proposer encoded, and recovery
+// checks them where they lie).
+
+// PatchRecords checks that b holds whole stored-message records back to back (framing only)
+// and prepares them for a framed CommitLog at phy (the offset of b[0]): each record's
+// physical offset is written, and its queue offset zeroed, as the store's dispatch assigns it
+// later. It returns the number of records.
+func PatchRecords(b []byte, phy int64) (int, error) {
+	n := 0
+	for off := 0; off < len(b); n++ {
+		v, err := ParseRecord(b[off:])
+		if err != nil {
+			return n, fmt.Errorf("record %d at %d: %w", n, phy+int64(off), err)
+		}
+		binary.BigEndian.PutUint64(b[off+OffPhysicalOffset:], uint64(phy+int64(off)))
+		binary.BigEndian.PutUint64(b[off+OffQueueOffset:], 0)
+		off += v.Size
+	}
+	return n, nil
+}
+
+// CheckRecords checks that b holds whole stored-message records back to back, each carrying
+// its own physical offset (phy is b[0]'s) and, with checkCRC, a matching body CRC: what a
+// recovery accepts. Every error wraps ErrCorruptRecord. It returns the number of records.
+func CheckRecords(b []byte, phy int64, checkCRC bool) (int, error) {
+	n := 0
+	for off := 0; off < len(b); n++ {
+		v, err := ParseRecord(b[off:])
+		if err != nil {
+			return n, fmt.Errorf("record %d at %d: %w", n, phy+int64(off), err)
+		}
+		if at := phy + int64(off); v.PhysicalOffset != at {
+			return n, fmt.Errorf("%w: record %d at %d has physical offset %d", ErrCorruptRecord, n, at, v.PhysicalOffset)
+		}
+		if checkCRC && BodyCRC(v.Body) != v.BodyCRC {
+			return n, fmt.Errorf("%w: record %d at %d: body CRC 0x%08X, stored 0x%08X", ErrCorruptRecord, n,
+				phy+int64(off), uint32(BodyCRC(v.Body)), uint32(v.BodyCRC))
+		}
+		off += v.Size
+	}
+	return n, nil
+}

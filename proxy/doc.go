@@ -1,0 +1,46 @@
+// Package proxy is the gRPC endpoint of RocketMQ 5's clients: apache.rocketmq.v2.MessagingService
+// (proxy/v2pb) on grpcServerPort (8081), served in front of the brokers through the one native client
+// (package client, remoting to the brokers). The same Server runs in two modes, as RocketMQ 5's proxy does:
+//
+//   - local mode (Options.BrokerName set): inside a broker process (enableGrpcServer=true); only that broker
+//     group's queues are offered;
+//   - cluster mode: the mqproxy binary in front of every broker group the name servers route.
+//
+// # The calls (one file each)
+//
+//	route.go    QueryRoute (every queue, its permission and accepted types, each broker at the proxy's
+//	            endpoint), QueryAssignment (one assignment per readable group, queue id -1)
+//	send.go     SendMessage (normal, FIFO: the queue by the Java hash of the message group; delay / timed:
+//	            TIMER_DELIVER_MS; transactional: a half message), EndTransaction, the check-back relay, and
+//	            the heartbeats of the proxy's producer groups to the brokers
+//	clients.go  Heartbeat, NotifyClientTermination, Telemetry (settings both ways; thread stack, verify message
+//	            and orphaned-transaction commands out, their answers in)
+//	receive.go  ReceiveMessage (the broker's pop consumption through the popper interface, long polling,
+//	            ordered for groups with consumeMessageOrderly), AckMessage, ChangeInvisibleDuration,
+//	            ForwardMessageToDeadLetterQueue; RecallMessage answers UNSUPPORTED
+//	renew.go    auto_renew receives (push consumers): the proxy renews the handles until the client answers
+//	pull.go     PullMessage, UpdateOffset, GetOffset, QueryOffset
+//	auth.go     the ACL (v5 signatures checked by an Authorizer, acl.Validator's CheckV2)
+//	convert.go  v2 messages to the stored properties and back
+//
+// # Transactions
+//
+// v5 producers have no producer group. A transactional message is stored with PGROUP rmq_proxy_tx_group_<topic>
+// and the proxy heartbeats that group to the brokers of the topic while a producer publishing it is connected,
+// so the broker's CHECK_TRANSACTION_STATE reaches the proxy, which relays it as a
+// RecoverOrphanedTransactionCommand to such a producer's Telemetry stream. The transaction id handed to the
+// producer is "commitLogOffset:halfQueueOffset:brokerName": EndTransaction needs nothing else, so any proxy
+// ends any transaction and the proxy keeps no table.
+//
+// # Receipt handles
+//
+// The handle a client gets is the broker's (protocol.ExtraInfo, eight fields) plus the message's CommitLog
+// offset as a ninth, as RocketMQ 5's proxy makes it: ForwardMessageToDeadLetterQueue needs the offset. For an
+// auto-renewed message the client keeps its first handle; the proxy maps it to the one in force.
+//
+// # Contracts
+//
+// A Server is safe for concurrent use; Close stops serving, ends the streams and waits for its goroutines.
+// Calls answer their outcome in the response's Status (v2 codes; a broker's refusal keeps its remark); only
+// an ACL refusal is a gRPC error (PermissionDenied).
+package proxy

@@ -1,0 +1,342 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rocketraft/rocketraft/client"
+	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/proxy/v2pb"
+	"github.com/rocketraft/rocketraft/remoting"
+)
+
+// popper is what receiving and acking need of the native client: the broker's pop consumption
+// (*client.Client is one).
+type popper interface {
+	// PopMessage pops up to p.MaxNums messages of p.Group at the broker at addr, holding the call up to
+	// p.Poll when none is there; the messages stay hidden from other pops for p.Invisible.
+	PopMessage(ctx context.Context, addr string, p *client.Pop) (*client.PopResult, error)
+	// AckMessage acks the message of handle; NO_MESSAGE when it is no longer in flight under handle.
+	AckMessage(ctx context.Context, addr, group, topic, handle string) error
+	// ChangeInvisibleTime hides the message of handle for invisible from now and returns its new handle.
+	ChangeInvisibleTime(ctx context.Context, addr, group, topic, handle string, invisible time.Duration) (string, error)
+}
+
+var _ popper = (*client.Client)(nil)
+
+// The bounds of a receive, as RocketMQ 5's proxy has them (its minimum invisible time is 10 s; 1 s here,
+// so that redelivery can be shown in tests without long waits).
+const (
+	minInvisible  = time.Second
+	maxInvisible  = 12 * time.Hour
+	maxReceive    = 32
+	pollingMargin = 500 * time.Millisecond // answered this long before the caller's deadline
+)
+
+// The receipt handle the proxy hands out is the broker's (protocol.ExtraInfo, eight fields) and the
+// message's CommitLog offset as a ninth, as RocketMQ 5's proxy makes it: ForwardMessageToDeadLetterQueue
+// needs the offset, acks need the rest.
+func receiptHandle(extra string, commitLogOffset int64) string {
+	return extra + " " + strconv.FormatInt(commitLogOffset, 10)
+}
+
+// parseHandle splits a receipt handle into the broker's part, its ExtraInfo and the CommitLog offset (-1
+// when a client hands back a bare broker handle).
+func parseHandle(h string) (extra string, info protocol.ExtraInfo, commitLogOffset int64, err error) {
+	f := strings.Split(h, " ")
+	commitLogOffset = -1
+	if len(f) == 9 {
+		if commitLogOffset, err = strconv.ParseInt(f[8], 10, 64); err != nil {
+			return "", info, 0, fail(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle %q: the CommitLog offset is not a number", h)
+		}
+		f = f[:8]
+	}
+	extra = strings.Join(f, " ")
+	if info, err = protocol.ParseExtraInfo(extra); err != nil {
+		return "", info, 0, fail(v2pb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
+	}
+	return extra, info, commitLogOffset, nil
+}
+
+// groupCache keeps the consumer groups' configs (GET_ALL_SUBSCRIPTIONGROUP_CONFIG of a broker) for RouteTTL,
+// for whether a group consumes in order.
+type groupCache struct {
+	c   *client.Client
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]groupEntry // by broker address; guarded by mu
+}
+
+type groupEntry struct {
+	table   map[string]*protocol.SubscriptionGroupConfig
+	fetched time.Time
+}
+
+// get returns group's config at the broker at addr, or nil when the broker has none or cannot be asked.
+func (g *groupCache) get(ctx context.Context, addr, group string) *protocol.SubscriptionGroupConfig {
+	g.mu.Lock()
+	e, ok := g.m[addr]
+	g.mu.Unlock()
+	if !ok || time.Since(e.fetched) > g.ttl {
+		var body struct {
+			Table map[string]*protocol.SubscriptionGroupConfig `json:"subscriptionGroupTable"`
+		}
+		resp, err := g.c.Call(ctx, addr, remoting.GetAllSubscriptionGroupConfig, nil, nil)
+		if err == nil {
+			err = json.Unmarshal(resp.Body, &body)
+		}
+		if err != nil {
+			return e.table[group] // the table before, if any
+		}
+		e = groupEntry{table: body.Table, fetched: time.Now()}
+		g.mu.Lock()
+		g.m[addr] = e
+		g.mu.Unlock()
+	}
+	return e.table[group]
+}
+
+// orderly reports whether group consumes in order at the broker at addr (false when it cannot be told).
+func (g *groupCache) orderly(ctx context.Context, addr, group string) bool {
+	sg := g.get(ctx, addr, group)
+	return sg != nil && sg.ConsumeMessageOrderly
+}
+
+// ReceiveMessage pops messages of the group from the broker group the message queue names (every queue of
+// the topic there: RocketMQ 5's proxy pops with queue id -1), holding the call up to long_polling_timeout
+// (bounded by the call's deadline) when none is there. The stream answers a status, then the messages,
+// each with its receipt handle, invisible duration and delivery attempt. A group that consumes in order
+// (consumeMessageOrderly) pops in order: a queue's next message only once the ones before are acked.
+func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.MessagingService_ReceiveMessageServer) error {
+	ctx := stream.Context()
+	answer := func(st *v2pb.Status) error {
+		return stream.Send(&v2pb.ReceiveMessageResponse{Content: &v2pb.ReceiveMessageResponse_Status{Status: st}})
+	}
+	group, topic := req.GetGroup().GetName(), req.GetMessageQueue().GetTopic().GetName()
+	if err := checkGroup(group); err != nil {
+		return answer(toStatus(err))
+	}
+	if err := checkTopic(topic); err != nil {
+		return answer(toStatus(err))
+	}
+	expType, exp := "TAG", req.GetFilterExpression().GetExpression()
+	if req.GetFilterExpression().GetType() == v2pb.FilterType_SQL {
+		expType = "SQL92"
+	}
+	invisible := req.GetInvisibleDuration().AsDuration()
+	if req.GetAutoRenew() {
+		invisible = s.opts.AutoRenewInvisible // renewed by the proxy until acked (renew.go)
+	} else if req.InvisibleDuration == nil || invisible < minInvisible || invisible > maxInvisible {
+		return answer(st(v2pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible_duration %v is outside [%v, %v]", invisible, minInvisible, maxInvisible))
+	}
+	batch := int(req.GetBatchSize())
+	if batch <= 0 || batch > maxReceive {
+		return answer(st(v2pb.Code_BAD_REQUEST, "batch_size %d is outside [1, %d]", batch, maxReceive))
+	}
+	poll := s.opts.MaxLongPolling
+	if req.LongPollingTimeout != nil {
+		poll = min(req.GetLongPollingTimeout().AsDuration(), poll)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		poll = min(poll, time.Until(dl)-s.c.Timeout()/2-pollingMargin)
+	}
+	poll = max(poll, 0)
+	broker := req.GetMessageQueue().GetBroker().GetName()
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		return answer(toStatus(err))
+	}
+	addr := r.master(broker)
+	if addr == "" {
+		return answer(st(v2pb.Code_NOT_FOUND, "broker %s serves topic %s from no master now", broker, topic))
+	}
+	p := &client.Pop{Group: group, Topic: topic, BrokerName: broker, QueueID: -1, MaxNums: batch, Invisible: invisible,
+		Poll: poll, ExpType: expType, Exp: exp, Order: s.groups.orderly(ctx, addr, group), AttemptID: req.GetAttemptId(),
+		// A group new to a queue starts at its first message, as RocketMQ 5 does while the queue's messages are
+		// still in memory (initPopOffsetByCheckMsgInMem): v5 consumers started after their producer see
+		// everything it sent.
+		FromStart: true}
+	res, err := s.pop.PopMessage(ctx, addr, p)
+	if err != nil {
+		return answer(toStatus(err))
+	}
+	switch res.Status {
+	case client.PopFound:
+	case client.PopPollingFull:
+		return answer(st(v2pb.Code_TOO_MANY_REQUESTS, "too many receives wait at broker %s", broker))
+	default:
+		return answer(st(v2pb.Code_MESSAGE_NOT_FOUND, "no new message for %s on %s", group, broker))
+	}
+	if err := answer(ok()); err != nil {
+		return err
+	}
+	for _, pm := range res.Msgs {
+		m := fromMessageExt(pm.MessageExt, topic)
+		sp := m.SystemProperties
+		h := receiptHandle(pm.ReceiptHandle, pm.PhysicalOffset)
+		sp.ReceiptHandle = &h
+		if req.GetAutoRenew() {
+			s.renew.add(h, &renewal{client: clientID(ctx), group: group, topic: topic, addr: addr, current: pm.ReceiptHandle,
+				phy: pm.PhysicalOffset})
+		}
+		sp.InvisibleDuration = durationpb.New(invisible)
+		attempt := pm.Attempt
+		sp.DeliveryAttempt = &attempt
+		if err := stream.Send(&v2pb.ReceiveMessageResponse{Content: &v2pb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// currentHandle parses a client's receipt handle; for a message the proxy renews (auto_renew) it stops the
+// renewal and returns the broker's handle now in force.
+func (s *Server) currentHandle(h string) (extra string, info protocol.ExtraInfo, commitLogOffset int64, err error) {
+	extra, info, commitLogOffset, err = parseHandle(h)
+	if err != nil {
+		return
+	}
+	if cur := s.renew.take(h); cur != "" {
+		extra = cur
+		info, err = protocol.ParseExtraInfo(cur)
+	}
+	return
+}
+
+// ackAddr is the master address of the broker a receipt handle names.
+func (s *Server) ackAddr(ctx context.Context, topic string, info protocol.ExtraInfo) (string, error) {
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		return "", err
+	}
+	addr := r.master(info.BrokerName)
+	if addr == "" {
+		return "", fail(v2pb.Code_NOT_FOUND, "broker %s of the receipt handle has no master now", info.BrokerName)
+	}
+	return addr, nil
+}
+
+// AckMessage acks each entry's message (ACK_MESSAGE to the broker its receipt handle names); a handle no
+// longer in flight is INVALID_RECEIPT_HANDLE.
+func (s *Server) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*v2pb.AckMessageResponse, error) {
+	group, topic := req.GetGroup().GetName(), req.GetTopic().GetName()
+	if err := checkGroup(group); err != nil {
+		return &v2pb.AckMessageResponse{Status: toStatus(err)}, nil
+	}
+	if err := checkTopic(topic); err != nil {
+		return &v2pb.AckMessageResponse{Status: toStatus(err)}, nil
+	}
+	resp := &v2pb.AckMessageResponse{Status: ok()}
+	for _, e := range req.GetEntries() {
+		st := s.ackOne(ctx, group, topic, e.GetReceiptHandle())
+		if st.Code != v2pb.Code_OK {
+			resp.Status = st
+		}
+		resp.Entries = append(resp.Entries, &v2pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st})
+	}
+	if len(req.GetEntries()) == 0 {
+		resp.Status = st(v2pb.Code_BAD_REQUEST, "no entry to ack")
+	}
+	return resp, nil
+}
+
+func (s *Server) ackOne(ctx context.Context, group, topic, handle string) *v2pb.Status {
+	extra, info, _, err := s.currentHandle(handle)
+	if err != nil {
+		return toStatus(err)
+	}
+	addr, err := s.ackAddr(ctx, topic, info)
+	if err == nil {
+		err = s.pop.AckMessage(ctx, addr, group, topic, extra)
+	}
+	if client.HasCode(err, remoting.NoMessage) {
+		return st(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle expired or already used: %v", err)
+	}
+	if err != nil {
+		return toStatus(err)
+	}
+	return ok()
+}
+
+// ChangeInvisibleDuration hides a received message for invisible_duration from now and answers its new
+// receipt handle (the old one is spent).
+func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *v2pb.ChangeInvisibleDurationRequest) (*v2pb.ChangeInvisibleDurationResponse, error) {
+	group, topic := req.GetGroup().GetName(), req.GetTopic().GetName()
+	if err := checkGroup(group); err != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: toStatus(err)}, nil
+	}
+	if err := checkTopic(topic); err != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: toStatus(err)}, nil
+	}
+	// A consumer's nack asks for its retry delay here, which may be 0 (redeliver at once): no lower bound.
+	d := req.GetInvisibleDuration().AsDuration()
+	if req.InvisibleDuration == nil || d < 0 || d > maxInvisible {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: st(v2pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible_duration %v is outside [0, %v]", d, maxInvisible)}, nil
+	}
+	extra, info, phy, err := s.currentHandle(req.GetReceiptHandle())
+	if err != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: toStatus(err)}, nil
+	}
+	addr, err := s.ackAddr(ctx, topic, info)
+	var next string
+	if err == nil {
+		next, err = s.pop.ChangeInvisibleTime(ctx, addr, group, topic, extra, max(d, time.Millisecond)) // the broker wants > 0 ms
+	}
+	if client.HasCode(err, remoting.NoMessage) {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: st(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle expired or already used: %v", err)}, nil
+	}
+	if err != nil {
+		return &v2pb.ChangeInvisibleDurationResponse{Status: toStatus(err)}, nil
+	}
+	if phy >= 0 {
+		next = receiptHandle(next, phy)
+	}
+	return &v2pb.ChangeInvisibleDurationResponse{Status: ok(), ReceiptHandle: next}, nil
+}
+
+// ForwardMessageToDeadLetterQueue moves a received message to the group's dead-letter queue %DLQ%<group>
+// (CONSUMER_SEND_MSG_BACK with delay level -1) and acks it; a push consumer does this once the message used
+// up its attempts.
+func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2pb.ForwardMessageToDeadLetterQueueRequest) (*v2pb.ForwardMessageToDeadLetterQueueResponse, error) {
+	group, topic := req.GetGroup().GetName(), req.GetTopic().GetName()
+	answer := func(st *v2pb.Status) (*v2pb.ForwardMessageToDeadLetterQueueResponse, error) {
+		return &v2pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
+	}
+	if err := checkGroup(group); err != nil {
+		return answer(toStatus(err))
+	}
+	if err := checkTopic(topic); err != nil {
+		return answer(toStatus(err))
+	}
+	extra, info, phy, err := s.currentHandle(req.GetReceiptHandle())
+	if err != nil {
+		return answer(toStatus(err))
+	}
+	if phy < 0 {
+		return answer(st(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle %q carries no CommitLog offset", req.GetReceiptHandle()))
+	}
+	addr, err := s.ackAddr(ctx, topic, info)
+	if err == nil {
+		err = s.c.SendMessageBack(ctx, addr, &client.SendBack{Group: group, CommitLogOffset: phy, OriginMsgID: req.GetMessageId(),
+			OriginTopic: topic, DelayLevel: -1, MaxReconsume: req.GetMaxDeliveryAttempts()})
+	}
+	if err != nil {
+		return answer(toStatus(err))
+	}
+	if err := s.pop.AckMessage(ctx, addr, group, topic, extra); err != nil && !client.HasCode(err, remoting.NoMessage) {
+		return answer(toStatus(err))
+	}
+	return answer(ok())
+}
+
+// RecallMessage would withdraw a timed message before its delivery time; the broker keeps no recall
+// handles, so it is answered UNSUPPORTED (and sends hand out no recall handle).
+func (s *Server) RecallMessage(ctx context.Context, req *v2pb.RecallMessageRequest) (*v2pb.RecallMessageResponse, error) {
+	return &v2pb.RecallMessageResponse{Status: st(v2pb.Code_UNSUPPORTED, "recalling timed messages is not supported by this broker")}, nil
+}
