@@ -19,6 +19,7 @@ import (
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/faultnet"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/proxy"
@@ -263,6 +264,37 @@ func TestNodeClientThroughMqproxy(t *testing.T) {
 			t.Errorf("broker %d holds no message of T5: the proxy did not spread the sends", i)
 		}
 	}
+}
+
+// TestNodeProducerSlowRoutes: a Node.js producer of two topics starts through a proxy whose name server
+// answers slowly. The client writes its settings once it has the first topic's route and listens for the
+// answer only after the second's: the answer comes in between and is dropped, and the client would wait
+// for its 5-minute settings sync; the proxy's repeat of the answer after the client's first heartbeat
+// (every 10 s) lets it start (proxy/doc.go "Settings").
+func TestNodeProducerSlowRoutes(t *testing.T) {
+	script := nodeScript(t)
+	c := cluster.Start(t, cluster.Options{Configure: func(_ int, cfg *broker.Config) {
+		cfg.TransactionCheckInterval, cfg.TransactionTimeOut = 500, 500
+	}})
+	slow, err := faultnet.Listen("namesrv", c.NamesrvAddrs()[0], cluster.TestLogger(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slow.Close() })
+	slow.SetDelay(300 * time.Millisecond)
+	nc := client.New(client.Config{Namesrvs: []string{slow.Addr()}})
+	t.Cleanup(func() { nc.Close() })
+	px, err := proxy.New(proxy.Options{Client: nc, Log: cluster.TestLogger(t, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	createTopic(t, c, "TSLOW", 4)
+	createTopic(t, c, "TSLOWF", 4)
+	checkProduce(t, runNode(t, script, 60*time.Second, "produce", px.Addr(), "TSLOW", "TSLOWF", "TagA"))
 }
 
 // TestV4AndV5ClientsShareATopic: a 4.x client (the Go client over remoting) and a 5.x client (the Node.js

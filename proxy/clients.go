@@ -35,6 +35,8 @@ type clientState struct {
 	topics   []string // a producer's published topics
 	settings *v2pb.Settings
 	out      chan *v2pb.TelemetryCommand // the open Telemetry stream's sends; nil when none
+	answer   *v2pb.TelemetryCommand      // the settings answer last sent on out; nil when none
+	repeated bool                        // answer was sent again on a heartbeat
 	seen     time.Time
 }
 
@@ -108,12 +110,34 @@ func (r *registry) attach(id string, out chan *v2pb.TelemetryCommand) {
 	r.getLocked(id).out = out
 }
 
+// answered records reply as the settings answer sent on id's stream out.
+func (r *registry) answered(id string, out chan *v2pb.TelemetryCommand, reply *v2pb.TelemetryCommand) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cs := r.getLocked(id); cs.out == out {
+		cs.answer, cs.repeated = reply, false
+	}
+}
+
+// repeatAnswer returns id's stream and its settings answer when that answer has not been sent again yet,
+// and marks it sent again; nil when there is nothing to repeat.
+func (r *registry) repeatAnswer(id string) (chan *v2pb.TelemetryCommand, *v2pb.TelemetryCommand) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cs := r.m[id]
+	if cs == nil || cs.out == nil || cs.answer == nil || cs.repeated {
+		return nil, nil
+	}
+	cs.repeated = true
+	return cs.out, cs.answer
+}
+
 // detach forgets id's stream out, unless a newer stream replaced it.
 func (r *registry) detach(id string, out chan *v2pb.TelemetryCommand) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cs := r.m[id]; cs != nil && cs.out == out {
-		cs.out = nil
+		cs.out, cs.answer = nil, nil
 	}
 }
 
@@ -258,6 +282,18 @@ func (s *Server) Heartbeat(ctx context.Context, req *v2pb.HeartbeatRequest) (*v2
 		}
 	}
 	s.clients.heartbeat(id, req.GetClientType(), req.GetGroup().GetName())
+	// The client's first heartbeat after its settings were answered gets that answer again on its
+	// Telemetry stream. The Node.js client (rocketmq-client-nodejs 1.x) starts waiting for the answer only
+	// after it has fetched the routes of all its topics, and drops an answer that comes while it still
+	// fetches them: without this its startup hangs until its 5-minute settings sync whenever a route
+	// query is slower than the answer. Its heartbeats start before it waits (every 10 s). A repeated
+	// answer carries the same settings, which every client applies again without effect.
+	if out, answer := s.clients.repeatAnswer(id); out != nil {
+		select {
+		case out <- answer:
+		default: // the stream's queue is full: it is busy, and its client is not waiting for this
+		}
+	}
 	return &v2pb.HeartbeatResponse{Status: ok()}, nil
 }
 
@@ -315,6 +351,7 @@ func (s *Server) Telemetry(stream v2pb.MessagingService_TelemetryServer) error {
 			sg := s.subscriptionGroup(ctx, c.Settings.GetSubscription())
 			reply := &v2pb.TelemetryCommand{Status: ok(), Command: &v2pb.TelemetryCommand_Settings{
 				Settings: serverSettings(c.Settings, sg, s.opts.MaxLongPolling)}}
+			s.clients.answered(id, out, reply)
 			select {
 			case out <- reply:
 			case <-ctx.Done():

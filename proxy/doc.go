@@ -32,6 +32,15 @@
 // producer is "commitLogOffset:halfQueueOffset:brokerName": EndTransaction needs nothing else, so any proxy
 // ends any transaction and the proxy keeps no table.
 //
+// # Settings
+//
+// A client's settings on its Telemetry stream are answered at once with the server's (clients.go
+// serverSettings), and once more after the client's next Heartbeat. The repeat is for
+// rocketmq-client-nodejs 1.x: its startup writes its settings when it has the first topic's route, but
+// listens for the answer only after it has the routes of all its topics; an answer that comes in between
+// is dropped and startup waited for the client's 5-minute settings sync (e2e
+// TestNodeProducerSlowRoutes). Its heartbeats run from before that wait, every 10 s.
+//
 // # Receipt handles
 //
 // The handle a client gets is the broker's (protocol.ExtraInfo, eight fields) plus the message's CommitLog
