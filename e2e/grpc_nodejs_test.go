@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,6 +407,38 @@ func TestNodeClientAcrossRaftLeaderStop(t *testing.T) {
 	if _, err := nc.EnsureTopic(ctx, "TRAFT5", 2, nil); err != nil {
 		t.Fatal(err)
 	}
+	nodeAcrossFailover(t, script, nc, "TRAFT5", "broker-a", c.Broker(leader).Addr(), func() { c.StopBroker(leader) })
+}
+
+// TestNodeClientAcrossRaftLeaderKill9: the same with the leader of a group of child processes (SYNC_FLUSH)
+// killed with SIGKILL: nothing the Node.js client saw acknowledged is lost.
+func TestNodeClientAcrossRaftLeaderKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	script := nodeScript(t)
+	c := cluster.Start(t, cluster.Options{NoBrokers: true})
+	const group = "broker-k"
+	nodes := startRaftChildren(t, c, group, "")
+	w := newWireClient(t)
+	m := raftChildMaster(t, c, w, group, "", nodes, "")
+	raftCreateTopic(t, w, m.addr, "TKILL5")
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { nc.Close() })
+	nodeAcrossFailover(t, script, nc, "TKILL5", group, m.addr, func() {
+		if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = m.cmd.Wait()
+		t.Logf("killed the leader %s; the new master is %s", m.addr, raftChildMaster(t, c, w, group, "", nodes, m.addr).addr)
+	})
+}
+
+// nodeAcrossFailover runs v5client.js paced sends to topic through a proxy in cluster mode on nc, calls
+// fail once leader (the address of brokerName's master) holds ten of them, and checks that the client
+// consumes every send it saw acknowledged.
+func nodeAcrossFailover(t *testing.T, script string, nc *client.Client, topic, brokerName, leader string, fail func()) {
+	t.Helper()
 	px, err := proxy.New(proxy.Options{Client: nc, RouteTTL: 500 * time.Millisecond, Log: cluster.TestLogger(t, 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -421,14 +454,14 @@ func TestNodeClientAcrossRaftLeaderStop(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		lines, stdout, stderr, err := nodeCmd(script, 120*time.Second, "paced", px.Addr(), "TRAFT5", "80", "raft", "50")
+		lines, stdout, stderr, err := nodeCmd(script, 120*time.Second, "paced", px.Addr(), topic, "80", "raft", "50")
 		done <- result{lines, stdout, stderr, err}
 	}()
 	held := func() int64 {
 		var n int64
-		for q := range int32(2) {
-			m, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: c.Broker(leader).Addr(),
-				MessageQueue: protocol.MessageQueue{Topic: "TRAFT5", BrokerName: "broker-a", QueueID: q}}, 0)
+		for q := range int32(4) {
+			m, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: leader,
+				MessageQueue: protocol.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: q}}, 0)
 			if err == nil {
 				n += m
 			}
@@ -436,7 +469,7 @@ func TestNodeClientAcrossRaftLeaderStop(t *testing.T) {
 		return n
 	}
 	testutil.WaitFor(t, 60*time.Second, "the first sends are stored", func() bool { return held() >= 10 })
-	c.StopBroker(leader)
+	fail()
 	r := <-done
 	if r.stderr != "" {
 		t.Logf("paced stderr:\n%s", r.stderr)
@@ -458,7 +491,7 @@ func TestNodeClientAcrossRaftLeaderStop(t *testing.T) {
 	if len(acked) < 40 {
 		t.Fatalf("only %d of 80 sends acknowledged", len(acked))
 	}
-	lines := runNode(t, script, 120*time.Second, "consume", px.Addr(), "GRAFT5", "TRAFT5", strconv.Itoa(len(acked)), "90")
+	lines := runNode(t, script, 120*time.Second, "consume", px.Addr(), "G"+topic, topic, strconv.Itoa(len(acked)), "90")
 	got := map[string]bool{}
 	for _, l := range lines {
 		if l.Received != "" {
