@@ -5,7 +5,9 @@
 #   ansible       for the collection ansible.posix (ansible.posix.sysctl) the roles use (Debian's ansible ships it);
 #   ansible-lint  make deploy-lint (part of make deploy-check): the playbooks against its production profile;
 #   chromium      internal/console's browser tests (they skip without /usr/bin/chromium; a note says so);
-#   protobuf-compiler  protoc, for proxy/v2pb's check that the committed generated code is current (make proto).
+#   protobuf-compiler  protoc, for proxy/v2pb's check that the committed generated code is current (make proto);
+#   libprotobuf-dev    the well-known types' .proto files (google/protobuf/duration.proto, timestamp.proto) that
+#                      the RocketMQ 5 definitions import; Debian's protobuf-compiler does not ship them.
 # Without root or password-less sudo it says what to install and stops when ansible-playbook is missing.
 # Then go mod download, so the tests do not fetch modules while timed, and, where node and npm are, npm ci of
 # e2e/nodejs (the official RocketMQ 5 Node.js client, rocketmq-client-nodejs, for e2e/grpc_nodejs_test.go; its
@@ -19,6 +21,7 @@ ansible-doc -t module ansible.posix.sysctl >/dev/null 2>&1 || need+=(ansible)
 command -v ansible-lint >/dev/null || need+=(ansible-lint)
 [[ -x /usr/bin/chromium ]] || need+=(chromium)
 command -v protoc >/dev/null || need+=(protobuf-compiler)
+[[ -f /usr/include/google/protobuf/duration.proto ]] || need+=(libprotobuf-dev)
 
 if ((${#need[@]} > 0)); then
   sudo=()
