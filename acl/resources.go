@@ -90,7 +90,7 @@ func needsOf(req *remoting.Command) ([]need, error) {
 		}
 	}
 	switch remoting.RequestCode(req.Code) {
-	case remoting.SendMessage, remoting.SendReplyMessage:
+	case remoting.SendMessage, remoting.SendReplyMessage, remoting.RecallMessage:
 		topic(ext["topic"], Pub)
 	case remoting.SendMessageV2, remoting.SendBatchMessage, remoting.SendReplyMessageV2:
 		topic(ext["b"], Pub)

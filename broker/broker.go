@@ -257,6 +257,7 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.PullMessage, pull, b.processPull)
 	s.Register(remoting.ConsumerSendMsgBack, send, b.role.masterServed(b.processConsumerSendMsgBack))
 	s.Register(remoting.EndTransaction, send, b.role.masterServed(b.processEndTransaction))
+	s.Register(remoting.RecallMessage, send, b.role.masterServed(b.processRecallMessage))
 	s.Register(remoting.PopMessage, pull, b.role.masterServed(b.processPopMessage))
 	s.Register(remoting.AckMessage, pull, b.role.masterServed(b.processAckMessage))
 	s.Register(remoting.BatchAckMessage, pull, b.role.masterServed(b.processBatchAckMessage))

@@ -58,7 +58,9 @@
 // manager's apply methods.
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and
-// the timer topic before they are stored; schedule.go and timer.go deliver them when due; filter.go and
+// the timer topic before they are stored; schedule.go and timer.go deliver them when due, and recall.go
+// (RECALL_MESSAGE, RocketMQ 5.3) withdraws a timed message through a recall record the timer meets at the
+// message's delivery time; filter.go and
 // sql_cache.go pick the store filter (tag hashes or SQL92 from filter/) of a subscription.
 //
 // # Pop consumption (pop*.go)

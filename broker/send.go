@@ -237,7 +237,13 @@ func (j *sendJob) done(res store.PutResult, err error) {
 	if err == nil {
 		b.admin.putTimes.recordPut(time.Since(j.start))
 	}
-	if err := j.conn.Reply(j.req, b.sendResponse(&j.h, j.qid, res, err)); err != nil {
+	resp := b.sendResponse(&j.h, j.qid, res, err)
+	if err == nil {
+		if rh := b.recallHandleOf(&j.m); rh != "" {
+			resp.SetExt("recallHandle", rh) // a timed message (recall.go)
+		}
+	}
+	if err := j.conn.Reply(j.req, resp); err != nil {
 		b.log.Debug("send reply", "client", j.conn.RemoteAddr(), "err", err)
 	}
 }

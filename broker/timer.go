@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -170,36 +172,25 @@ func (s *timerService) loop() {
 				s.mu.Unlock()
 				break
 			}
-			e := s.pending[0]
+			due := s.pending[0].due
 			now := s.clock.Now().UnixMilli()
-			if e.due > now {
-				next = min(next, time.Duration(e.due-now)*time.Millisecond)
+			if due > now {
+				next = min(next, time.Duration(due-now)*time.Millisecond)
 				s.mu.Unlock()
 				break
 			}
-			heap.Pop(&s.pending)
-			s.mu.Unlock()
-			err := s.deliver(e.phy)
-			if errors.Is(err, store.ErrNotFound) {
-				// The record's CommitLog file is gone (expired or cleaned under disk pressure): there is
-				// nothing left to deliver, and retrying it would hold back every message due after it.
-				s.log.Warn("timer message no longer in the CommitLog; skipped", "offset", e.queueOffset, "phyOffset", e.phy)
-				err = nil
+			var batch []timerEntry // everything due at this millisecond: a recall and its message are
+			for len(s.pending) > 0 && s.pending[0].due == due {
+				batch = append(batch, heap.Pop(&s.pending).(timerEntry))
 			}
-			if err != nil {
-				// Retried after the backoff, behind what is due before then: one message that cannot be
-				// stored again does not hold back the others (none is delivered early either way).
-				s.log.Error("deliver timer message failed; retrying", "offset", e.queueOffset, "err", err)
-				e.due = max(e.due, s.clock.Now().UnixMilli()+retryBackoff.Milliseconds())
-				s.mu.Lock()
-				heap.Push(&s.pending, e)
-				s.mu.Unlock()
+			s.mu.Unlock()
+			if len(batch) > 1 {
+				batch = s.dropRecalled(batch)
+			}
+			if failed := s.deliverBatch(batch); failed {
 				next = retryBackoff
 				break
 			}
-			s.mu.Lock()
-			s.markDeliveredLocked(e.queueOffset)
-			s.mu.Unlock()
 		}
 		if !timer.Stop() {
 			select {
@@ -217,10 +208,90 @@ func (s *timerService) loop() {
 	}
 }
 
+// deliverBatch delivers entries due now in order and records each as delivered. When one cannot be
+// stored again it is retried after the backoff, behind what is due before then (one message that cannot
+// be stored does not hold back the others; none is delivered early either way), the rest of the batch
+// goes back to the heap as it was, and deliverBatch reports true.
+func (s *timerService) deliverBatch(batch []timerEntry) (failed bool) {
+	for i, e := range batch {
+		err := s.deliver(e.phy)
+		if errors.Is(err, store.ErrNotFound) {
+			// The record's CommitLog file is gone (expired or cleaned under disk pressure): there is
+			// nothing left to deliver, and retrying it would hold back every message due after it.
+			s.log.Warn("timer message no longer in the CommitLog; skipped", "offset", e.queueOffset, "phyOffset", e.phy)
+			err = nil
+		}
+		if err != nil {
+			s.log.Error("deliver timer message failed; retrying", "offset", e.queueOffset, "err", err)
+			e.due = max(e.due, s.clock.Now().UnixMilli()+retryBackoff.Milliseconds())
+			s.mu.Lock()
+			heap.Push(&s.pending, e)
+			for _, rest := range batch[i+1:] {
+				heap.Push(&s.pending, rest)
+			}
+			s.mu.Unlock()
+			return true
+		}
+		s.mu.Lock()
+		s.markDeliveredLocked(e.queueOffset)
+		s.mu.Unlock()
+	}
+	return false
+}
+
+// dropRecalled takes the entries due at one millisecond and returns them without the recall records
+// (RECALL_MESSAGE's, recall.go: TIMER_DEL_UNIQKEY set) and the messages they recall, which it records as
+// delivered, both at once (a checkpoint never holds a recall without its message). A recall is stored due
+// at its message's delivery time, so the two meet here whatever their order in the queue. A record that
+// cannot be read stays in the batch (deliver reports it).
+func (s *timerService) dropRecalled(batch []timerEntry) []timerEntry {
+	keys := make([]string, len(batch)) // the delete key a message answers to, or "" for a recall
+	recalls := map[string]bool{}
+	for i, e := range batch {
+		m, err := s.store.LookMessageByOffset(e.phy)
+		if err != nil {
+			keys[i] = "\x00unreadable"
+			continue
+		}
+		if k, ok := propValue(m.Properties, message.PropertyTimerDelUniqKey); ok {
+			recalls[k] = true
+			continue
+		}
+		topic, _ := propValue(m.Properties, message.PropertyRealTopic)
+		uniq, _ := propValue(m.Properties, message.PropertyUniqKey)
+		keys[i] = protocol.TimerDeleteKey(topic, uniq)
+	}
+	if len(recalls) == 0 {
+		return batch
+	}
+	kept := batch[:0:0]
+	var dropped []timerEntry
+	for i, e := range batch {
+		if keys[i] == "" || recalls[keys[i]] {
+			dropped = append(dropped, e)
+			if keys[i] != "" {
+				s.log.Info("timer message recalled: not delivered", "key", keys[i], "offset", e.queueOffset)
+			}
+			continue
+		}
+		kept = append(kept, e)
+	}
+	s.mu.Lock()
+	for _, e := range dropped {
+		s.markDeliveredLocked(e.queueOffset)
+	}
+	s.mu.Unlock()
+	return kept
+}
+
+// deliver stores the timer record at phy in its real topic; a recall record is not delivered.
 func (s *timerService) deliver(phy int64) error {
 	m, err := s.store.LookMessageByOffset(phy)
 	if err != nil {
 		return err
+	}
+	if _, ok := propValue(m.Properties, message.PropertyTimerDelUniqKey); ok {
+		return nil // a recall whose message was delivered before it came, or was never stored here
 	}
 	real := restoreReal(m, propTimerOutMs, propTimerDeliverMs, propTimerDelayMs, propTimerDelaySec, propStartDeliverTime)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -66,6 +67,8 @@ type SendResult struct {
 	MsgID       string `json:"msgId"`
 	OffsetMsgID string `json:"offsetMsgId"`
 	QueueOffset int64  `json:"queueOffset"`
+	// RecallHandle is set for a timed message: RecallMessage with it withdraws the message before its time.
+	RecallHandle string `json:"recallHandle,omitempty"`
 }
 
 // SendMessage sends s to the broker at addr and waits at most the client's Timeout. Answers that store the
@@ -96,7 +99,24 @@ func (c *Client) SendMessage(ctx context.Context, addr string, s *Send) (*SendRe
 		res.QueueID = qid
 	}
 	res.QueueOffset, _ = resp.OptInt64("queueOffset", -1)
+	res.RecallHandle = resp.OptString("recallHandle", "")
 	return res, nil
+}
+
+// RecallMessage withdraws a timed message of topic before its delivery time (RECALL_MESSAGE to the master
+// at addr of the broker the handle names) and returns its message id. group, the producer group, may be "".
+func (c *Client) RecallMessage(ctx context.Context, addr, group, topic, handle string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	h := &protocol.RecallMessageRequestHeader{ProducerGroup: group, Topic: topic, RecallHandle: handle}
+	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(remoting.RecallMessage, h.Ext(), nil))
+	if err != nil {
+		return "", fmt.Errorf("%s to %s: %w", remoting.RecallMessage, addr, err)
+	}
+	if err := AnswerError(remoting.RecallMessage, addr, resp); err != nil {
+		return "", err
+	}
+	return resp.OptString("msgId", ""), nil
 }
 
 // AppendBatchRecord appends one message of a SEND_BATCH_MESSAGE body:

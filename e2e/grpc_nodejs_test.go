@@ -47,6 +47,8 @@ type nodeLine struct {
 	Props    map[string]string `json:"props"`
 	Topic    string            `json:"topic"`
 	Failed   string            `json:"failed"`
+	Handle   string            `json:"handle"`
+	Recalled string            `json:"recalled"`
 }
 
 // nodeScript is v5client.js, once node, npm and the client are there; without node or npm the test skips.
@@ -296,6 +298,60 @@ func TestNodeProducerSlowRoutes(t *testing.T) {
 	createTopic(t, c, "TSLOW", 4)
 	createTopic(t, c, "TSLOWF", 4)
 	checkProduce(t, runNode(t, script, 60*time.Second, "produce", px.Addr(), "TSLOW", "TSLOWF", "TagA"))
+}
+
+// TestNodeRecallTimedMessage: the Node.js producer sends three timed messages to one broker's gRPC
+// endpoint, two due at one millisecond and one after them, and recalls the first with the recall handle
+// its send got (Producer.recallMessage): the consumer gets the other two, and the topic holds only them.
+func TestNodeRecallTimedMessage(t *testing.T) {
+	script := nodeScript(t)
+	c := cluster.Start(t, cluster.Options{Configure: grpcBrokerConfig(t)})
+	createTopic(t, c, "TRECALL", 2)
+	ep := c.Broker(0).GrpcAddr()
+	sent := runNode(t, script, 60*time.Second, "recall", ep, "TRECALL", "3000")
+	ids := map[string]string{}
+	recalled := ""
+	for _, l := range sent {
+		if l.Error != "" {
+			t.Fatalf("producer: %s", l.Error)
+		}
+		if l.Sent != "" {
+			ids[l.Sent] = l.ID
+			if l.Handle == "" {
+				t.Errorf("the timed message %s was sent without a recall handle", l.Sent)
+			}
+		}
+		if l.Recalled != "" {
+			recalled = l.Recalled
+		}
+	}
+	if recalled == "" || recalled != ids["recalled"] {
+		t.Fatalf("recall answered message id %q, want %q (sent %v)", recalled, ids["recalled"], ids)
+	}
+	got := map[string]bool{}
+	for _, l := range runNode(t, script, 90*time.Second, "consume", ep, "GRECALL", "TRECALL", "2", "60") {
+		if l.Received != "" {
+			got[l.Body] = true
+		}
+	}
+	if !got["kept"] || !got["later"] || got["recalled"] {
+		t.Errorf("consumed %v, want kept and later only", got)
+	}
+	// "later" was due last: the timer has delivered or dropped everything before it.
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { nc.Close() })
+	var held int64
+	for q := range int32(2) {
+		max, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: c.Broker(0).Addr(),
+			MessageQueue: protocol.MessageQueue{Topic: "TRECALL", BrokerName: "broker-a", QueueID: q}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held += max
+	}
+	if held != 2 {
+		t.Errorf("topic TRECALL holds %d messages, want 2 (the recalled one was delivered)", held)
+	}
 }
 
 // TestV4AndV5ClientsShareATopic: a 4.x client (the Go client over remoting) and a 5.x client (the Node.js

@@ -120,6 +120,7 @@ const (
 	PropertyShardingKeyGo              = "SHARDING_KEY"
 	PropertyTimerDelaySec              = "TIMER_DELAY_SEC"
 	PropertyTimerDeliverMs             = "TIMER_DELIVER_MS"
+	PropertyTimerDelUniqKey            = "TIMER_DEL_UNIQKEY" // a recall record: the timer drops the message of this key (protocol.TimerDeleteKey)
 	PropertyDLQOriginTopic             = "DLQ_ORIGIN_TOPIC"
 	PropertyDLQOriginMessageID         = "DLQ_ORIGIN_MESSAGE_ID"
 	PropertyPopCK                      = "POP_CK" // a popped message's receipt handle (protocol.ExtraInfo)

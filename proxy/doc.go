@@ -17,7 +17,7 @@
 //	            and orphaned-transaction commands out, their answers in)
 //	receive.go  ReceiveMessage (the broker's pop consumption through the popper interface, long polling,
 //	            ordered for groups with consumeMessageOrderly), AckMessage, ChangeInvisibleDuration,
-//	            ForwardMessageToDeadLetterQueue; RecallMessage answers UNSUPPORTED
+//	            ForwardMessageToDeadLetterQueue, RecallMessage (RECALL_MESSAGE to the handle's broker)
 //	renew.go    auto_renew receives (push consumers): the proxy renews the handles until the client answers
 //	pull.go     PullMessage, UpdateOffset, GetOffset, QueryOffset
 //	auth.go     the ACL (v5 signatures checked by an Authorizer, acl.Validator's CheckV2)

@@ -335,8 +335,31 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2pb.
 	return answer(ok())
 }
 
-// RecallMessage would withdraw a timed message before its delivery time; the broker keeps no recall
-// handles, so it is answered UNSUPPORTED (and sends hand out no recall handle).
+// RecallMessage withdraws a timed message before its delivery time: RECALL_MESSAGE to the master of the
+// broker the handle names (protocol.RecallHandle; a send of a timed message hands it out).
 func (s *Server) RecallMessage(ctx context.Context, req *v2pb.RecallMessageRequest) (*v2pb.RecallMessageResponse, error) {
-	return &v2pb.RecallMessageResponse{Status: st(v2pb.Code_UNSUPPORTED, "recalling timed messages is not supported by this broker")}, nil
+	answer := func(status *v2pb.Status, id string) (*v2pb.RecallMessageResponse, error) {
+		return &v2pb.RecallMessageResponse{Status: status, MessageId: id}, nil
+	}
+	topic := req.GetTopic().GetName()
+	if err := checkTopic(topic); err != nil {
+		return answer(toStatus(err), "")
+	}
+	h, err := protocol.ParseRecallHandle(req.GetRecallHandle())
+	if err != nil {
+		return answer(st(v2pb.Code_BAD_REQUEST, "%v", err), "")
+	}
+	r, err := s.routes.get(ctx, topic)
+	if err != nil {
+		return answer(toStatus(err), "")
+	}
+	addr := r.master(h.BrokerName)
+	if addr == "" {
+		return answer(st(v2pb.Code_NOT_FOUND, "the recall handle's broker %s has no master serving topic %s here", h.BrokerName, topic), "")
+	}
+	id, err := s.c.RecallMessage(ctx, addr, "", topic, req.GetRecallHandle())
+	if err != nil {
+		return answer(toStatus(err), "")
+	}
+	return answer(ok(), id)
 }

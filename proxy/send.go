@@ -65,7 +65,7 @@ func (s *Server) sendOne(ctx context.Context, r *route, o *outgoing) *v2pb.SendR
 		}
 		return &v2pb.SendResultEntry{Status: toStatus(err), MessageId: o.id}
 	}
-	e := &v2pb.SendResultEntry{Status: ok(), MessageId: o.id, Offset: res.QueueOffset}
+	e := &v2pb.SendResultEntry{Status: ok(), MessageId: o.id, Offset: res.QueueOffset, RecallHandle: res.RecallHandle}
 	switch res.SendStatus {
 	case "FLUSH_DISK_TIMEOUT":
 		e.Status = st(v2pb.Code_MASTER_PERSISTENCE_TIMEOUT, "stored on %s but not flushed in time", q.BrokerName)

@@ -56,7 +56,7 @@ func mapCode(c remoting.ResponseCode) v2pb.Code {
 		return v2pb.Code_CONSUMER_GROUP_NOT_FOUND
 	case remoting.NoPermission:
 		return v2pb.Code_FORBIDDEN
-	case remoting.MessageIllegal, remoting.InvalidParameter, remoting.SubscriptionParseFailed:
+	case remoting.MessageIllegal, remoting.InvalidParameter, remoting.SubscriptionParseFailed, remoting.IllegalOperation:
 		return v2pb.Code_BAD_REQUEST
 	case remoting.FlushDiskTimeout:
 		return v2pb.Code_MASTER_PERSISTENCE_TIMEOUT

@@ -10,6 +10,10 @@
 //   node v5client.js paced ENDPOINT TOPIC N PREFIX PACE_MS
 //       sends N normal messages PACE_MS apart, going on after a failed send; prints {"sent":...} for each
 //       acknowledged one and {"failed":...} for the others
+//   node v5client.js recall ENDPOINT TOPIC DELAY_MS
+//       sends "recalled" and "kept" due at one time DELAY_MS from now and "later" 500 ms after them, then
+//       recalls "recalled" with its send's recall handle; prints {"sent":...} per message and
+//       {"recalled":id}
 //   node v5client.js consume ENDPOINT GROUP TOPIC WANT SECONDS [INVISIBLE_MS]
 //       a SimpleConsumer receives and acks until WANT messages came or SECONDS passed; prints
 //       {"received":...} per message; with INVISIBLE_MS, the first message is left unacked once and must
@@ -101,6 +105,21 @@ async function paced(endpoint, topic, n, prefix, paceMs) {
   await producer.shutdown();
 }
 
+async function recall(endpoint, topic, delayMs) {
+  const producer = new Producer({ endpoints: endpoint, topics: [ topic ], logger: quiet });
+  await producer.startup();
+  const at = Date.now() + delayMs;
+  const receipts = {};
+  for (const [ body, t ] of [ [ 'recalled', at ], [ 'kept', at ], [ 'later', at + 500 ] ]) {
+    const r = await producer.send({ topic, body: Buffer.from(body), deliveryTimestamp: new Date(t) });
+    receipts[body] = r;
+    out({ sent: body, id: r.messageId, body, handle: r.recallHandle });
+  }
+  const rc = await producer.recallMessage(topic, receipts.recalled.recallHandle);
+  out({ recalled: rc.messageId });
+  await producer.shutdown();
+}
+
 async function consume(endpoint, group, topic, want, seconds, invisibleMs) {
   const consumer = new SimpleConsumer({ endpoints: endpoint, consumerGroup: group, subscriptions: new Map([ [ topic, '*' ] ]),
     awaitDuration: 2000, logger: quiet });
@@ -168,6 +187,8 @@ async function main() {
     await paced(args[0], args[1], Number(args[2]), args[3], Number(args[4]));
   } else if (mode === 'send') {
     await sendN(args[0], args[1], Number(args[2]), args[3]);
+  } else if (mode === 'recall') {
+    await recall(args[0], args[1], Number(args[2]));
   } else if (mode === 'consume') {
     await consume(args[0], args[1], args[2], Number(args[3]), Number(args[4]), args[5]);
   } else {
