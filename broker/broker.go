@@ -278,7 +278,9 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.LockBatchMQ, consumer, b.processLockBatchMQ)
 	s.Register(remoting.UnlockBatchMQ, consumer, b.processUnlockBatchMQ)
 	s.Register(remoting.UpdateAndCreateTopic, admin, b.timedCreate(&b.stats.topicCreate, true, b.processUpdateAndCreateTopic))
-	s.Register(remoting.DeleteTopicInBroker, admin, b.processDeleteTopic)
+	// mqadmin deleteTopic sends to every broker of the cluster, slaves too (RocketMQ's does): a classic slave
+	// deletes its own copy, a Raft follower hands the request to the master, whose deletion goes through the log.
+	s.Register(remoting.DeleteTopicInBroker, admin, b.role.masterServed(b.processDeleteTopic))
 	s.Register(remoting.GetAllTopicConfig, admin, b.processGetAllTopicConfig)
 	s.Register(remoting.GetAllSubscriptionGroupConfig, admin, b.processGetAllSubscriptionGroup)
 	s.Register(remoting.GetAllConsumerOffset, admin, b.processGetAllConsumerOffset)

@@ -1,11 +1,15 @@
 package admin
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // TestRaftCommands: getRaftStatus shows the three nodes of a Raft group with one master (brokerId 0),
@@ -69,4 +73,41 @@ func TestTransferLeadershipDrain(t *testing.T) {
 	if !c.Broker(1).IsRaftMaster() {
 		t.Fatalf("n1 no longer master right after the drain: the hold did not cover it")
 	}
+}
+
+// TestRaftDeleteTopic: deleteTopic on a Raft group, which it sends to every node of the cluster as
+// RocketMQ's does (masters and slaves): the followers hand the request to the master, whose deletion goes
+// through the log, and the topic is gone from the master at once, from the followers when they apply it,
+// and from the name server.
+func TestRaftDeleteTopic(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
+	ns := c.NamesrvAddr()
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { nc.Close() })
+	testutil.WaitFor(t, 30*time.Second, "the three nodes registered", func() bool {
+		ci, err := nc.ClusterInfo(context.Background())
+		if err != nil {
+			return false
+		}
+		addrs := ci.BrokerAddrTable["broker-a"].BrokerAddrs
+		return len(addrs) == 3 && addrs[protocol.MasterID] != ""
+	})
+	ok(t, "updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "RaftDoomed", "-r", "2", "-w", "2")
+	holds := func(i int) bool {
+		w, err := nc.TopicConfigs(context.Background(), c.Broker(i).Addr())
+		if err != nil {
+			t.Fatalf("topic configs of node %d: %v", i, err)
+		}
+		_, ok := w.TopicConfigTable["RaftDoomed"]
+		return ok
+	}
+	testutil.WaitFor(t, 30*time.Second, "every node holds the topic", func() bool { return holds(0) && holds(1) && holds(2) })
+	out := ok(t, "deleteTopic", "-n", ns, "-t", "RaftDoomed", "-c", "DefaultCluster")
+	contains(t, out, "delete topic [RaftDoomed] from cluster [DefaultCluster] success.")
+	if holds(c.RaftMaster("broker-a")) {
+		t.Error("the master still holds the deleted topic")
+	}
+	// The followers apply the deletion when they learn it is committed.
+	testutil.WaitFor(t, 30*time.Second, "no node holds the topic", func() bool { return !holds(0) && !holds(1) && !holds(2) })
+	failing(t, ExitFailed, []string{"TOPIC_NOT_EXIST"}, "topicRoute", "-n", ns, "-t", "RaftDoomed")
 }
