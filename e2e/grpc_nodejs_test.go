@@ -354,6 +354,70 @@ func TestNodeRecallTimedMessage(t *testing.T) {
 	}
 }
 
+// TestNodeConsumerRegistered: a Node.js SimpleConsumer through mqproxy is registered at the broker under its
+// own client id while it runs (GET_CONSUMER_CONNECTION_LIST, mqadmin consumerConnection, lists it as a
+// CONSUME_POP consumer with its subscription), and is gone from there once it ended.
+func TestNodeConsumerRegistered(t *testing.T) {
+	script := nodeScript(t)
+	c := cluster.Start(t, cluster.Options{})
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { nc.Close() })
+	px, err := proxy.New(proxy.Options{Client: nc, MaxLongPolling: 2 * time.Second, Log: cluster.TestLogger(t, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	createTopic(t, c, "TREG", 2)
+	type connections struct {
+		ConnectionSet []struct {
+			ClientID string `json:"clientId"`
+		} `json:"connectionSet"`
+		SubscriptionTable map[string]struct {
+			SubString string `json:"subString"`
+		} `json:"subscriptionTable"`
+		ConsumeType string `json:"consumeType"`
+	}
+	online := func() (connections, bool) {
+		var cc connections
+		err := nc.CallJSON(context.Background(), c.Broker(0).Addr(), remoting.GetConsumerConnectionList,
+			map[string]string{"consumerGroup": "GREG"}, &cc)
+		if err != nil && !client.HasCode(err, remoting.ConsumerNotOnline) {
+			t.Fatal(err)
+		}
+		return cc, err == nil && len(cc.ConnectionSet) > 0
+	}
+	type result struct {
+		lines []nodeLine
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		lines, _, _, err := nodeCmd(script, 60*time.Second, "consume", px.Addr(), "GREG", "TREG", "1", "45")
+		done <- result{lines, err}
+	}()
+	var cc connections
+	testutil.WaitFor(t, 30*time.Second, "the v5 consumer registered at the broker", func() bool {
+		var ok bool
+		cc, ok = online()
+		return ok
+	})
+	if len(cc.ConnectionSet) != 1 || cc.ConnectionSet[0].ClientID == "" || cc.ConsumeType != "CONSUME_POP" || cc.SubscriptionTable["TREG"].SubString != "*" {
+		t.Errorf("consumer connection of GREG: %+v; want one client, CONSUME_POP, subscribed to TREG with *", cc)
+	}
+	runNode(t, script, 60*time.Second, "send", px.Addr(), "TREG", "1", "reg")
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("consume: %v %+v", r.err, r.lines)
+	}
+	testutil.WaitFor(t, 30*time.Second, "the ended consumer unregistered", func() bool {
+		_, ok := online()
+		return !ok
+	})
+}
+
 // TestV4AndV5ClientsShareATopic: a 4.x client (the Go client over remoting) and a 5.x client (the Node.js
 // client over gRPC) produce to one topic; a consumer group of each sees every message of both.
 func TestV4AndV5ClientsShareATopic(t *testing.T) {

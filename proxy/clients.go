@@ -87,6 +87,9 @@ func (r *registry) setSettings(id string, s *v2pb.Settings) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cs := r.getLocked(id)
+	if t := s.GetClientType(); cs.settings == nil && (t == v2pb.ClientType_PUSH_CONSUMER || t == v2pb.ClientType_SIMPLE_CONSUMER) {
+		r.wakeup() // a new consumer: registered at the brokers now, not at the next beat
+	}
 	cs.settings = s
 	cs.typ = s.GetClientType()
 	if g := s.GetSubscription().GetGroup().GetName(); g != "" {
@@ -147,7 +150,7 @@ func (r *registry) remove(id string) {
 	defer r.mu.Unlock()
 	if cs := r.m[id]; cs != nil {
 		delete(r.m, id)
-		if len(cs.topics) > 0 {
+		if len(cs.topics) > 0 || cs.group != "" {
 			r.wakeup()
 		}
 	}
@@ -163,7 +166,7 @@ func (r *registry) expire(idle time.Duration) []string {
 		if cs.out == nil && time.Since(cs.seen) > idle {
 			delete(r.m, id)
 			gone = append(gone, id)
-			if len(cs.topics) > 0 {
+			if len(cs.topics) > 0 || cs.group != "" {
 				r.wakeup()
 			}
 		}

@@ -19,6 +19,8 @@
 //	            ordered for groups with consumeMessageOrderly), AckMessage, ChangeInvisibleDuration,
 //	            ForwardMessageToDeadLetterQueue, RecallMessage (RECALL_MESSAGE to the handle's broker)
 //	renew.go    auto_renew receives (push consumers): the proxy renews the handles until the client answers
+//	consumers.go  the v5 consumers registered at their brokers under their own client ids (HEART_BEAT as
+//	            CONSUME_POP consumers; UNREGISTER_CLIENT when they end), so mqadmin and the console see them
 //	pull.go     PullMessage, UpdateOffset, GetOffset, QueryOffset
 //	auth.go     the ACL (v5 signatures checked by an Authorizer, acl.Validator's CheckV2)
 //	convert.go  v2 messages to the stored properties and back

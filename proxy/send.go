@@ -188,8 +188,8 @@ func (s *Server) relayCheck(ct *client.CheckTransaction) {
 const clientIdle = 2 * time.Minute
 
 // heartbeater sends the proxy's producer groups (one per topic with transactions: txGroup) to the brokers,
-// so their transaction check-backs reach the proxy's connections, every interval and at once when the
-// producers' topics change.
+// so their transaction check-backs reach the proxy's connections, and registers the v5 consumers there
+// (consumers.go), every interval and at once when the producers' topics change or a consumer comes or goes.
 type heartbeater struct {
 	c        *client.Client
 	routes   *routeCache
@@ -197,13 +197,15 @@ type heartbeater struct {
 	id       string
 	interval time.Duration
 	expired  func(ids []string) // told the clients the registry forgot for silence (clientIdle)
-	log      *slog.Logger
-	stop     chan struct{}
-	done     chan struct{}
+	// registered is where each v5 consumer was registered last (consumers.go); the loop's goroutine only.
+	registered map[string]registered
+	log        *slog.Logger
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 func newHeartbeater(c *client.Client, routes *routeCache, clients *registry, interval time.Duration, log *slog.Logger) *heartbeater {
-	return &heartbeater{c: c, routes: routes, clients: clients, interval: interval, log: log,
+	return &heartbeater{c: c, routes: routes, clients: clients, interval: interval, log: log, registered: map[string]registered{},
 		id: "rmq-proxy@" + newNonce()[:8], stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -237,10 +239,11 @@ func (h *heartbeater) loop() {
 	}
 }
 
-// beat heartbeats every broker of the producers' topics.
+// beat heartbeats every broker of the producers' topics, and registers the v5 consumers (consumers.go).
 func (h *heartbeater) beat() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*h.c.Timeout())
 	defer cancel()
+	h.beatConsumers(ctx)
 	topics := h.clients.producerTopics()
 	hb := &protocol.HeartbeatData{ClientID: h.id}
 	for _, t := range topics {
