@@ -390,3 +390,90 @@ func BenchmarkGetMessage(b *testing.B) {
 		r.Release()
 	}
 }
+
+// BenchmarkAsyncPutVsWrite measures issue 16's point 4 in one run: each of b.N rounds writes 32 MiB of
+// 1 KiB records with write() to files of the CommitLog's size ("write") and 32 MiB through the
+// PutMessage of each ASYNC_FLUSH store variant, the order turning every round, so the page cache's
+// writeback and another process's load hit each alike. Variants: "mmap" (the default: records copied
+// into the mapping of a sparse file) and "pwrite" (writeWithoutMmap). For each variant it reports the
+// median, lowest and highest per-round ratio to write()'s MB/s, and every side's median MB/s; -v logs
+// every round. Seen on the 2-core VM (kernel 6.18, ext4): after the first round or two the mapping's side
+// settles at 250-300 MB/s while write() keeps 1,200-1,450 and pwrite 600-700 in the same rounds, until
+// the page cache's dirty limit slows all three alike; prefaulting the mapping ahead of the writes
+// (MADV_POPULATE_WRITE, 2 MiB at a time) and turning the flush service off left the mapping's figure
+// where it was: the cost is in making page-cache pages through the mapping.
+//
+//	go test ./store -run '^$' -bench AsyncPutVsWrite -benchtime 12x [-v]
+func BenchmarkAsyncPutVsWrite(b *testing.B) {
+	const round = 32 << 20
+	rec, err := message.EncodeRecord(nil, &message.MessageExt{Message: *benchMessage(1024), StoreHost: testStoreHost})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := round / len(rec)
+	type side struct {
+		name  string
+		run   func() time.Duration
+		mbs   []float64
+		ratio []float64
+	}
+	dir := b.TempDir()
+	var f *os.File
+	var written int64
+	rawWrite := func() time.Duration {
+		start := time.Now()
+		for range n {
+			if f == nil || written%benchFileSize+int64(len(rec)) > benchFileSize {
+				if f != nil {
+					f.Close()
+					written += benchFileSize - written%benchFileSize
+				}
+				if f, err = os.Create(filepath.Join(dir, offsetFileName(written))); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := f.Write(rec); err != nil {
+				b.Fatal(err)
+			}
+			written += int64(len(rec))
+		}
+		return time.Since(start)
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	puts := func(s *Store) func() time.Duration {
+		return func() time.Duration { return timePuts(b, s, 1, n) }
+	}
+	sides := []*side{
+		{name: "write", run: rawWrite},
+		{name: "mmap", run: puts(benchStore(b, AsyncFlush, nil))},
+		{name: "pwrite", run: puts(benchStore(b, AsyncFlush, func(c *Config) { c.WriteWithoutMmap = true }))},
+	}
+	b.SetBytes(int64(n * len(rec) * len(sides)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got := map[string]float64{}
+		for j := range sides {
+			s := sides[(i+j)%len(sides)]
+			got[s.name] = float64(n*len(rec)) / 1e6 / s.run().Seconds()
+			s.mbs = append(s.mbs, got[s.name])
+			b.Logf("round %d: %s %.0f MB/s", i, s.name, got[s.name]) // -v shows each round
+		}
+		for _, s := range sides[1:] {
+			s.ratio = append(s.ratio, got[s.name]/got["write"])
+		}
+	}
+	b.StopTimer()
+	median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+	for _, s := range sides {
+		b.ReportMetric(median(s.mbs), s.name+"-MB/s")
+		if s.ratio != nil {
+			b.ReportMetric(median(s.ratio), s.name+"-median-ratio")
+			b.ReportMetric(slices.Min(s.ratio), s.name+"-min-ratio")
+			b.ReportMetric(slices.Max(s.ratio), s.name+"-max-ratio")
+		}
+	}
+}
