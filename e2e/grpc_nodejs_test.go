@@ -103,6 +103,22 @@ func nodeCmd(script string, timeout time.Duration, args ...string) (lines []node
 	return lines, out.String(), errb.String(), err
 }
 
+// startProxy starts a gRPC endpoint in cluster mode with opts (its log the test's) on a free port of
+// 127.0.0.1, closed at cleanup.
+func startProxy(t *testing.T, opts proxy.Options) *proxy.Server {
+	t.Helper()
+	opts.Log = cluster.TestLogger(t, 0)
+	px, err := proxy.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	return px
+}
+
 // grpcBrokerConfig turns on the broker's gRPC endpoint and quick transaction check-backs.
 func grpcBrokerConfig(t *testing.T) func(int, *broker.Config) {
 	return func(_ int, c *broker.Config) {
@@ -244,14 +260,7 @@ func TestNodeClientThroughMqproxy(t *testing.T) {
 	}})
 	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
 	t.Cleanup(func() { nc.Close() })
-	px, err := proxy.New(proxy.Options{Client: nc, Log: cluster.TestLogger(t, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := px.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
+	px := startProxy(t, proxy.Options{Client: nc})
 	nodeRun(t, c, px.Addr())
 	for i := range 2 {
 		var held int64
@@ -287,14 +296,7 @@ func TestNodeProducerSlowRoutes(t *testing.T) {
 	slow.SetDelay(300 * time.Millisecond)
 	nc := client.New(client.Config{Namesrvs: []string{slow.Addr()}})
 	t.Cleanup(func() { nc.Close() })
-	px, err := proxy.New(proxy.Options{Client: nc, Log: cluster.TestLogger(t, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := px.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
+	px := startProxy(t, proxy.Options{Client: nc})
 	createTopic(t, c, "TSLOW", 4)
 	createTopic(t, c, "TSLOWF", 4)
 	checkProduce(t, runNode(t, script, 60*time.Second, "produce", px.Addr(), "TSLOW", "TSLOWF", "TagA"))
@@ -362,14 +364,7 @@ func TestNodeConsumerRegistered(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{})
 	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
 	t.Cleanup(func() { nc.Close() })
-	px, err := proxy.New(proxy.Options{Client: nc, MaxLongPolling: 2 * time.Second, Log: cluster.TestLogger(t, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := px.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
+	px := startProxy(t, proxy.Options{Client: nc, MaxLongPolling: 2 * time.Second})
 	createTopic(t, c, "TREG", 2)
 	type connections struct {
 		ConnectionSet []struct {
@@ -471,14 +466,7 @@ func TestNodePushConsumer(t *testing.T) {
 	// receive, 20 s with the default.
 	pnc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
 	t.Cleanup(func() { pnc.Close() })
-	px, err := proxy.New(proxy.Options{Client: pnc, MaxLongPolling: 2 * time.Second, Log: cluster.TestLogger(t, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := px.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
+	px := startProxy(t, proxy.Options{Client: pnc, MaxLongPolling: 2 * time.Second})
 	endpoint := px.Addr()
 	createTopic(t, c, "TPUSH", 2)
 	runNode(t, script, 60*time.Second, "send", endpoint, "TPUSH", "3", "push")
@@ -559,14 +547,7 @@ func TestNodeClientAcrossRaftLeaderKill9(t *testing.T) {
 // consumes every send it saw acknowledged.
 func nodeAcrossFailover(t *testing.T, script string, nc *client.Client, topic, brokerName, leader string, fail func()) {
 	t.Helper()
-	px, err := proxy.New(proxy.Options{Client: nc, RouteTTL: 500 * time.Millisecond, Log: cluster.TestLogger(t, 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := px.Listen("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
+	px := startProxy(t, proxy.Options{Client: nc, RouteTTL: 500 * time.Millisecond})
 	type result struct {
 		lines          []nodeLine
 		stdout, stderr string
