@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -52,9 +53,16 @@ func TestEndTransactionCommitSyncFlush(t *testing.T) {
 		expectCode(t, "commit "+id, resp, remoting.Success)
 		expectCode(t, "plain send after commit "+id, w.send(topic, 0, []byte("plain-"+id), ""), remoting.Success)
 	}
-	max := w.call(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil)
-	expectCode(t, "max offset", max, remoting.Success)
-	if got := max.ExtFields["offset"]; got != "6" {
-		t.Fatalf("%s holds %s messages, want 6 (3 committed, 3 plain)", topic, got)
+	// The ConsumeQueue is written by the dispatch, which may still be behind the last answer (it failed once
+	// in make test reading 0): wait for it, then check that nothing more came.
+	var got int64
+	testutil.WaitFor(t, 30*time.Second, "the six messages dispatched", func() bool {
+		max := w.call(remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil)
+		expectCode(t, "max offset", max, remoting.Success)
+		got, _ = strconv.ParseInt(max.ExtFields["offset"], 10, 64)
+		return got >= 6
+	})
+	if got != 6 {
+		t.Fatalf("%s holds %d messages, want 6 (3 committed, 3 plain)", topic, got)
 	}
 }
