@@ -243,38 +243,41 @@ func (s *timerService) deliverBatch(batch []timerEntry) (failed bool) {
 // (RECALL_MESSAGE's, recall.go: TIMER_DEL_UNIQKEY set) and the messages they recall, which it records as
 // delivered, both at once (a checkpoint never holds a recall without its message). A recall is stored due
 // at its message's delivery time, so the two meet here whatever their order in the queue. A record that
-// cannot be read stays in the batch (deliver reports it).
+// cannot be read stays in the batch (deliver reports it). The records are read here and again by deliver,
+// not kept in between: a millisecond may hold a large batch (a sender's fixed delivery time), and
+// dropRecalled runs only for batches of more than one entry.
 func (s *timerService) dropRecalled(batch []timerEntry) []timerEntry {
-	keys := make([]string, len(batch)) // the delete key a message answers to, or "" for a recall
-	recalls := map[string]bool{}
+	keys := make([]string, len(batch)) // the delete key each message answers to
+	recall := make([]bool, len(batch))
+	recalled := map[string]bool{}
 	for i, e := range batch {
 		m, err := s.store.LookMessageByOffset(e.phy)
 		if err != nil {
-			keys[i] = "\x00unreadable"
-			continue
+			continue // kept: deliver reports it
 		}
 		if k, ok := propValue(m.Properties, message.PropertyTimerDelUniqKey); ok {
-			recalls[k] = true
+			recall[i], recalled[k] = true, true
 			continue
 		}
 		topic, _ := propValue(m.Properties, message.PropertyRealTopic)
 		uniq, _ := propValue(m.Properties, message.PropertyUniqKey)
 		keys[i] = protocol.TimerDeleteKey(topic, uniq)
 	}
-	if len(recalls) == 0 {
+	if len(recalled) == 0 {
 		return batch
 	}
 	kept := batch[:0:0]
 	var dropped []timerEntry
 	for i, e := range batch {
-		if keys[i] == "" || recalls[keys[i]] {
+		switch {
+		case recall[i]:
 			dropped = append(dropped, e)
-			if keys[i] != "" {
-				s.log.Info("timer message recalled: not delivered", "key", keys[i], "offset", e.queueOffset)
-			}
-			continue
+		case keys[i] != "" && recalled[keys[i]]:
+			dropped = append(dropped, e)
+			s.log.Info("timer message recalled: not delivered", "key", keys[i], "offset", e.queueOffset)
+		default:
+			kept = append(kept, e)
 		}
-		kept = append(kept, e)
 	}
 	s.mu.Lock()
 	for _, e := range dropped {

@@ -95,9 +95,14 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *remoting.Co
 // Call sends a request to addr and waits for its answer at most the client's Timeout (and ctx). An answer
 // other than SUCCESS is a *ResponseError, and the answer is returned with it (for its header and remark).
 func (c *Client) Call(ctx context.Context, addr string, code remoting.RequestCode, ext map[string]string, body []byte) (*remoting.Command, error) {
+	return c.invoke(ctx, addr, code, c.Request(code, ext, body))
+}
+
+// invoke sends req (of code) to addr as Call does.
+func (c *Client) invoke(ctx context.Context, addr string, code remoting.RequestCode, req *remoting.Command) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	resp, err := c.rc.Invoke(ctx, addr, c.Request(code, ext, body))
+	resp, err := c.rc.Invoke(ctx, addr, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s to %s: %w", code, addr, err)
 	}

@@ -280,13 +280,8 @@ func (c *Client) jsonRequest(code remoting.RequestCode, ext map[string]string, b
 // *ResponseError, and hands a SUCCESS answer to decode (when not nil).
 func (c *Client) callJSON(ctx context.Context, addr string, code remoting.RequestCode, ext map[string]string, body []byte,
 	decode func(*remoting.Command) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	resp, err := c.rc.Invoke(ctx, addr, c.jsonRequest(code, ext, body))
+	resp, err := c.invoke(ctx, addr, code, c.jsonRequest(code, ext, body))
 	if err != nil {
-		return fmt.Errorf("%s to %s: %w", code, addr, err)
-	}
-	if err := AnswerError(code, addr, resp); err != nil {
 		return err
 	}
 	if decode != nil {

@@ -106,14 +106,9 @@ func (c *Client) SendMessage(ctx context.Context, addr string, s *Send) (*SendRe
 // RecallMessage withdraws a timed message of topic before its delivery time (RECALL_MESSAGE to the master
 // at addr of the broker the handle names) and returns its message id. group, the producer group, may be "".
 func (c *Client) RecallMessage(ctx context.Context, addr, group, topic, handle string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	h := &protocol.RecallMessageRequestHeader{ProducerGroup: group, Topic: topic, RecallHandle: handle}
-	resp, err := c.rc.Invoke(ctx, addr, remoting.NewRequest(remoting.RecallMessage, h.Ext(), nil))
+	resp, err := c.Call(ctx, addr, remoting.RecallMessage, h.Ext(), nil)
 	if err != nil {
-		return "", fmt.Errorf("%s to %s: %w", remoting.RecallMessage, addr, err)
-	}
-	if err := AnswerError(remoting.RecallMessage, addr, resp); err != nil {
 		return "", err
 	}
 	return resp.OptString("msgId", ""), nil

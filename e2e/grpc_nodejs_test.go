@@ -119,6 +119,21 @@ func startProxy(t *testing.T, opts proxy.Options) *proxy.Server {
 	return px
 }
 
+// queuesHold adds up the max offsets of queues 0..queues-1 of topic on brokerName's broker at addr: the
+// messages they hold there.
+func queuesHold(nc *client.Client, addr, brokerName, topic string, queues int32) (int64, error) {
+	var held int64
+	for q := range queues {
+		max, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: addr,
+			MessageQueue: protocol.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: q}}, 0)
+		if err != nil {
+			return 0, err
+		}
+		held += max
+	}
+	return held, nil
+}
+
 // grpcBrokerConfig turns on the broker's gRPC endpoint and quick transaction check-backs.
 func grpcBrokerConfig(t *testing.T) func(int, *broker.Config) {
 	return func(_ int, c *broker.Config) {
@@ -263,14 +278,9 @@ func TestNodeClientThroughMqproxy(t *testing.T) {
 	px := startProxy(t, proxy.Options{Client: nc})
 	nodeRun(t, c, px.Addr())
 	for i := range 2 {
-		var held int64
-		for q := range int32(4) {
-			max, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: c.Broker(i).Addr(),
-				MessageQueue: protocol.MessageQueue{Topic: "T5", BrokerName: "broker-" + string(rune('a'+i)), QueueID: q}}, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			held += max
+		held, err := queuesHold(nc, c.Broker(i).Addr(), "broker-"+string(rune('a'+i)), "T5", 4)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if held == 0 {
 			t.Errorf("broker %d holds no message of T5: the proxy did not spread the sends", i)
@@ -342,14 +352,9 @@ func TestNodeRecallTimedMessage(t *testing.T) {
 	// "later" was due last: the timer has delivered or dropped everything before it.
 	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
 	t.Cleanup(func() { nc.Close() })
-	var held int64
-	for q := range int32(2) {
-		max, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: c.Broker(0).Addr(),
-			MessageQueue: protocol.MessageQueue{Topic: "TRECALL", BrokerName: "broker-a", QueueID: q}}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held += max
+	held, err := queuesHold(nc, c.Broker(0).Addr(), "broker-a", "TRECALL", 2)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if held != 2 {
 		t.Errorf("topic TRECALL holds %d messages, want 2 (the recalled one was delivered)", held)
@@ -515,7 +520,7 @@ func TestNodeClientAcrossRaftLeaderStop(t *testing.T) {
 	if _, err := nc.EnsureTopic(ctx, "TRAFT5", 2, nil); err != nil {
 		t.Fatal(err)
 	}
-	nodeAcrossFailover(t, script, nc, "TRAFT5", "broker-a", c.Broker(leader).Addr(), func() { c.StopBroker(leader) })
+	nodeAcrossFailover(t, script, nc, "TRAFT5", 2, "broker-a", c.Broker(leader).Addr(), func() { c.StopBroker(leader) })
 }
 
 // TestNodeClientAcrossRaftLeaderKill9: the same with the leader of a group of child processes (SYNC_FLUSH)
@@ -533,7 +538,7 @@ func TestNodeClientAcrossRaftLeaderKill9(t *testing.T) {
 	raftCreateTopic(t, w, m.addr, "TKILL5")
 	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
 	t.Cleanup(func() { nc.Close() })
-	nodeAcrossFailover(t, script, nc, "TKILL5", group, m.addr, func() {
+	nodeAcrossFailover(t, script, nc, "TKILL5", 4, group, m.addr, func() {
 		if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -542,10 +547,10 @@ func TestNodeClientAcrossRaftLeaderKill9(t *testing.T) {
 	})
 }
 
-// nodeAcrossFailover runs v5client.js paced sends to topic through a proxy in cluster mode on nc, calls
-// fail once leader (the address of brokerName's master) holds ten of them, and checks that the client
-// consumes every send it saw acknowledged.
-func nodeAcrossFailover(t *testing.T, script string, nc *client.Client, topic, brokerName, leader string, fail func()) {
+// nodeAcrossFailover runs v5client.js paced sends to topic (of queues queues) through a proxy in cluster
+// mode on nc, calls fail once leader (the address of brokerName's master) holds ten of them, and checks that
+// the client consumes every send it saw acknowledged.
+func nodeAcrossFailover(t *testing.T, script string, nc *client.Client, topic string, queues int32, brokerName, leader string, fail func()) {
 	t.Helper()
 	px := startProxy(t, proxy.Options{Client: nc, RouteTTL: 500 * time.Millisecond})
 	type result struct {
@@ -558,18 +563,10 @@ func nodeAcrossFailover(t *testing.T, script string, nc *client.Client, topic, b
 		lines, stdout, stderr, err := nodeCmd(script, 120*time.Second, "paced", px.Addr(), topic, "80", "raft", "50")
 		done <- result{lines, stdout, stderr, err}
 	}()
-	held := func() int64 {
-		var n int64
-		for q := range int32(4) {
-			m, err := nc.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{Addr: leader,
-				MessageQueue: protocol.MessageQueue{Topic: topic, BrokerName: brokerName, QueueID: q}}, 0)
-			if err == nil {
-				n += m
-			}
-		}
-		return n
-	}
-	testutil.WaitFor(t, 60*time.Second, "the first sends are stored", func() bool { return held() >= 10 })
+	testutil.WaitFor(t, 60*time.Second, "the first sends are stored", func() bool {
+		held, err := queuesHold(nc, leader, brokerName, topic, queues)
+		return err == nil && held >= 10
+	})
 	fail()
 	r := <-done
 	if r.stderr != "" {
