@@ -309,6 +309,22 @@ func (s *indexService) load() error {
 	return nil
 }
 
+// ensureFile makes the first index file when there is none (Start runs it beside the other services).
+// Making one prefaults its hash slots (20 MB by default); done by the first record's dispatch, it held
+// up that dispatch and every ConsumeQueue unit behind it (under load for hundreds of milliseconds, in
+// which a new broker's first messages were stored but not yet visible to consumers). A failure is logged:
+// the dispatch tries again when it indexes.
+func (s *indexService) ensureFile() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.files) > 0 {
+		return
+	}
+	if _, err := s.lastWritableLocked(0); err != nil {
+		s.log.Warn("could not make the first index file ahead of the first record", "err", err)
+	}
+}
+
 // lastWritableLocked returns the file to write to, creating one when there is none or the
 // last one has no room for need more entries. Lock held.
 func (s *indexService) lastWritableLocked(need int) (*indexFile, error) {

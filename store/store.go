@@ -356,6 +356,9 @@ func (s *Store) Start() error {
 	if s.commitLog.warmAhead > 0 {
 		s.goService(ctx, "warm", s.runWarm)
 	}
+	if s.index != nil {
+		s.goService(ctx, "index", func(context.Context) { s.index.ensureFile() })
+	}
 	return nil
 }
 
