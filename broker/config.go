@@ -102,6 +102,11 @@ type Config struct {
 	TransactionTimeOut           int64  `mapstructure:"transactionTimeOut"`           // a half message younger than this is not checked (6 s)
 	TransactionCheckMax          int    `mapstructure:"transactionCheckMax"`          // checks before a half message is given up (15)
 	ShutdownTimeoutMillis        int64  `mapstructure:"shutdownTimeoutMillis"`        // budget for an ordered shutdown
+	// GCHeapFloorMB (ours, 64) keeps the Go heap's collection target at least this many MiB
+	// (internal/gctune): the broker's live heap is a few MB, and with Go's default target it was
+	// collected ~27 times a second. 0 leaves Go's default; a GOGC in the environment wins. mqbroker
+	// applies it to its process.
+	GCHeapFloorMB int `mapstructure:"gcHeapFloorMB"`
 }
 
 // DefaultConfig returns RocketMQ's defaults, with the store under $HOME/store.
@@ -161,6 +166,7 @@ func DefaultConfig() Config {
 		TransactionTimeOut:           6_000,
 		TransactionCheckMax:          15,
 		ShutdownTimeoutMillis:        10_000,
+		GCHeapFloorMB:                64,
 	}
 }
 
@@ -196,6 +202,9 @@ func (c Config) Validate() error {
 	}
 	if c.BrokerID < 0 {
 		bad("brokerId", "%d is negative", c.BrokerID)
+	}
+	if c.GCHeapFloorMB < 0 || c.GCHeapFloorMB > 1<<16 {
+		bad("gcHeapFloorMB", "%d is not within [0, 65536] MiB", c.GCHeapFloorMB)
 	}
 	if c.ListenPort <= 0 || c.ListenPort > 65535 {
 		bad("listenPort", "%d is not a TCP port (1..65535)", c.ListenPort)

@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"github.com/rocketraft/rocketraft/internal/gctune"
 	"io"
 	"log/slog"
 	"os"
@@ -75,6 +76,7 @@ func RunBroker(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)
 		return 1
 	}
+	defer gctune.Start(uint64(cfg.GCHeapFloorMB)<<20, log).Stop() // cfg is valid: broker.New checked it
 	if err := b.Start(); err != nil {
 		log.Error("start-up failed", "err", err)
 		fmt.Fprintf(stderr, "mqbroker: %v\n", err)

@@ -1,0 +1,106 @@
+package gctune
+
+import (
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// maxPercent bounds the GOGC the tuner sets (a live heap of a few hundred KiB would otherwise ask
+// for a six-figure percentage).
+const maxPercent = 10000
+
+// Tuner is a running tuner; Stop ends it.
+type Tuner struct {
+	floor    uint64
+	log      *slog.Logger
+	adjusted func(live uint64, percent int) // tests: called after every adjustment check
+
+	mu      sync.Mutex // Stop and adjust (the finalizer goroutine)
+	stopped bool
+	percent int // the GOGC last set
+	samples []metrics.Sample
+}
+
+// Start starts keeping the heap target at least floor bytes, unless floor is 0 or GOGC is set in
+// the environment (then it returns nil: nothing to stop). Only one tuner should run in a process:
+// GOGC is process-wide.
+func Start(floor uint64, log *slog.Logger) *Tuner { return start(floor, log, nil) }
+
+func start(floor uint64, log *slog.Logger, adjusted func(live uint64, percent int)) *Tuner {
+	if floor == 0 {
+		return nil
+	}
+	if v, ok := os.LookupEnv("GOGC"); ok {
+		log.Info("GOGC is set in the environment: the heap floor is not applied", "GOGC", v)
+		return nil
+	}
+	t := &Tuner{floor: floor, log: log, adjusted: adjusted, percent: 100,
+		samples: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.arm()
+	return t
+}
+
+// Stop ends the tuning and gives GOGC back its default (100). Safe on a nil Tuner.
+func (t *Tuner) Stop() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.stopped {
+		t.stopped = true
+		debug.SetGCPercent(100)
+	}
+}
+
+// sentinel is garbage made to be collected: its finalizer runs after the collection that freed
+// it, which is the tuner's hook into every GC cycle.
+type sentinel struct{ t *Tuner }
+
+func (t *Tuner) arm() {
+	s := &sentinel{t: t}
+	runtime.SetFinalizer(s, func(s *sentinel) {
+		if s.t.adjust() {
+			s.t.arm()
+		}
+	})
+}
+
+// percentFor is the GOGC that puts the target of a heap with live bytes at the floor, at least
+// 100 and at most maxPercent.
+func percentFor(live, floor uint64) int {
+	if live == 0 || live*2 >= floor {
+		return 100
+	}
+	p := (floor - live) * 100 / live
+	return int(min(max(p, 100), maxPercent))
+}
+
+// adjust sets GOGC for the live heap the last collection left, when it moved by more than a
+// tenth (runs on the finalizer goroutine, after a collection); false once the tuner is stopped.
+func (t *Tuner) adjust() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return false
+	}
+	metrics.Read(t.samples)
+	var live uint64
+	if t.samples[0].Value.Kind() == metrics.KindUint64 {
+		live = t.samples[0].Value.Uint64()
+	}
+	p := percentFor(live, t.floor)
+	if d := p - t.percent; d*10 > t.percent || -d*10 > t.percent {
+		debug.SetGCPercent(p)
+		t.log.Debug("heap target", "liveBytes", live, "GOGC", p, "floorBytes", t.floor)
+		t.percent = p
+	}
+	if t.adjusted != nil {
+		t.adjusted(live, t.percent)
+	}
+	return true
+}
