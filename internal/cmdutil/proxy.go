@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"github.com/rocketraft/rocketraft/internal/gctune"
 	"io"
 	"log/slog"
 	"net"
@@ -50,6 +51,9 @@ type ProxyConfig struct {
 	// makes the proxy's own connections to name servers and brokers TLS.
 	TLS remoting.TLSConfig `mapstructure:",squash"`
 	Log logging.Config     `mapstructure:",squash"`
+	// GCHeapFloorMB (ours, 64): the Go heap's collection target is at least this many MiB, as the broker's key
+	// of that name (internal/gctune); 0 gives Go's default, a GOGC in the environment wins.
+	GCHeapFloorMB int `mapstructure:"gcHeapFloorMB"`
 }
 
 // DefaultProxyConfig is port 8081 on every interface, no ACL, no TLS.
@@ -59,7 +63,7 @@ func DefaultProxyConfig() ProxyConfig {
 		home, _ = os.UserHomeDir()
 	}
 	return ProxyConfig{NamesrvAddr: strings.TrimSpace(os.Getenv("NAMESRV_ADDR")), GrpcServerPort: proxy.DefaultGrpcServerPort,
-		GrpcClientConsumerMaxLongPollingTimeoutMillis: 20_000, RocketmqHome: home, AclFile: "conf/plain_acl.yml", TLS: remoting.DefaultTLSConfig(), Log: logging.DefaultConfig()}
+		GrpcClientConsumerMaxLongPollingTimeoutMillis: 20_000, RocketmqHome: home, AclFile: "conf/plain_acl.yml", TLS: remoting.DefaultTLSConfig(), Log: logging.DefaultConfig(), GCHeapFloorMB: 64}
 }
 
 // Validate names the first bad key.
@@ -72,6 +76,9 @@ func (c ProxyConfig) Validate() error {
 	}
 	if c.GrpcClientConsumerMaxLongPollingTimeoutMillis <= 0 {
 		return fmt.Errorf("config key grpcClientConsumerMaxLongPollingTimeoutMillis: %d is not positive", c.GrpcClientConsumerMaxLongPollingTimeoutMillis)
+	}
+	if c.GCHeapFloorMB < 0 || c.GCHeapFloorMB > 1<<16 {
+		return fmt.Errorf("config key gcHeapFloorMB: %d is not within [0, 65536] MiB", c.GCHeapFloorMB)
 	}
 	if a := c.GrpcAdvertiseAddress; a != "" {
 		if _, _, err := net.SplitHostPort(a); err != nil {
@@ -100,6 +107,7 @@ func RunProxy(argv []string, stdout, stderr io.Writer) int {
 	}
 	defer logs.Close()
 	log := logs.Logger
+	defer gctune.Start(uint64(cfg.GCHeapFloorMB)<<20, log).Stop()
 	px, nc, err := startProxy(cfg, log)
 	if err != nil {
 		log.Error("start-up failed", "err", err)
