@@ -3,7 +3,6 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
-	"github.com/rocketraft/rocketraft/internal/gctune"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/internal/gctune"
 	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/internal/powerloss"
 )

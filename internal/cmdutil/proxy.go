@@ -3,7 +3,6 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
-	"github.com/rocketraft/rocketraft/internal/gctune"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/acl"
 	"github.com/rocketraft/rocketraft/client"
+	"github.com/rocketraft/rocketraft/internal/gctune"
 	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/proxy"
 	"github.com/rocketraft/rocketraft/remoting"
