@@ -64,7 +64,7 @@ func TestLeaderSyncOverlapAppliesNothingUnsynced(t *testing.T) {
 		return want > before
 	})
 	waitFor(t, "Raft to commit the entry on the followers' copies while the leader's sync is held", func() bool {
-		return ld.n.raft.CommitIndex() >= want
+		return ld.n.rf().CommitIndex() >= want
 	})
 	if d := ld.n.log.DurableIndex(); d >= want {
 		t.Fatalf("the leader holds entry %d durably (%d) although its sync is held", want, d)

@@ -208,7 +208,9 @@ type Node struct {
 	snaps  raft.SnapshotStore
 	trans  raft.Transport
 	guard  *pipelineGuard // wraps trans when the node made it, or to clamp the commit index (leader_sync.go)
-	raft   *raft.Raft
+	// raftp is the Raft instance once Start made it: set once, read by request handlers that
+	// may run while Start is still going (rf).
+	raftp atomic.Pointer[raft.Raft]
 
 	prop   *proposer
 	roles  *roles
@@ -336,7 +338,7 @@ func (n *Node) Start() error {
 		n.log.enableOverlap()
 		fail := func(err error) {
 			n.lg.Error("stopping this node's raft after a failed log sync; restart the broker once the disk is fixed", "err", err)
-			_ = n.raft.Shutdown().Error()
+			_ = n.rf().Shutdown().Error()
 		}
 		n.log.onSyncFailure.Store(&fail)
 	}
@@ -370,11 +372,12 @@ func (n *Node) Start() error {
 	if n.log.overlapping() {
 		logs = gatedLog{LogStore: logs, s: n.log} // leader_sync.go rule 3
 	}
-	if n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.stable, n.snaps, trans); err != nil {
+	r, err := raft.NewRaft(rc, n.fsm, logs, n.stable, n.snaps, trans)
+	if err != nil {
 		return fmt.Errorf("raftlog: start raft: %w", err)
 	}
-	n.raft.RegisterObserver(n.roles.obs)
-	r := n.raft
+	n.raftp.Store(r)
+	r.RegisterObserver(n.roles.obs)
 	leading := func() bool { return r.State() == raft.Leader }
 	n.log.leading.Store(&leading)
 	n.wg.Add(2)
@@ -405,7 +408,10 @@ func (n *Node) raftConfig() *raft.Config {
 }
 
 // Raft is the running raft.Raft (nil before Start).
-func (n *Node) Raft() *raft.Raft { return n.raft }
+func (n *Node) Raft() *raft.Raft { return n.rf() }
+
+// rf is the node's Raft instance, nil before Start made it.
+func (n *Node) rf() *raft.Raft { return n.raftp.Load() }
 
 // Log is the log store.
 func (n *Node) Log() *Store { return n.log }
@@ -426,12 +432,13 @@ type Status struct {
 
 // Status returns the node's Raft status.
 func (n *Node) Status() Status {
-	if n.raft == nil {
+	r := n.rf()
+	if r == nil {
 		return Status{Role: "Shutdown"}
 	}
-	addr, id := n.raft.LeaderWithID()
-	return Status{Role: n.raft.State().String(), Term: n.raft.CurrentTerm(), CommitIndex: n.raft.CommitIndex(),
-		AppliedIndex: n.raft.AppliedIndex(), LastIndex: n.raft.LastIndex(), LeaderID: string(id), LeaderAddr: string(addr),
+	addr, id := r.LeaderWithID()
+	return Status{Role: r.State().String(), Term: r.CurrentTerm(), CommitIndex: r.CommitIndex(),
+		AppliedIndex: r.AppliedIndex(), LastIndex: r.LastIndex(), LeaderID: string(id), LeaderAddr: string(addr),
 		Failovers: n.failovers.Load()}
 }
 
@@ -445,23 +452,23 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closed.Store(true)
 		var errs []error
-		if n.raft != nil {
+		if n.rf() != nil {
 			n.prop.close()
 			close(n.stop)
-			if n.raft.State() == raft.Leader && len(n.cfg.Peers) > 1 {
-				if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			if n.rf().State() == raft.Leader && len(n.cfg.Peers) > 1 {
+				if err := n.rf().LeadershipTransfer().Error(); err != nil {
 					n.lg.Warn("leadership transfer before shutdown failed", "err", err)
 				}
 			}
 			n.wg.Wait()
 			done := reportSlow(n.lg, "raft shutdown", 30*time.Second)
-			f := n.raft.Shutdown()
+			f := n.rf().Shutdown()
 			if n.guard != nil {
 				n.guard.closePipelines() // frees a replication goroutine stuck in a pipeline (pipeline.go)
 			}
 			errs = append(errs, f.Error())
 			done()
-			n.raft.DeregisterObserver(n.roles.obs)
+			n.rf().DeregisterObserver(n.roles.obs)
 		} else {
 			close(n.stop)
 		}

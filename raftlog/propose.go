@@ -256,7 +256,7 @@ func (p *proposer) proposeLoop() {
 			// Never blocks: the slot taken above bounds what is in flight. The waiter drains
 			// what is in flight even when the proposer stops.
 			proposed := time.Now()
-			p.inflight <- inflight{fut: p.n.raft.Apply(data, 0), props: props, proposed: proposed}
+			p.inflight <- inflight{fut: p.n.rf().Apply(data, 0), props: props, proposed: proposed}
 		}
 	}
 }
@@ -377,19 +377,19 @@ func (n *Node) proposalError(err error) error {
 
 // notLeader is a *NotLeaderError with the leader this node knows of.
 func (n *Node) notLeader() error {
-	addr, id := n.raft.LeaderWithID()
+	addr, id := n.rf().LeaderWithID()
 	return &NotLeaderError{LeaderID: string(id), LeaderAddr: string(addr)}
 }
 
 // leaderCheck fails fast when this node is not the leader (nothing is proposed then).
 func (n *Node) leaderCheck() error {
-	if n.raft == nil {
+	if n.rf() == nil {
 		return fmt.Errorf("%w: not started", ErrShutdown)
 	}
 	if n.closed.Load() {
 		return fmt.Errorf("%w: node closed", ErrShutdown)
 	}
-	switch n.raft.State() {
+	switch n.rf().State() {
 	case raft.Leader:
 		return nil
 	case raft.Shutdown:

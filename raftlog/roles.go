@@ -86,7 +86,7 @@ func newRoles() *roles {
 // IsReadyLeader reports whether this node leads and has applied every entry of earlier terms
 // (the moment its RoleLeader event is sent): a broker may act as the master.
 func (n *Node) IsReadyLeader() bool {
-	return n.raft != nil && n.ready.Load() && n.raft.State() == raft.Leader
+	return n.rf() != nil && n.ready.Load() && n.rf().State() == raft.Leader
 }
 
 // roleLoop follows Raft's leadership notifications and observations, runs the barrier of a
@@ -103,7 +103,7 @@ func (n *Node) roleLoop() {
 			return
 		case leader := <-r.notify:
 			if leader {
-				r.leaderTerm = n.raft.CurrentTerm()
+				r.leaderTerm = n.rf().CurrentTerm()
 				r.barrierBusy = false
 				clear(r.failedPeers)
 			} else {
@@ -112,7 +112,7 @@ func (n *Node) roleLoop() {
 			n.ready.Store(false)
 		case b := <-r.barrier:
 			r.barrierBusy = false
-			if b.term == r.leaderTerm && b.err == nil && n.raft.State() == raft.Leader {
+			if b.term == r.leaderTerm && b.err == nil && n.rf().State() == raft.Leader {
 				n.ready.Store(true)
 				r.readySince = time.Now()
 			} else if b.err != nil && b.term == r.leaderTerm {
@@ -144,7 +144,7 @@ func (n *Node) roleLoop() {
 // an empty command does the same on the followers.
 func (n *Node) runBarrier(term uint64) {
 	defer n.wg.Done()
-	f := n.raft.Barrier(0)
+	f := n.rf().Barrier(0)
 	err := f.Error()
 	idx, ok := f.(raft.IndexFuture)
 	if ok && err == nil {
@@ -161,13 +161,13 @@ func (n *Node) runBarrier(term uint64) {
 		// The followers never see the barrier either: an empty metadata command after it
 		// moves their dispatched position over the frames before it (MetaApplier does not
 		// get it). Its fate does not matter.
-		_ = n.raft.Apply([]byte{KindMeta}, 0).Error()
+		_ = n.rf().Apply([]byte{KindMeta}, 0).Error()
 	}
 }
 
 // noteLeader counts a failover when the known leader changes to another node.
 func (n *Node) noteLeader() {
-	_, id := n.raft.LeaderWithID()
+	_, id := n.rf().LeaderWithID()
 	r := n.roles
 	if id == "" || string(id) == r.lastLeaderID {
 		return
@@ -183,11 +183,11 @@ func (n *Node) emitRole() {
 	r := n.roles
 	var ev RoleEvent
 	switch {
-	case n.ready.Load() && n.raft.State() == raft.Leader:
+	case n.ready.Load() && n.rf().State() == raft.Leader:
 		ev = RoleEvent{Role: RoleLeader, Term: r.leaderTerm, LeaderID: n.cfg.SelfID, LeaderAddr: n.selfAddr()}
-	case n.raft.State() != raft.Leader:
-		addr, id := n.raft.LeaderWithID()
-		ev = RoleEvent{Role: RoleFollower, Term: n.raft.CurrentTerm(), LeaderID: string(id), LeaderAddr: string(addr)}
+	case n.rf().State() != raft.Leader:
+		addr, id := n.rf().LeaderWithID()
+		ev = RoleEvent{Role: RoleFollower, Term: n.rf().CurrentTerm(), LeaderID: string(id), LeaderAddr: string(addr)}
 	default:
 		return // leading, not ready yet: the last event stands
 	}
@@ -257,7 +257,7 @@ func (n *Node) balance() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := n.raft.LeadershipTransferToServer(raft.ServerID(pref), addr).Error(); err != nil {
+		if err := n.rf().LeadershipTransferToServer(raft.ServerID(pref), addr).Error(); err != nil {
 			n.lg.Warn("leadership transfer to the preferred leader failed", "to", pref, "err", err)
 		}
 	}()
@@ -270,7 +270,7 @@ func (n *Node) HoldPreferredLeader(until time.Time) { n.balanceHold.Store(until.
 
 // voterAddr is the address of voter id in the latest configuration.
 func (n *Node) voterAddr(id string) (raft.ServerAddress, bool) {
-	f := n.raft.GetConfiguration()
+	f := n.rf().GetConfiguration()
 	if f.Error() != nil {
 		return "", false
 	}
@@ -293,13 +293,13 @@ func (n *Node) TransferLeadership(toID string) error {
 	}
 	var f raft.Future
 	if toID == "" {
-		f = n.raft.LeadershipTransfer()
+		f = n.rf().LeadershipTransfer()
 	} else {
 		addr, ok := n.voterAddr(toID)
 		if !ok {
 			return fmt.Errorf("raftlog: transfer leadership: %q is not a voter of the group", toID)
 		}
-		f = n.raft.LeadershipTransferToServer(raft.ServerID(toID), addr)
+		f = n.rf().LeadershipTransferToServer(raft.ServerID(toID), addr)
 	}
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("raftlog: transfer leadership to %q: %w", toID, n.proposalError(err))
@@ -311,7 +311,7 @@ func (n *Node) TransferLeadership(toID string) error {
 // of more than one voter, and returns once the transfer is over; nil at once otherwise (a
 // follower, a single node, a node not started or closed).
 func (n *Node) HandOver() error {
-	if n.raft == nil || n.closed.Load() || len(n.cfg.Peers) < 2 || n.raft.State() != raft.Leader {
+	if n.rf() == nil || n.closed.Load() || len(n.cfg.Peers) < 2 || n.rf().State() != raft.Leader {
 		return nil
 	}
 	return n.TransferLeadership("")
@@ -324,7 +324,7 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 	if err := n.leaderCheck(); err != nil {
 		return err
 	}
-	return n.waitFuture(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0), "add voter "+id)
+	return n.waitFuture(ctx, n.rf().AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0), "add voter "+id)
 }
 
 // RemoveServer removes a node from the group and waits until the new configuration is
@@ -333,7 +333,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if err := n.leaderCheck(); err != nil {
 		return err
 	}
-	return n.waitFuture(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, 0), "remove server "+id)
+	return n.waitFuture(ctx, n.rf().RemoveServer(raft.ServerID(id), 0, 0), "remove server "+id)
 }
 
 // waitFuture waits for a configuration change. The future resolves while Raft runs (applied,
