@@ -30,9 +30,7 @@ const consumeRateEvery = 10
 // the groups' consume progress.
 func (b *Broker) sampleAdminStats() {
 	now := time.Now()
-	st := b.store.Stats()
-	b.admin.tps.sample(now, tpsCounters{put: b.stats.putCount.Load(), get: b.stats.getCount.Load(),
-		found: st.GetFound, miss: st.GetMiss})
+	st := b.sampleTPS(now)
 	if b.admin.tps.samples()%consumeRateEvery == 1 {
 		b.admin.rates.sample(now, b.offsets.progress())
 	}
@@ -41,6 +39,14 @@ func (b *Broker) sampleAdminStats() {
 		b.admin.dispatchMax.Store(st.DispatchBehindBytes) // only this goroutine stores
 	}
 	b.stats.items.sample(now, func(topic string) bool { return b.topics.get(topic) != nil })
+}
+
+// sampleTPS samples the counters behind the TPS figures and returns the store's stats it read.
+func (b *Broker) sampleTPS(now time.Time) store.Stats {
+	st := b.store.Stats()
+	b.admin.tps.sample(now, tpsCounters{put: b.stats.putCount.Load(), get: b.stats.getCount.Load(),
+		found: st.GetFound, miss: st.GetMiss})
+	return st
 }
 
 // tpsCounters are the monotonic counters the sampler differentiates.

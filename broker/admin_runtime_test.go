@@ -31,6 +31,24 @@ func TestTPSSampler(t *testing.T) {
 	}
 }
 
+// TestTPSSampleAtStart: a started broker has a first sample of its TPS counters from before its port
+// served, so what it stores in its first second counts in putTps (the ticker's first sample comes a
+// second later; the console's throughput plot of a new broker that took its messages at once stayed at 0).
+func TestTPSSampleAtStart(t *testing.T) {
+	b := startMetricsBroker(t, metricsTestConfig(t))
+	b.admin.tps.mu.Lock()
+	n, first := b.admin.tps.mu.n, b.admin.tps.mu.ring[0]
+	b.admin.tps.mu.Unlock()
+	if n < 1 || first.c.put != 0 {
+		t.Fatalf("right after Start: %d samples, the first with %d puts; want a sample with 0", n, first.c.put)
+	}
+	b.stats.putCount.Add(40) // messages stored before the ticker's first sample
+	b.sampleTPS(first.at.Add(time.Second))
+	if got := b.admin.tps.rates(func(c tpsCounters) int64 { return c.put }); got == "0.00 0.00 0.00" {
+		t.Fatalf("putTps %q after 40 puts in the first second", got)
+	}
+}
+
 func TestConsumeRates(t *testing.T) {
 	var r consumeRates
 	t0 := time.Unix(1_700_000_000, 0)

@@ -380,6 +380,12 @@ func (b *Broker) start() error {
 			return fmt.Errorf("broker: %w", err)
 		}
 	}
+	// The TPS figures' and the consume rates' first samples are taken before the port serves: the
+	// per-second sampler started below samples a second later, and what was stored in that second
+	// would otherwise never show in putTps (the console's throughput plot of a new broker stayed at 0).
+	now := time.Now()
+	b.sampleTPS(now)
+	b.admin.rates.sample(now, b.offsets.progress())
 	if err := b.server.Start(); err != nil {
 		return fmt.Errorf("broker: listen on port %d (listenPort): %w", b.cfg.ListenPort, err)
 	}

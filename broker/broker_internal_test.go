@@ -48,6 +48,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 		{func(c *Config) { c.SendMessageThreadPoolNums = 0 }, "sendMessageThreadPoolNums"},
 		{func(c *Config) { c.FlushDiskType = "SOMETIMES" }, "flushDiskType"},
 		{func(c *Config) { c.MsgTraceTopicName = "trace topic" }, "msgTraceTopicName"},
+		{func(c *Config) { c.GCHeapFloorMB = -1 }, "gcHeapFloorMB"},
 	} {
 		c := DefaultConfig()
 		c.BrokerName = "b"
