@@ -327,8 +327,9 @@ func TestExporterBodies(t *testing.T) {
 	}
 
 	// GET_BROKER_RUNTIME_INFO, parsed with the exporter's rules. The rates come from a sampler that runs every
-	// second, and the traffic above may all have come before its first sample: the producer keeps sending, a
-	// message per look, until the rates show it (the consumer consumes them).
+	// second: the producer keeps sending, a message per look, until the rates show traffic (the consumer
+	// consumes them) and the delay level 1 queue shows the delayed message (its key comes once the schedule
+	// service has taken up the level, which can be after the first rates).
 	var (
 		kv struct {
 			Table map[string]string `json:"table"`
@@ -345,13 +346,13 @@ func TestExporterBodies(t *testing.T) {
 		if v, err = parseExporterRuntime(kv.Table); err != nil {
 			t.Fatalf("rocketmq-exporter would fail on the runtime table: %v\n%v", err, kv.Table)
 		}
-		if v["putTps.2"] > 0 && v["getTransferedTps.2"] > 0 {
+		if v["putTps.2"] > 0 && v["getTransferedTps.2"] > 0 && v["scheduleMessageOffset_1.max"] == 1 {
 			return true
 		}
 		sendN(t, p, topic, fmt.Sprintf("more%d", sent), 1)
 		sent++
 		return false
-	}, "put and get rates after the traffic")
+	}, "put and get rates after the traffic, and the delay level 1 queue's key")
 	now := float64(time.Now().UnixMilli())
 	for _, c := range []struct {
 		what string
