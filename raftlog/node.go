@@ -452,23 +452,23 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closed.Store(true)
 		var errs []error
-		if n.rf() != nil {
+		if r := n.rf(); r != nil {
 			n.prop.close()
 			close(n.stop)
-			if n.rf().State() == raft.Leader && len(n.cfg.Peers) > 1 {
-				if err := n.rf().LeadershipTransfer().Error(); err != nil {
+			if r.State() == raft.Leader && len(n.cfg.Peers) > 1 {
+				if err := r.LeadershipTransfer().Error(); err != nil {
 					n.lg.Warn("leadership transfer before shutdown failed", "err", err)
 				}
 			}
 			n.wg.Wait()
 			done := reportSlow(n.lg, "raft shutdown", 30*time.Second)
-			f := n.rf().Shutdown()
+			f := r.Shutdown()
 			if n.guard != nil {
 				n.guard.closePipelines() // frees a replication goroutine stuck in a pipeline (pipeline.go)
 			}
 			errs = append(errs, f.Error())
 			done()
-			n.rf().DeregisterObserver(n.roles.obs)
+			r.DeregisterObserver(n.roles.obs)
 		} else {
 			close(n.stop)
 		}
