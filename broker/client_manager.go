@@ -83,7 +83,7 @@ func compileSubscription(sd *protocol.SubscriptionData) *subscriptionInfo {
 		si.all = true
 		return si
 	}
-	for _, t := range splitTags(sd.SubString) {
+	for _, t := range protocol.SplitTags(sd.SubString) {
 		si.tags[t] = true
 		si.codes[tagsHash(t)] = true
 	}

@@ -1,23 +1,10 @@
 package broker
 
 import (
-	"strings"
-
 	"github.com/rocketraft/rocketraft/filter"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/store"
 )
-
-// splitTags splits a tag expression "A || B" into its tags.
-func splitTags(expr string) []string {
-	var out []string
-	for _, t := range strings.Split(expr, "||") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
 
 func tagsHash(tag string) int64 { return message.TagsHash(tag) }
 

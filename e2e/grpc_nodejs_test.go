@@ -103,6 +103,13 @@ func nodeCmd(script string, timeout time.Duration, args ...string) (lines []node
 	return lines, out.String(), errb.String(), err
 }
 
+// nativeClient is our client of c's name servers, closed when the test ends.
+func nativeClient(t *testing.T, c *cluster.Cluster) *client.Client {
+	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
+	t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
 // startProxy starts a gRPC endpoint in cluster mode with opts (its log the test's) on a free port of
 // 127.0.0.1, closed at cleanup.
 func startProxy(t *testing.T, opts proxy.Options) *proxy.Server {
@@ -145,8 +152,7 @@ func grpcBrokerConfig(t *testing.T) func(int, *broker.Config) {
 // orderlyGroup creates group with consumeMessageOrderly on every broker of c.
 func orderlyGroup(t *testing.T, c *cluster.Cluster, group string) {
 	t.Helper()
-	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	defer nc.Close()
+	nc := nativeClient(t, c)
 	body, _ := json.Marshal(protocol.SubscriptionGroupConfig{GroupName: group, ConsumeEnable: true, RetryQueueNums: 1,
 		RetryMaxTimes: 16, ConsumeMessageOrderly: true})
 	for i := range c.BrokerCount() {
@@ -273,8 +279,7 @@ func TestNodeClientThroughMqproxy(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{Brokers: 2, Configure: func(_ int, cfg *broker.Config) {
 		cfg.TransactionCheckInterval, cfg.TransactionTimeOut = 500, 500
 	}})
-	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	t.Cleanup(func() { nc.Close() })
+	nc := nativeClient(t, c)
 	px := startProxy(t, proxy.Options{Client: nc})
 	nodeRun(t, c, px.Addr())
 	for i := range 2 {
@@ -350,8 +355,7 @@ func TestNodeRecallTimedMessage(t *testing.T) {
 		t.Errorf("consumed %v, want kept and later only", got)
 	}
 	// "later" was due last: the timer has delivered or dropped everything before it.
-	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	t.Cleanup(func() { nc.Close() })
+	nc := nativeClient(t, c)
 	held, err := queuesHold(nc, c.Broker(0).Addr(), "broker-a", "TRECALL", 2)
 	if err != nil {
 		t.Fatal(err)
@@ -367,8 +371,7 @@ func TestNodeRecallTimedMessage(t *testing.T) {
 func TestNodeConsumerRegistered(t *testing.T) {
 	script := nodeScript(t)
 	c := cluster.Start(t, cluster.Options{})
-	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	t.Cleanup(func() { nc.Close() })
+	nc := nativeClient(t, c)
 	px := startProxy(t, proxy.Options{Client: nc, MaxLongPolling: 2 * time.Second})
 	createTopic(t, c, "TREG", 2)
 	type connections struct {
@@ -469,8 +472,7 @@ func TestNodePushConsumer(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{})
 	// The endpoint in cluster mode with receives held 2 s at most: the client's shutdown waits for its held
 	// receive, 20 s with the default.
-	pnc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	t.Cleanup(func() { pnc.Close() })
+	pnc := nativeClient(t, c)
 	px := startProxy(t, proxy.Options{Client: pnc, MaxLongPolling: 2 * time.Second})
 	endpoint := px.Addr()
 	createTopic(t, c, "TPUSH", 2)
@@ -490,8 +492,7 @@ func TestNodePushConsumer(t *testing.T) {
 	}
 
 	createTopic(t, c, "TPUSHF", 1)
-	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	defer nc.Close()
+	nc := nativeClient(t, c)
 	body, _ := json.Marshal(protocol.SubscriptionGroupConfig{GroupName: "GPUSHF", ConsumeEnable: true, RetryQueueNums: 1,
 		RetryMaxTimes: 1, ConsumeMessageOrderly: true})
 	if _, err := nc.Call(context.Background(), c.Broker(0).Addr(), remoting.UpdateAndCreateSubscriptionGroup, nil, body); err != nil {
@@ -513,8 +514,7 @@ func TestNodeClientAcrossRaftLeaderStop(t *testing.T) {
 	script := nodeScript(t)
 	c := cluster.Start(t, cluster.Options{RaftNodes: 3})
 	leader := c.RaftMaster("broker-a")
-	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	t.Cleanup(func() { nc.Close() })
+	nc := nativeClient(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := nc.EnsureTopic(ctx, "TRAFT5", 2, nil); err != nil {
@@ -536,8 +536,7 @@ func TestNodeClientAcrossRaftLeaderKill9(t *testing.T) {
 	w := newWireClient(t)
 	m := raftChildMaster(t, c, w, group, "", nodes, "")
 	raftCreateTopic(t, w, m.addr, "TKILL5")
-	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
-	t.Cleanup(func() { nc.Close() })
+	nc := nativeClient(t, c)
 	nodeAcrossFailover(t, script, nc, "TKILL5", 4, group, m.addr, func() {
 		if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)

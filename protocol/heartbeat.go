@@ -1,5 +1,7 @@
 package protocol
 
+import "strings"
+
 // SubscriptionData is one topic subscription of a consumer group, as the heartbeat carries it.
 type SubscriptionData struct {
 	ClassFilterMode bool     `json:"classFilterMode"`
@@ -9,6 +11,18 @@ type SubscriptionData struct {
 	CodeSet         []any    `json:"codeSet"` // the Go client sends strings, Java sends numbers
 	SubVersion      int64    `json:"subVersion"`
 	ExpressionType  string   `json:"expressionType"`
+}
+
+// SplitTags splits a TAG subscription expression "A || B" into its tags (nil for none; "*" is the
+// caller's to check).
+func SplitTags(expr string) []string {
+	var out []string
+	for _, t := range strings.Split(expr, "||") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ConsumerData is one consumer group in a heartbeat.

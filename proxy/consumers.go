@@ -61,11 +61,7 @@ func subscriptionData(topic string, f *v2pb.FilterExpression) *protocol.Subscrip
 		sd.SubString = "*"
 	}
 	if sd.SubString != "*" {
-		for _, tag := range strings.Split(sd.SubString, "||") {
-			if tag = strings.TrimSpace(tag); tag != "" {
-				sd.TagsSet = append(sd.TagsSet, tag)
-			}
-		}
+		sd.TagsSet = append(sd.TagsSet, protocol.SplitTags(sd.SubString)...)
 	}
 	return sd
 }

@@ -51,37 +51,54 @@ func BenchmarkRawWrite(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			dir := b.TempDir()
-			var f *os.File
-			var written int64
-			roll := func() {
-				if f != nil {
-					f.Close()
-				}
-				f, err = os.Create(filepath.Join(dir, offsetFileName(written)))
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			roll()
-			defer func() { f.Close() }()
+			w := newRawFileWriter(b)
 			b.SetBytes(int64(len(rec)))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if written%benchFileSize+int64(len(rec)) > benchFileSize {
-					written += benchFileSize - written%benchFileSize
-					roll()
-				}
-				if _, err := f.Write(rec); err != nil {
-					b.Fatal(err)
-				}
-				written += int64(len(rec))
+				w.write(rec)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
+}
+
+// rawFileWriter writes records with one write(2) each to sequential files of benchFileSize named
+// as CommitLog files: the disk baseline of the store benchmarks.
+type rawFileWriter struct {
+	b       *testing.B
+	dir     string
+	f       *os.File
+	written int64
+}
+
+func newRawFileWriter(b *testing.B) *rawFileWriter {
+	w := &rawFileWriter{b: b, dir: b.TempDir()}
+	b.Cleanup(func() {
+		if w.f != nil {
+			w.f.Close()
+		}
+	})
+	return w
+}
+
+// write appends rec, rolling to the next file when rec does not fit the current one.
+func (w *rawFileWriter) write(rec []byte) {
+	if w.f == nil || w.written%benchFileSize+int64(len(rec)) > benchFileSize {
+		if w.f != nil {
+			w.f.Close()
+			w.written += benchFileSize - w.written%benchFileSize
+		}
+		var err error
+		if w.f, err = os.Create(filepath.Join(w.dir, offsetFileName(w.written))); err != nil {
+			w.b.Fatal(err)
+		}
+	}
+	if _, err := w.f.Write(rec); err != nil {
+		w.b.Fatal(err)
+	}
+	w.written += int64(len(rec))
 }
 
 func benchStore(b *testing.B, flushDiskType string, tune func(*Config)) *Store {
@@ -417,33 +434,14 @@ func BenchmarkAsyncPutVsWrite(b *testing.B) {
 		mbs   []float64
 		ratio []float64
 	}
-	dir := b.TempDir()
-	var f *os.File
-	var written int64
+	w := newRawFileWriter(b)
 	rawWrite := func() time.Duration {
 		start := time.Now()
 		for range n {
-			if f == nil || written%benchFileSize+int64(len(rec)) > benchFileSize {
-				if f != nil {
-					f.Close()
-					written += benchFileSize - written%benchFileSize
-				}
-				if f, err = os.Create(filepath.Join(dir, offsetFileName(written))); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if _, err := f.Write(rec); err != nil {
-				b.Fatal(err)
-			}
-			written += int64(len(rec))
+			w.write(rec)
 		}
 		return time.Since(start)
 	}
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-	}()
 	puts := func(s *Store) func() time.Duration {
 		return func() time.Duration { return timePuts(b, s, 1, n) }
 	}
