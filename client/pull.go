@@ -122,20 +122,14 @@ func (c *Client) PullMessage(ctx context.Context, addr string, p *Pull) (*PullRe
 	return ParsePull(addr, resp)
 }
 
-// DecodeMessages decodes the stored records of a PULL_MESSAGE or QUERY_MESSAGE answer, bodies included. On
-// a bad record it returns the messages before it and an error naming its byte offset.
+// DecodeMessages decodes the stored records of a PULL_MESSAGE, POP_MESSAGE or QUERY_MESSAGE answer,
+// bodies included. The answer's body is the remoting layer's own allocation, read once and never
+// written again, so the messages' bodies are slices of it rather than copies (message.DecodeRecords).
+// On a bad record it returns the messages before it and an error naming its byte offset.
 func DecodeMessages(body []byte) ([]*message.MessageExt, error) {
-	var out []*message.MessageExt
-	for off := 0; off < len(body); {
-		m, err := message.DecodeMessage(body[off:], true)
-		if err != nil {
-			return out, fmt.Errorf("record at byte %d of %d of the answer: %w", off, len(body), err)
-		}
-		if m.StoreSize <= 0 {
-			return out, fmt.Errorf("record at byte %d of the answer has size %d", off, m.StoreSize)
-		}
-		out = append(out, m)
-		off += int(m.StoreSize)
+	msgs, err := message.DecodeRecords(body)
+	if err != nil {
+		return msgs, fmt.Errorf("the answer's %w", err)
 	}
-	return out, nil
+	return msgs, nil
 }

@@ -441,21 +441,85 @@ func ParseRecord(b []byte) (RecordView, error) {
 // DecodeMessage decodes the record at the start of rec into a copy that does not alias rec.
 // withBody=false leaves Body nil. Every malformed case is an error wrapping ErrCorruptRecord.
 func DecodeMessage(rec []byte, withBody bool) (*MessageExt, error) {
-	v, err := ParseRecord(rec)
+	m := new(MessageExt)
+	v, err := decodeInto(m, rec, "")
 	if err != nil {
 		return nil, err
+	}
+	if withBody {
+		m.Body = append([]byte(nil), v.Body...)
+	}
+	return m, nil
+}
+
+// DecodeRecords decodes every record of b (records back to back, as in a pull answer's body)
+// for a reader that owns b and will not write to it again: each Body is a slice of b (capped
+// at its length, so an append copies it instead of overwriting the next record), and the
+// messages come from one allocation and share their topic's string when it repeats. A
+// message kept therefore keeps all of b. On a bad record it returns the messages before it
+// and an error naming the record's byte offset; every malformed case wraps ErrCorruptRecord.
+func DecodeRecords(b []byte) ([]*MessageExt, error) {
+	n := 0 // the records, a last malformed one included; at most len(b)/minRecordSize+1
+	for off := 0; off < len(b); {
+		n++
+		if len(b)-off < minRecordSize {
+			break
+		}
+		size := int(int32(binary.BigEndian.Uint32(b[off:])))
+		if size < minRecordSize {
+			break
+		}
+		off += size
+	}
+	exts := make([]MessageExt, n)
+	out := make([]*MessageExt, 0, n)
+	topic := ""
+	for off, i := 0, 0; off < len(b); i++ {
+		var m *MessageExt
+		if i < len(exts) {
+			m = &exts[i]
+		} else { // not reached (the count walked the same sizes), but a miscount must not panic
+			m = new(MessageExt)
+		}
+		v, err := decodeInto(m, b[off:], topic)
+		if err != nil {
+			return out, fmt.Errorf("record at byte %d of %d: %w", off, len(b), err)
+		}
+		if len(v.Body) > 0 { // nil when empty, as DecodeMessage
+			m.Body = v.Body[:len(v.Body):len(v.Body)]
+		}
+		topic = m.Topic
+		out = append(out, m)
+		off += v.Size
+	}
+	return out, nil
+}
+
+// minRecordSize is the smallest a stored record can be (empty topic, body and properties,
+// IPv4 hosts): DecodeRecords bounds its count with it.
+const minRecordSize = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2
+
+// decodeInto fills m (Body aside) from the record at the start of rec; topic is used for
+// m.Topic when it equals the record's topic, saving a string.
+func decodeInto(m *MessageExt, rec []byte, topic string) (RecordView, error) {
+	v, err := ParseRecord(rec)
+	if err != nil {
+		return v, err
 	}
 	born, err := readHost(v.BornHost, len(v.BornHost))
 	if err != nil {
-		return nil, err
+		return v, err
 	}
 	storeHost, err := readHost(v.StoreHost, len(v.StoreHost))
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	m := &MessageExt{
+	if string(v.Topic) != topic {
+		topic = string(v.Topic)
+	}
+	*m = MessageExt{
 		Message: Message{
-			Topic:                     string(v.Topic),
+			Topic:                     topic,
 			QueueID:                   v.QueueID,
 			Flag:                      v.Flag,
 			Properties:                string(v.Properties),
@@ -472,10 +536,7 @@ func DecodeMessage(rec []byte, withBody bool) (*MessageExt, error) {
 		StoreSize:      int32(v.Size),
 		BodyCRC:        v.BodyCRC,
 	}
-	if withBody {
-		m.Body = append([]byte(nil), v.Body...)
-	}
-	return m, nil
+	return v, nil
 }
 
 // RecordProperties parses the properties of a stored record.
