@@ -13,16 +13,19 @@
 #             (brokerprobe); the broker's own log line says where its recovery scan started and how many bytes
 #             it checked
 #   drain     the same BACKLOG_GIB backlog (topic Backlog) drained by one consumer (mqbench consumer, the
-#             native client, from the first offset, until idle for 5 s) after an ordered restart of the broker
-#             and a drop of the page cache (sync; echo 3 > /proc/sys/vm/drop_caches; as root), in MB/s of message bodies and of CommitLog
-#             bytes, next to the disk's raw sequential read of one CommitLog file (dd iflag=direct) and
-#             diskbench's cold read, measured in the same run; fincore says how much of the CommitLog was
-#             still in the page cache when the drain started (pages the broker has mapped cannot be dropped:
-#             the restart unmaps them; its recovery reads the last files back)
+#             native client, from the first offset, until idle for 5 s), three times, each after an ordered
+#             restart of the broker and a drop of the page cache (sync; echo 3 > /proc/sys/vm/drop_caches; as
+#             root; pages a process has mapped cannot be dropped, the restart unmaps them, and its recovery reads
+#             the last files back): pulls of 32 messages on a broker with RocketMQ's defaults; pulls of 256 on a
+#             broker whose maxTransfer{Count,Bytes}OnMessageIn{Memory,Disk} allow them (what an operator sets for
+#             bulk consumption); the same with a producer of SIDE_RATE msgs/s to another topic during the
+#             drain's first SIDE_SECS s, its p99 next to the same producer's alone. In MB/s of message bodies
+#             and of CommitLog bytes, next to the disk's raw sequential read of one CommitLog file (dd
+#             iflag=direct) and diskbench's buffered cold read, measured in the same run
 #
 # Settings: DURATION (60s), THREADS (16), SIZE (1024), QUEUES (8), TOPIC_COUNTS ("1 100 1000"), FLUSH
-# (ASYNC_FLUSH), SMALL_GIB (1), BACKLOG_GIB (10), KILL_AFTER (5 seconds of load before each SIGKILL),
-# PARTS ("topics recovery drain"; drain needs recovery's backlog), KEEP=1 (keep the temp folder and logs).
+# (ASYNC_FLUSH), SMALL_GIB (1), BACKLOG_GIB (10), SIDE_RATE (2000), SIDE_SECS (10), KILL_AFTER (5 seconds of
+# load before each SIGKILL), PARTS ("topics recovery drain"; drain needs recovery's backlog), KEEP=1 (keep the temp folder and logs).
 # The backlog needs about BACKLOG_GIB * 1.25 GiB of free disk; the script refuses to start without twice that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,8 @@ TOPIC_COUNTS="${TOPIC_COUNTS:-1 100 1000}"
 FLUSH="${FLUSH:-ASYNC_FLUSH}"
 SMALL_GIB="${SMALL_GIB:-1}"
 BACKLOG_GIB="${BACKLOG_GIB:-10}"
+SIDE_RATE="${SIDE_RATE:-2000}"
+SIDE_SECS="${SIDE_SECS:-10}"
 KILL_AFTER="${KILL_AFTER:-5}"
 PARTS="${PARTS:-topics recovery drain}"
 GIB=$((1 << 30))
@@ -209,17 +214,15 @@ elif part drain; then
 fi
 
 # ---- drain: a cold backlog consumed in MB/s, next to the disk's raw read ----------------------------------------
-if part drain; then
-  echo "== drain: topic Backlog from its first offset, one consumer, $THREADS goroutines, after dropping the page cache" >&2
-  clbytes="$(commitlog_bytes)"
-  first_file="$(ls "$big/commitlog" | head -n1)"
-  # An ordered restart first: drop_caches cannot drop a page some process has mapped, and dispatch read every
-  # record through the broker's mapping, so without it the "cold" backlog stayed cached. The restarted
-  # broker's recovery reads its last files back in (the resident MiB printed below).
-  echo "== drain: ordered restart of the broker, so its CommitLog pages can be dropped" >&2
+# cold_restart ARGS...: an ordered restart of the backlog's broker (with ARGS), then the page cache dropped. The
+# restart matters: drop_caches cannot drop a page some process has mapped, and dispatch read every record
+# through the broker's mapping, so without it the "cold" backlog stayed cached. The restarted broker's recovery
+# reads its last files back in (resident_mib says how much was cached when the drain started).
+cold_restart() {
+  echo "== drain: ordered restart of the broker $*, then drop_caches" >&2
   stop "$bpid"
   start_bg "$big.log" ./bin/mqbroker -n "$NS" --brokerName=bench-big --brokerIP1=127.0.0.1 --listenPort="$bport" \
-    --metricsExporterType=DISABLE --logDir="$big.logs" --storePathRootDir="$big" --flushDiskType="$FLUSH"
+    --metricsExporterType=DISABLE --logDir="$big.logs" --storePathRootDir="$big" --flushDiskType="$FLUSH" "$@"
   bpid=$LAST_PID
   ./bin/brokerprobe --addr "127.0.0.1:$bport" --broker bench-big --topic Backlog --since "$(date +%s%N)" --timeout 10m --json >/dev/null
   sync
@@ -229,25 +232,64 @@ if part drain; then
     ./bin/diskbench --evict "$big/commitlog"
   fi
   resident_mib="$(fincore -b -n -o RES "$big"/commitlog/* 2>/dev/null | awk '{s+=$1} END{printf "%.0f", s/1048576}')"
-  d="$(./bin/mqbench consumer -n "$NS" -t Backlog -g scale_drain -w "$THREADS" --from first --idle 5s --json || true)"
+}
+# drain_row LABEL BATCH [SIDE]: the whole topic Backlog drained by a new group with pull batches of BATCH; with
+# SIDE, a producer sends SIDE_RATE msgs/s to another topic during the drain's first SIDE_SECS s. Prints the row.
+drain_row() {
+  local label="$1" batch="$2" side="${3:-}" d spid="" sp99="-"
+  if [[ -n "$side" ]]; then
+    producer -t DrainSide -w 4 --rate "$SIDE_RATE" --mode sync --duration "${SIDE_SECS}s" >"$work/side.json" 2>/dev/null &
+    spid=$!
+  fi
+  d="$(./bin/mqbench consumer -n "$NS" -t Backlog -g "drain_${#rows[@]}" -w "$THREADS" --pull-batch "$batch" --from first --idle 5s --json || true)"
+  if [[ -n "$spid" ]]; then
+    wait "$spid" || true
+    sp99="$(num "$(cat "$work/side.json")" p99)"
+  fi
+  local msgs secs cl_mbps
   msgs="$(num "$d" messages)"
+  drained="$msgs"
   secs="$(num "$d" seconds)"
-  # The CommitLog bytes drained: the whole log (topic Backlog is all it holds, besides brokerprobe's messages).
+  # The CommitLog bytes drained: the whole log (topic Backlog is nearly all it holds).
   cl_mbps="$(awk -v b="$clbytes" -v m="$msgs" -v s="$secs" 'BEGIN{ if (s>0 && m>0) printf "%.0f", b/1048576/s; else printf "-" }')"
+  rows+=("$(printf '%-30s %9s %10.0f %10.0f %9s %11s %11s %9s' "$label" "$resident_mib" "$(num "$d" msgs_per_sec)" \
+    "$(num "$d" mb_per_sec)" "$cl_mbps" "$(ratio "$cl_mbps" "$dd_mbps")" "$(ratio "$cl_mbps" "$cold_mbps")" "$sp99")")
+}
+if part drain; then
+  echo "== drain: topic Backlog from its first offset, one consumer, $THREADS goroutines, after a restart and drop_caches" >&2
+  clbytes="$(commitlog_bytes)"
+  first_file="$(ls "$big/commitlog" | head -n1)"
+  # The disk first, with the broker's pages dropped too, so the rows can carry their ratios.
+  stop "$bpid"
   sync
   echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
   dd_out="$(dd if="$big/commitlog/$first_file" of=/dev/null bs=1M iflag=direct 2>&1 | tail -n1)"
   dd_mbps="$(awk '{for(i=1;i<=NF;i++) if ($i ~ /^[0-9.]+$/ && $(i+1) ~ /^s,?$/) { printf "%.0f", 1073741824/1048576/$i; exit }}' <<<"$dd_out")"
   disk="$(./bin/diskbench --dir "$work" --size $((2 * GIB)) --json)"
-  printf 'backlog: %.2f GiB of CommitLog, %s messages; %s, %s MiB of it still resident when the drain started\n' \
-    "$(awk -v b="$clbytes" 'BEGIN{print b/2^30}')" "$msgs" "$dropped" "$resident_mib"
-  printf '%-34s %10s %12s\n' "read" "MB/s" "x raw dd"
-  printf '%-34s %10.0f %12s\n' "drain, message bodies (mqbench)" "$(num "$d" mb_per_sec)" "$(ratio "$(num "$d" mb_per_sec)" "$dd_mbps")"
-  printf '%-34s %10s %12s\n' "drain, CommitLog bytes" "$cl_mbps" "$(ratio "$cl_mbps" "$dd_mbps")"
-  printf '%-34s %10s %12s\n' "raw: dd iflag=direct, 1 MiB reads" "$dd_mbps" "1.00"
-  printf '%-34s %10.0f %12s\n' "raw: diskbench cold read (fadvise)" "$(num "$disk" cold_read_mb_per_sec)" \
-    "$(ratio "$(num "$disk" cold_read_mb_per_sec)" "$dd_mbps")"
-  printf 'drain: %s messages in %.1f s (%.0f msgs/s), %s pulls of at most 32 messages in flight (one per queue)\n' "$msgs" \
-    "$secs" "$(num "$d" msgs_per_sec)" "$QUEUES"
+  cold_mbps="$(num "$disk" cold_read_mb_per_sec)"
+  rows=()
+  # RocketMQ's defaults: a pull of at most 32 messages (the clients' pullBatchSize and the broker's
+  # maxTransferCountOnMessageInMemory), 8 when the broker thinks the data is on disk.
+  cold_restart
+  drain_row "batch 32, broker defaults" 32
+  # What an operator sets for bulk consumption: the client asks for 256 and the broker's caps allow them.
+  bulk=(--maxTransferCountOnMessageInMemory=256 --maxTransferBytesOnMessageInMemory=1048576
+    --maxTransferCountOnMessageInDisk=256 --maxTransferBytesOnMessageInDisk=1048576)
+  cold_restart "${bulk[@]}"
+  drain_row "batch 256, caps raised" 256
+  cold_restart "${bulk[@]}"
+  drain_row "batch 256, caps raised, +sends" 256 side
+  # The side producer alone on the same (now warm) broker, for its p99 without a drain.
+  alone="$(producer -t DrainSide -w 4 --rate "$SIDE_RATE" --mode sync --duration "${SIDE_SECS}s" 2>/dev/null || true)"
+  printf 'backlog: %.2f GiB of CommitLog, %s messages; before each row an ordered restart and %s\n' \
+    "$(awk -v b="$clbytes" 'BEGIN{print b/2^30}')" "$drained" "$dropped"
+  printf '%-30s %9s %10s %10s %9s %11s %11s %9s\n' row "cached MiB" "msgs/s" "body MB/s" "CL MB/s" "x raw dd" "x cold read" "sends p99"
+  printf '%s\n' "${rows[@]}"
+  printf 'raw: dd iflag=direct, 1 MiB reads of one CommitLog file %s MB/s; diskbench cold read (buffered, after fadvise DONTNEED) %.0f MB/s\n' \
+    "$dd_mbps" "$cold_mbps"
+  printf 'CL MB/s: CommitLog bytes drained per second; cached MiB: CommitLog still in the page cache when the drain started;\n'
+  printf 'sends p99: ms, a producer of %s msgs/s (4 goroutines, sync) to another topic during the first %s s of the drain;\n' "$SIDE_RATE" "$SIDE_SECS"
+  printf '  the same producer alone afterwards: p99 %s ms, %.0f msgs/s\n' "$(num "$alone" p99)" "$(num "$alone" msgs_per_sec)"
+  printf '%s pulls in flight (one per queue)\n' "$QUEUES"
 fi
 echo "$(machine_line) at end"
