@@ -170,7 +170,7 @@ func transferLeadershipCmd() *command {
 							if drain <= 0 {
 								return res, nil
 							}
-							return res, r.drainOldLeader(ctx, leader.BrokerAddr, drain, res)
+							return res, r.drainOldLeader(ctx, leader.BrokerAddr, st.Term, drain, res)
 						}
 					}
 				}
@@ -187,11 +187,14 @@ func transferLeadershipCmd() *command {
 	}}
 }
 
-// drainOldLeader waits d while checking, twice a second, that the node at addr does not lead again.
-func (r *runner) drainOldLeader(ctx context.Context, addr string, d time.Duration, res *transferResult) error {
+// drainOldLeader waits d while checking, twice a second, that the node at addr does not lead again: that
+// it is not master in a term after newTerm, the term its successor was found master in. A status of the
+// old leader's own term may still say master for a moment after its successor took over (it steps down
+// when it hears of the newer term, and its broker role follows that), which is not leading again.
+func (r *runner) drainOldLeader(ctx context.Context, addr string, newTerm uint64, d time.Duration, res *transferResult) error {
 	start := time.Now()
 	for time.Since(start) < d {
-		if st, err := r.raftStatusOf(ctx, addr); err == nil && st.Master {
+		if st, err := r.raftStatusOf(ctx, addr); err == nil && st.Master && st.Term > newTerm {
 			return fmt.Errorf("%s leads Raft group %s again %v into the drain: it cannot be stopped without failing sends",
 				res.OldLeader, res.Group, time.Since(start).Round(time.Millisecond))
 		}
