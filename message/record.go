@@ -459,14 +459,14 @@ func DecodeMessage(rec []byte, withBody bool) (*MessageExt, error) {
 // message kept therefore keeps all of b. On a bad record it returns the messages before it
 // and an error naming the record's byte offset; every malformed case wraps ErrCorruptRecord.
 func DecodeRecords(b []byte) ([]*MessageExt, error) {
-	n := 0 // the records, a last malformed one included; at most len(b)/minRecordSize+1
+	n := 0 // the records, a last malformed one included; at most len(b)/RecordFixedLength+1
 	for off := 0; off < len(b); {
 		n++
-		if len(b)-off < minRecordSize {
+		if len(b)-off < RecordFixedLength {
 			break
 		}
 		size := int(int32(binary.BigEndian.Uint32(b[off:])))
-		if size < minRecordSize {
+		if size < RecordFixedLength {
 			break
 		}
 		off += size
@@ -494,10 +494,6 @@ func DecodeRecords(b []byte) ([]*MessageExt, error) {
 	}
 	return out, nil
 }
-
-// minRecordSize is the smallest a stored record can be (empty topic, body and properties,
-// IPv4 hosts): DecodeRecords bounds its count with it.
-const minRecordSize = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2
 
 // decodeInto fills m (Body aside) from the record at the start of rec; topic is used for
 // m.Topic when it equals the record's topic, saving a string.
