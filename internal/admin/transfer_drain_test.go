@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,8 +15,17 @@ import (
 // transferLeadership asks. After TRANSFER_RAFT_LEADERSHIP n1 is routed as brokerId 0 and master in term 5,
 // and n0's status is oldAfter.
 type fakeRaftGroup struct {
-	ns, n0, n1 string
+	ns, n0, n1 string // set once each server listens; the handlers read them under mu
+	mu         sync.Mutex
 	moved      atomic.Bool
+}
+
+// addrs returns n0's and n1's addresses (the handlers' view: the race detector cannot see that a request
+// comes after the test goroutine set them).
+func (g *fakeRaftGroup) addrs() (n0, n1 string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n0, g.n1
 }
 
 func startFakeRaftGroup(t *testing.T, oldAfter protocol.RaftStatus) *fakeRaftGroup {
@@ -41,25 +51,31 @@ func startFakeRaftGroup(t *testing.T, oldAfter protocol.RaftStatus) *fakeRaftGro
 			})
 		}
 	}
-	g.n0 = serve(status(func() protocol.RaftStatus {
+	n0 := serve(status(func() protocol.RaftStatus {
+		n0, _ := g.addrs()
 		if g.moved.Load() {
 			st := oldAfter
-			st.Group, st.SelfID, st.BrokerAddr = "g", "n0", g.n0
+			st.Group, st.SelfID, st.BrokerAddr = "g", "n0", n0
 			return st
 		}
-		return protocol.RaftStatus{Group: "g", SelfID: "n0", BrokerAddr: g.n0, Role: "Leader", Master: true, Term: 4}
+		return protocol.RaftStatus{Group: "g", SelfID: "n0", BrokerAddr: n0, Role: "Leader", Master: true, Term: 4}
 	}))
-	g.n1 = serve(status(func() protocol.RaftStatus {
+	n1 := serve(status(func() protocol.RaftStatus {
+		_, n1 := g.addrs()
 		if g.moved.Load() {
-			return protocol.RaftStatus{Group: "g", SelfID: "n1", BrokerAddr: g.n1, Role: "Leader", Master: true, Term: 5}
+			return protocol.RaftStatus{Group: "g", SelfID: "n1", BrokerAddr: n1, Role: "Leader", Master: true, Term: 5}
 		}
-		return protocol.RaftStatus{Group: "g", SelfID: "n1", BrokerAddr: g.n1, BrokerID: 1, Role: "Follower", Term: 4}
+		return protocol.RaftStatus{Group: "g", SelfID: "n1", BrokerAddr: n1, BrokerID: 1, Role: "Follower", Term: 4}
 	}))
+	g.mu.Lock()
+	g.n0, g.n1 = n0, n1
+	g.mu.Unlock()
 	g.ns = serve(func(s *remoting.Server, pool *remoting.Pool) {
 		s.Register(remoting.GetBrokerClusterInfo, pool, func(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-			addrs := map[int64]string{0: g.n0, 1: g.n1}
+			n0, n1 := g.addrs()
+			addrs := map[int64]string{0: n0, 1: n1}
 			if g.moved.Load() {
-				addrs = map[int64]string{0: g.n1, 1: g.n0}
+				addrs = map[int64]string{0: n1, 1: n0}
 			}
 			return remoting.NewJSONResponse(protocol.ClusterInfo{
 				BrokerAddrTable:  map[string]protocol.BrokerData{"g": {Cluster: "c", BrokerName: "g", BrokerAddrs: addrs}},
