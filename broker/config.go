@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/gctune"
 	"github.com/rocketraft/rocketraft/internal/logging"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/internal/peertls"
@@ -166,7 +167,7 @@ func DefaultConfig() Config {
 		TransactionTimeOut:           6_000,
 		TransactionCheckMax:          15,
 		ShutdownTimeoutMillis:        10_000,
-		GCHeapFloorMB:                64,
+		GCHeapFloorMB:                gctune.DefaultFloorMB,
 	}
 }
 
@@ -203,8 +204,8 @@ func (c Config) Validate() error {
 	if c.BrokerID < 0 {
 		bad("brokerId", "%d is negative", c.BrokerID)
 	}
-	if c.GCHeapFloorMB < 0 || c.GCHeapFloorMB > 1<<16 {
-		bad("gcHeapFloorMB", "%d is not within [0, 65536] MiB", c.GCHeapFloorMB)
+	if err := gctune.CheckFloorMB(c.GCHeapFloorMB); err != nil {
+		bad("gcHeapFloorMB", "%v", err)
 	}
 	if c.ListenPort <= 0 || c.ListenPort > 65535 {
 		bad("listenPort", "%d is not a TCP port (1..65535)", c.ListenPort)

@@ -34,16 +34,14 @@ const usage = `usage: mqbench producer|consumer [flags]   (mqbench producer -h l
 Both create the topic (--queues) when it is missing, print a line per --interval and a summary.
 `
 
-// benchHeapFloor is the heap target floor of the benchmark clients (internal/gctune), the
-// broker's default gcHeapFloorMB: a driver's live heap is small and it allocates a frame per
-// answer, so with Go's default it collects many times a second, CPU the broker under test
-// then lacks on a small machine. natsbench's publisher uses the same floor, so that both
-// sides of make bench-compare drive their servers alike. GOGC in the environment wins.
-const benchHeapFloor = 64 << 20
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	tuner := gctune.Start(benchHeapFloor, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	// The broker's default heap floor (internal/gctune): a driver's live heap is small and it
+	// allocates a frame per answer, so with Go's default it collects many times a second, CPU
+	// the broker under test then lacks on a small machine. natsbench's publisher uses the same
+	// floor, so that both sides of make bench-compare drive their servers alike. GOGC in the
+	// environment wins.
+	tuner := gctune.Start(gctune.DefaultFloorMB<<20, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	tuner.Stop()
 	stop()

@@ -63,7 +63,7 @@ func DefaultProxyConfig() ProxyConfig {
 		home, _ = os.UserHomeDir()
 	}
 	return ProxyConfig{NamesrvAddr: strings.TrimSpace(os.Getenv("NAMESRV_ADDR")), GrpcServerPort: proxy.DefaultGrpcServerPort,
-		GrpcClientConsumerMaxLongPollingTimeoutMillis: 20_000, RocketmqHome: home, AclFile: "conf/plain_acl.yml", TLS: remoting.DefaultTLSConfig(), Log: logging.DefaultConfig(), GCHeapFloorMB: 64}
+		GrpcClientConsumerMaxLongPollingTimeoutMillis: 20_000, RocketmqHome: home, AclFile: "conf/plain_acl.yml", TLS: remoting.DefaultTLSConfig(), Log: logging.DefaultConfig(), GCHeapFloorMB: gctune.DefaultFloorMB}
 }
 
 // Validate names the first bad key.
@@ -77,8 +77,8 @@ func (c ProxyConfig) Validate() error {
 	if c.GrpcClientConsumerMaxLongPollingTimeoutMillis <= 0 {
 		return fmt.Errorf("config key grpcClientConsumerMaxLongPollingTimeoutMillis: %d is not positive", c.GrpcClientConsumerMaxLongPollingTimeoutMillis)
 	}
-	if c.GCHeapFloorMB < 0 || c.GCHeapFloorMB > 1<<16 {
-		return fmt.Errorf("config key gcHeapFloorMB: %d is not within [0, 65536] MiB", c.GCHeapFloorMB)
+	if err := gctune.CheckFloorMB(c.GCHeapFloorMB); err != nil {
+		return fmt.Errorf("config key gcHeapFloorMB: %w", err)
 	}
 	if a := c.GrpcAdvertiseAddress; a != "" {
 		if _, _, err := net.SplitHostPort(a); err != nil {

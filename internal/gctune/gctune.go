@@ -1,6 +1,7 @@
 package gctune
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -8,6 +9,21 @@ import (
 	"runtime/metrics"
 	"sync"
 )
+
+// DefaultFloorMB is the floor of the servers' gcHeapFloorMB key and of the benchmark drivers;
+// MaxFloorMB is the largest floor a configuration may ask for.
+const (
+	DefaultFloorMB = 64
+	MaxFloorMB     = 1 << 16
+)
+
+// CheckFloorMB says what is wrong with a configured floor of mb MiB, nil when nothing is.
+func CheckFloorMB(mb int) error {
+	if mb < 0 || mb > MaxFloorMB {
+		return fmt.Errorf("%d is not within [0, %d] MiB", mb, MaxFloorMB)
+	}
+	return nil
+}
 
 // maxPercent bounds the GOGC the tuner sets (a live heap of a few hundred KiB would otherwise ask
 // for a six-figure percentage).

@@ -46,9 +46,9 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	case "serve":
 		return serve(ctx, argv[1:], stderr)
 	case "pub":
-		// The publisher gets mqbench's heap floor (cmd/mqbench benchHeapFloor), so both
-		// drivers of make bench-compare cost their servers the same; the servers keep their own.
-		defer gctune.Start(64<<20, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))).Stop()
+		// The publisher gets mqbench's heap floor (gctune.DefaultFloorMB), so both drivers
+		// of make bench-compare cost their servers the same; the servers keep their own.
+		defer gctune.Start(gctune.DefaultFloorMB<<20, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))).Stop()
 		return pub(ctx, argv[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
