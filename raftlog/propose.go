@@ -383,13 +383,14 @@ func (n *Node) notLeader() error {
 
 // leaderCheck fails fast when this node is not the leader (nothing is proposed then).
 func (n *Node) leaderCheck() error {
-	if n.rf() == nil {
+	r := n.rf()
+	if r == nil {
 		return fmt.Errorf("%w: not started", ErrShutdown)
 	}
 	if n.closed.Load() {
 		return fmt.Errorf("%w: node closed", ErrShutdown)
 	}
-	switch n.rf().State() {
+	switch r.State() {
 	case raft.Leader:
 		return nil
 	case raft.Shutdown:

@@ -86,7 +86,8 @@ func newRoles() *roles {
 // IsReadyLeader reports whether this node leads and has applied every entry of earlier terms
 // (the moment its RoleLeader event is sent): a broker may act as the master.
 func (n *Node) IsReadyLeader() bool {
-	return n.rf() != nil && n.ready.Load() && n.rf().State() == raft.Leader
+	r := n.rf()
+	return r != nil && n.ready.Load() && r.State() == raft.Leader
 }
 
 // roleLoop follows Raft's leadership notifications and observations, runs the barrier of a
@@ -180,14 +181,14 @@ func (n *Node) noteLeader() {
 
 // emitRole queues an event when the role (or a follower's leader) changed.
 func (n *Node) emitRole() {
-	r := n.roles
+	r, rf := n.roles, n.rf()
 	var ev RoleEvent
 	switch {
-	case n.ready.Load() && n.rf().State() == raft.Leader:
+	case n.ready.Load() && rf.State() == raft.Leader:
 		ev = RoleEvent{Role: RoleLeader, Term: r.leaderTerm, LeaderID: n.cfg.SelfID, LeaderAddr: n.selfAddr()}
-	case n.rf().State() != raft.Leader:
-		addr, id := n.rf().LeaderWithID()
-		ev = RoleEvent{Role: RoleFollower, Term: n.rf().CurrentTerm(), LeaderID: string(id), LeaderAddr: string(addr)}
+	case rf.State() != raft.Leader:
+		addr, id := rf.LeaderWithID()
+		ev = RoleEvent{Role: RoleFollower, Term: rf.CurrentTerm(), LeaderID: string(id), LeaderAddr: string(addr)}
 	default:
 		return // leading, not ready yet: the last event stands
 	}
@@ -311,7 +312,7 @@ func (n *Node) TransferLeadership(toID string) error {
 // of more than one voter, and returns once the transfer is over; nil at once otherwise (a
 // follower, a single node, a node not started or closed).
 func (n *Node) HandOver() error {
-	if n.rf() == nil || n.closed.Load() || len(n.cfg.Peers) < 2 || n.rf().State() != raft.Leader {
+	if r := n.rf(); r == nil || n.closed.Load() || len(n.cfg.Peers) < 2 || r.State() != raft.Leader {
 		return nil
 	}
 	return n.TransferLeadership("")
