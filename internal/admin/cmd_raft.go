@@ -71,6 +71,11 @@ func getRaftStatusCmd() *command {
 				return nil, err
 			}
 			res := &raftStatusResult{Nodes: []raftStatus{}}
+			// A node answers with its own address, so one asked twice (a master behind masterVipAddress,
+			// whose slave entry the name servers list until it unregisters it, a moment after it
+			// registered as brokerId 0) is one node: listed once.
+			type nodeKey struct{ group, self, addr string }
+			seen := map[nodeKey]bool{}
 			_, err = eachBroker(refs, func(ref brokerRef) error {
 				if group != "" && ref.name != "" && ref.name != group {
 					return nil
@@ -78,6 +83,11 @@ func getRaftStatusCmd() *command {
 				st, err := r.raftStatusOf(ctx, ref.addr)
 				if err != nil {
 					st.Group, st.Error = ref.name, err.Error()
+				} else if k := (nodeKey{st.Group, st.SelfID, st.BrokerAddr}); st.SelfID != "" {
+					if seen[k] {
+						return nil
+					}
+					seen[k] = true
 				}
 				if group == "" || st.Group == group || ref.name == group {
 					res.Nodes = append(res.Nodes, st)

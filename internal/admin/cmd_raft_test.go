@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // TestRaftCommands: getRaftStatus shows the three nodes of a Raft group with one master (brokerId 0),
@@ -58,6 +61,46 @@ func testRaftCommands(t *testing.T, vip string) {
 	}
 	c.WaitRaftMaster("broker-a", target)
 	failing(t, ExitFailed, []string{"does not run the Raft mode"}, "getRaftStatus", "-n", ns, "-b", c.NamesrvAddrs()[0])
+}
+
+// TestRaftStatusNodeListedTwice: a master behind masterVipAddress is listed by the name servers at the
+// virtual address (brokerId 0) and, until it unregisters it a moment later, at its own address (its slave
+// entry). getRaftStatus asks both and shows the node once; make test once failed TestRaftCommandsVIP on
+// "4 nodes, want 3" in that moment. Two nodes that answer the same selfId from different addresses are
+// both shown (a misconfiguration the operator must see).
+func TestRaftStatusNodeListedTwice(t *testing.T) {
+	var vip, own, other, twin atomic.Value
+	status := func(self string, addr *atomic.Value, master bool) func(*remoting.Server, *remoting.Pool) {
+		return func(s *remoting.Server, pool *remoting.Pool) {
+			s.Register(remoting.GetRaftStatus, pool, func(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
+				return remoting.NewJSONResponse(protocol.RaftStatus{Group: "g", SelfID: self, BrokerAddr: addr.Load().(string), Master: master})
+			})
+		}
+	}
+	master := status("n0", &own, true)
+	vip.Store(startFakeServer(t, master)) // the virtual address: the same node, answering with its own address
+	own.Store(startFakeServer(t, master))
+	other.Store(startFakeServer(t, status("n1", &other, false)))
+	twin.Store(startFakeServer(t, status("n1", &twin, false)))
+	ns := startFakeServer(t, func(s *remoting.Server, pool *remoting.Pool) {
+		s.Register(remoting.GetBrokerClusterInfo, pool, func(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
+			addrs := map[int64]string{0: vip.Load().(string), 1: other.Load().(string), 2: own.Load().(string), 3: twin.Load().(string)}
+			return remoting.NewJSONResponse(protocol.ClusterInfo{
+				BrokerAddrTable:  map[string]protocol.BrokerData{"g": {Cluster: "c", BrokerName: "g", BrokerAddrs: addrs}},
+				ClusterAddrTable: map[string][]string{"c": {"g"}},
+			})
+		})
+	})
+	var st raftStatusResult
+	okJSON(t, &st, "getRaftStatus", "-n", ns, "-c", "c", "--json")
+	var got []string
+	for _, n := range st.Nodes {
+		got = append(got, n.SelfID+"@"+n.BrokerAddr)
+	}
+	want := []string{"n0@" + own.Load().(string), "n1@" + other.Load().(string), "n1@" + twin.Load().(string)}
+	if len(got) != 3 || got[0] != want[0] || !slices.Contains(got, want[1]) || !slices.Contains(got, want[2]) {
+		t.Fatalf("getRaftStatus listed %v, want %v", got, want)
+	}
 }
 
 // TestTransferLeadershipDrain: transferLeadership --drain moves leadership away from the preferred leader

@@ -28,18 +28,22 @@ func (g *fakeRaftGroup) addrs() (n0, n1 string) {
 	return g.n0, g.n1
 }
 
+// startFakeServer starts a remoting server on 127.0.0.1 with the handlers register adds, stopped by the
+// test's cleanup, and returns its address.
+func startFakeServer(t *testing.T, register func(*remoting.Server, *remoting.Pool)) string {
+	pool := remoting.NewPool("fake", 1, 16)
+	s := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, cluster.TestLogger(t, 0))
+	register(s, pool)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s.Addr().String()
+}
+
 func startFakeRaftGroup(t *testing.T, oldAfter protocol.RaftStatus) *fakeRaftGroup {
 	g := &fakeRaftGroup{}
-	serve := func(register func(*remoting.Server, *remoting.Pool)) string {
-		pool := remoting.NewPool("fake", 1, 16)
-		s := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, cluster.TestLogger(t, 0))
-		register(s, pool)
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s.Addr().String()
-	}
+	serve := func(register func(*remoting.Server, *remoting.Pool)) string { return startFakeServer(t, register) }
 	status := func(now func() protocol.RaftStatus) func(*remoting.Server, *remoting.Pool) {
 		return func(s *remoting.Server, pool *remoting.Pool) {
 			s.Register(remoting.GetRaftStatus, pool, func(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
