@@ -323,8 +323,22 @@ var errNoRecord = fmt.Errorf("store: no record at offset")
 // entry holding it; it becomes readable then.
 var errNotVisibleYet = fmt.Errorf("%w (not visible yet)", errNoRecord)
 
-// selectRange returns size bytes at phy from mapped memory with a reference held on the file.
+// selectRange returns size bytes at phy from mapped memory with a reference held on the file,
+// probed (every page read once, a fault an error).
 func (c *commitLog) selectRange(phy int64, size int) ([]byte, *mappedFile, error) {
+	b, f, err := c.locateRange(phy, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := probe(b, f.fileName(), phy-f.from); err != nil {
+		f.release()
+		return nil, nil, err
+	}
+	return b, f, nil
+}
+
+// locateRange is selectRange without the probe: the bytes may not have been read yet.
+func (c *commitLog) locateRange(phy int64, size int) ([]byte, *mappedFile, error) {
 	if size <= 0 {
 		return nil, nil, fmt.Errorf("%w %d: size %d", errNoRecord, phy, size)
 	}
@@ -340,12 +354,7 @@ func (c *commitLog) selectRange(phy int64, size int) ([]byte, *mappedFile, error
 		f.release()
 		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the readable end %d of %s", errNoRecord, phy, size, f.from+f.readable(), f.fileName())
 	}
-	b := f.data[pos : pos+int64(size)]
-	if err := probe(b, f.fileName(), pos); err != nil {
-		f.release()
-		return nil, nil, err
-	}
-	return b, f, nil
+	return f.data[pos : pos+int64(size)], f, nil
 }
 
 // selectRecord returns the whole record at phy, checked for framing, with a reference held.

@@ -138,6 +138,12 @@ type Config struct {
 	AccessMessageInMemoryMaxRatio int `mapstructure:"accessMessageInMemoryMaxRatio"`
 	// MaxFilterMessageSize is how many ConsumeQueue bytes one GetMessage may examine (16000).
 	MaxFilterMessageSize int `mapstructure:"maxFilterMessageSize"`
+	// ColdReadEnable reads the CommitLog chunks a consumer asks for that are not in the page
+	// cache with O_DIRECT, into buffers the store reuses, instead of through the mapping (true;
+	// cold_read.go).
+	ColdReadEnable bool `mapstructure:"coldReadEnable"`
+	// ColdReadBufferBytes is the memory of those buffers, in 2 MiB chunks (64 MiB).
+	ColdReadBufferBytes int64 `mapstructure:"coldReadBufferBytes"`
 
 	// sparseSyncFlush (benchmarks only) keeps SYNC_FLUSH on sparse files written through the
 	// mapping, as this store did before syncFlushFiles.
@@ -225,6 +231,8 @@ func DefaultConfig() Config {
 		MaxTransferCountOnMessageInDisk:   8,
 		AccessMessageInMemoryMaxRatio:     40,
 		MaxFilterMessageSize:              16000,
+		ColdReadEnable:                    true,
+		ColdReadBufferBytes:               64 << 20,
 	}
 }
 
@@ -310,6 +318,9 @@ func (c Config) Validate() error {
 		if p.v < 0 {
 			return configErr(p.key, "%d must not be negative", p.v)
 		}
+	}
+	if c.ColdReadEnable && c.ColdReadBufferBytes < coldChunkSize {
+		return configErr("coldReadBufferBytes", "%d is less than one chunk (%d bytes) with coldReadEnable", c.ColdReadBufferBytes, coldChunkSize)
 	}
 	if c.TransientStorePoolEnable && c.TransientStorePoolSize < 1 {
 		return configErr("transientStorePoolSize", "%d must be at least 1 with transientStorePoolEnable", c.TransientStorePoolSize)

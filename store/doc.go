@@ -186,7 +186,9 @@
 // channels: group commit (SYNC_FLUSH) with its timeout watcher, or the periodic flush
 // (ASYNC_FLUSH); commit of the transient store pool; reput (dispatch to ConsumeQueues, index
 // and the arriving listener); allocation of the next CommitLog file; ConsumeQueue flush;
-// clean (expiry and disk-full detection). admin_clean.go runs cleaning on request (mqadmin):
+// clean (expiry and disk-full detection). Consumers' reads of CommitLog chunks that are not in
+// the page cache go around it (cold_read.go: O_DIRECT into reused buffers, with a prefetcher
+// goroutine started by the reads). admin_clean.go runs cleaning on request (mqadmin):
 // DeleteExpiredFilesNow (the clean at any hour, serialized with the service),
 // CleanExpiredConsumeQueues (destroys queues whose records are all gone, keeping their next
 // queue offset; dispatch holds cqRemove shared so no unit lands in a destroyed queue) and

@@ -61,10 +61,18 @@ type MessageFilter interface {
 	MatchByCommitLog(record []byte, props map[string]string) bool
 }
 
-// heldFiles are the mapped files a result keeps referenced, released once.
+// heldFiles are the mapped files and cold-read chunks a result keeps referenced, released once.
 type heldFiles struct {
 	files    []*mappedFile
+	chunks   []*coldChunk
+	cold     *coldCache
 	released atomic.Bool
+}
+
+// addChunk holds ch (which arrives held) for the result.
+func (h *heldFiles) addChunk(c *coldCache, ch *coldChunk) {
+	h.cold = c
+	h.chunks = append(h.chunks, ch)
 }
 
 // add holds f for the result; f arrives already held, so a repeat drops the extra reference.
@@ -80,6 +88,9 @@ func (h *heldFiles) release() {
 	if h.released.CompareAndSwap(false, true) {
 		for _, f := range h.files {
 			f.release()
+		}
+		for _, ch := range h.chunks {
+			h.cold.release(ch)
 		}
 	}
 }
@@ -177,6 +188,7 @@ func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNu
 	next := offset
 	maxPhyPulling := int64(0)
 	nextPhyFileStart := int64(math.MinInt64)
+	var run coldRun
 	for i := 0; (i+1)*cqUnitSize <= len(units) && next < r.MaxOffset; i++ {
 		u := readUnit(units[i*cqUnitSize:])
 		if i*cqUnitSize >= maxFilter {
@@ -194,7 +206,7 @@ func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNu
 		if f != nil && !f.MatchByConsumeQueue(u.tags) {
 			continue
 		}
-		rec, file, err := s.commitLog.selectRange(u.phy, int(u.size))
+		rec, file, err := s.selectForQueue(&run, &r.held, u.phy, int(u.size))
 		if errors.Is(err, errNotVisibleYet) {
 			// Framed mode: the unit is ahead of its record. Stop before it, never past it: the
 			// read limit is one position, so every later unit of the queue is unreadable too,
@@ -232,6 +244,26 @@ func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNu
 	r.NextBeginOffset = next
 	r.SuggestPullingFromSlave = maxPhy-maxPhyPulling > memory
 	return nil
+}
+
+// selectForQueue is commitLog.selectRange for readQueue: the record from its chunk's buffer when
+// the chunk is read directly (cold_read.go), else from the mapping, probed.
+func (s *Store) selectForQueue(run *coldRun, held *heldFiles, phy int64, size int) ([]byte, *mappedFile, error) {
+	if s.cold == nil {
+		return s.commitLog.selectRange(phy, size)
+	}
+	b, f, err := s.commitLog.locateRange(phy, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec, ok := s.cold.record(run, held, f, phy, size); ok {
+		return rec, f, nil
+	}
+	if err := probe(b, f.fileName(), phy-f.from); err != nil {
+		f.release()
+		return nil, nil, err
+	}
+	return b, f, nil
 }
 
 // batchFull is RocketMQ's isTheBatchFull.

@@ -134,6 +134,11 @@ type Stats struct {
 	Writable bool
 	// TransientPoolFree is the number of free transient pool buffers (-1 without a pool).
 	TransientPoolFree int
+	// ColdReadChunks counts the CommitLog chunks read with O_DIRECT for consumers (cold_read.go)
+	// and ColdReadBytes their bytes (and those of records read alone across a chunk's end);
+	// ColdReadNoBuffer the cold chunks read through the mapping because every buffer was held,
+	// ColdReadFailures the direct reads that failed (the mapping served them).
+	ColdReadChunks, ColdReadBytes, ColdReadNoBuffer, ColdReadFailures int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -164,6 +169,10 @@ func (s *Store) Stats() Stats {
 	}
 	if s.pool != nil {
 		out.TransientPoolFree = s.pool.available()
+	}
+	if c := s.cold; c != nil {
+		out.ColdReadChunks, out.ColdReadBytes = c.loads.Load(), c.loadBytes.Load()
+		out.ColdReadNoBuffer, out.ColdReadFailures = c.fallbacks.Load(), c.failures.Load()
 	}
 	if g := s.group; g != nil {
 		out.SyncFlushBatches, out.SyncFlushWaiters = g.batches.Load(), g.waiters.Load()

@@ -184,12 +184,15 @@ type Store struct {
 	// cleanPolicy: SetCleanPolicy's keys, nil until it is called (admin_clean.go).
 	cleanPolicy atomic.Pointer[CleanPolicy]
 	index       *indexService
-	checkpoint  *checkpoint
-	alloc       *allocator
-	pool        *transientPool
-	reput       *reputService
-	group       *groupCommit
-	wakeCommit  chan struct{}
+	// cold reads the chunks consumers ask for that are not cached (cold_read.go); nil unless
+	// ColdReadEnable.
+	cold       *coldCache
+	checkpoint *checkpoint
+	alloc      *allocator
+	pool       *transientPool
+	reput      *reputService
+	group      *groupCommit
+	wakeCommit chan struct{}
 
 	state       atomic.Int32
 	notWritable atomic.Bool
@@ -235,6 +238,9 @@ func Open(cfg Config, opts Options) (*Store, error) {
 		wakeCommit: make(chan struct{}, 1), diskUsage: diskUsedRatio, stopped: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ColdReadEnable {
+		s.cold = newColdCache(s, cfg.ColdReadBufferBytes)
 	}
 	s.log = s.log.With("component", "store")
 	fileBudget.setLogger(s.log)
@@ -407,6 +413,9 @@ func (s *Store) shutdown(clean bool) error {
 	}
 	if clean {
 		errs = append(errs, s.checkpoint.flush())
+	}
+	if s.cold != nil {
+		s.cold.close()
 	}
 	s.closeFiles()
 	if clean {

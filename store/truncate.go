@@ -41,6 +41,11 @@ func (s *Store) TruncateCommitLog(offset int64) error {
 // truncateCommitLog does TruncateCommitLog under the locks; cut reports that data was dropped.
 func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 	defer s.lockWriters()()
+	if s.cold != nil {
+		// Last, under the locks: the chunks read before the cut are forgotten, and so are those
+		// being read now.
+		defer s.cold.forget()
+	}
 	cl := s.commitLog
 	q := cl.q
 
