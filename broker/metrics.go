@@ -73,6 +73,12 @@ var (
 		"Zeros written (and synced) to keep SYNC_FLUSH CommitLog files warm ahead of the writes.")
 	warmStallsDesc = metrics.Desc("rocketmq_storage_warm_stalls_total",
 		"SYNC_FLUSH flushes that found the warm frontier behind their records and warmed first.")
+	coldReadBytesDesc = metrics.Desc("rocketmq_storage_cold_read_bytes_total",
+		"CommitLog bytes read for consumers with O_DIRECT, around the page cache (coldReadEnable).")
+	coldReadNoBufferDesc = metrics.Desc("rocketmq_storage_cold_read_no_buffer_total",
+		"Cold CommitLog chunks read through the page cache because every cold-read buffer was held (coldReadBufferBytes).")
+	coldReadFailuresDesc = metrics.Desc("rocketmq_storage_cold_read_failures_total",
+		"Direct reads of cold CommitLog chunks that failed (the page cache served them).")
 	pullsHeldDesc = metrics.Desc("rocketmq_pull_requests_held",
 		"Long-polling pull requests parked until a message arrives or they time out.")
 )
@@ -91,11 +97,14 @@ func (b *Broker) metricsCollector() prometheus.Collector {
 		ch <- metrics.Counter(flushFailuresDesc, float64(st.FlushFailures))
 		ch <- metrics.Counter(warmBytesDesc, float64(st.WarmBytes))
 		ch <- metrics.Counter(warmStallsDesc, float64(st.WarmStalls))
+		ch <- metrics.Counter(coldReadBytesDesc, float64(st.ColdReadBytes))
+		ch <- metrics.Counter(coldReadNoBufferDesc, float64(st.ColdReadNoBuffer))
+		ch <- metrics.Counter(coldReadFailuresDesc, float64(st.ColdReadFailures))
 		ch <- metrics.Gauge(pullsHeldDesc, float64(b.pullHold.count()))
 		b.collectConsumerLag(ch)
 		b.role.collect(ch) // classic replication's series (role_classic.go)
 	}, brokerInfoDesc, putLatencyDesc, flushLatencyDesc, commitBehindDesc, diskRatioDesc, writableDesc, putFailuresDesc,
-		flushFailuresDesc, warmBytesDesc, warmStallsDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
+		flushFailuresDesc, warmBytesDesc, warmStallsDesc, coldReadBytesDesc, coldReadNoBufferDesc, coldReadFailuresDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
 		consumerQueueingDesc, consumerReadyDesc, queueLagDesc, queueLagOmittedDesc,
 		haConnectionsDesc, haSlaveLagDesc, haMasterConnectedDesc)
 }

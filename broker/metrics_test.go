@@ -170,7 +170,9 @@ func TestStoreSeriesAndTopicCounters(t *testing.T) {
 		t.Errorf("rocketmq_broker_info %v, %v", v, ok)
 	}
 	for _, name := range []string{"rocketmq_storage_flush_behind_bytes", "rocketmq_storage_dispatch_behind_bytes",
-		"rocketmq_storage_disk_used_ratio", "rocketmq_pull_requests_held", "go_goroutines"} {
+		"rocketmq_storage_disk_used_ratio", "rocketmq_pull_requests_held", "go_goroutines",
+		"rocketmq_storage_cold_read_bytes_total", "rocketmq_storage_cold_read_no_buffer_total",
+		"rocketmq_storage_cold_read_failures_total"} {
 		if f.Count(name) != 1 {
 			t.Errorf("%s missing", name)
 		}
