@@ -277,6 +277,9 @@ if part drain; then
     --maxTransferCountOnMessageInDisk=256 --maxTransferBytesOnMessageInDisk=1048576)
   cold_restart "${bulk[@]}"
   drain_row "batch 256, caps raised" 256
+  # The same with every read through the mapping (the store's cold reads off: store/cold_read.go).
+  cold_restart "${bulk[@]}" --coldReadEnable=false
+  drain_row "batch 256, caps, no cold reads" 256
   cold_restart "${bulk[@]}"
   drain_row "batch 256, caps raised, +sends" 256 side
   # The side producer alone on the same (now warm) broker, for its p99 without a drain.
