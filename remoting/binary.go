@@ -138,19 +138,62 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 	if r.pos+extLen != len(h) {
 		return nil, fmt.Errorf("binary header: %d bytes after extFields", len(h)-r.pos-extLen)
 	}
+	if extLen == 0 {
+		return c, nil
+	}
+	// One string holds every key and value (they are its substrings), and the map is made for the
+	// number of fields: a SEND_MESSAGE's 14 fields cost 2 allocations instead of 28 and no growth.
+	var spans [32]extSpan
+	fields := spans[:0]
+	base := r.pos
 	for r.pos < len(h) {
-		k, err := r.lenPrefixed(2, "extFields key", "")
+		k, err := r.span(2, "extFields key", nil)
 		if err != nil {
 			return nil, err
 		}
-		v, err := r.lenPrefixed(4, "extFields value", k)
+		v, err := r.span(4, "extFields value", &k)
 		if err != nil {
 			return nil, err
 		}
-		if c.ExtFields == nil {
-			c.ExtFields = make(map[string]string, 8)
-		}
-		c.ExtFields[k] = v
+		fields = append(fields, k, v)
+	}
+	all := string(h[base:])
+	c.ExtFields = make(map[string]string, len(fields)/2)
+	for i := 0; i < len(fields); i += 2 {
+		k, v := fields[i], fields[i+1]
+		c.ExtFields[all[k.from-base:k.to-base]] = all[v.from-base : v.to-base]
 	}
 	return c, nil
+}
+
+// extSpan is where a key or a value lies in a binary header.
+type extSpan struct{ from, to int }
+
+// span is lenPrefixed without the copy: where the bytes lie. key, when set, is where the key of
+// the value read lies (named in an error only).
+func (r *binReader) span(size int, what string, keyAt *extSpan) (extSpan, error) {
+	key := func() string {
+		if keyAt == nil {
+			return ""
+		}
+		return string(r.b[keyAt.from:keyAt.to])
+	}
+	if size > len(r.b)-r.pos {
+		return extSpan{}, r.need(size, what+" length", key())
+	}
+	var n int
+	if size == 2 {
+		n = int(int16(r.u16()))
+	} else {
+		n = int(int32(r.u32()))
+	}
+	if n < 0 {
+		return extSpan{}, fmt.Errorf("binary header: negative %s length %d (key %q)", what, n, key())
+	}
+	if n > len(r.b)-r.pos {
+		return extSpan{}, r.need(n, what, key())
+	}
+	sp := extSpan{r.pos, r.pos + n}
+	r.pos += n
+	return sp, nil
 }

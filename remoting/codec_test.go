@@ -341,6 +341,24 @@ func BenchmarkDecodeSendHeader(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeSendHeaderBinary: the same request with the ROCKETMQ binary header (the native
+// client's, and the official Java client's by default).
+func BenchmarkDecodeSendHeaderBinary(b *testing.B) {
+	c := sendLikeRequest()
+	c.SerializeType = SerializeRocketMQ
+	frame, err := EncodeFrame(nil, c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		if _, err := DecodeFrame(frame[4:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // sendLikeRequest is a SEND_MESSAGE as the Go client builds it, with a 1 KiB body.
 func sendLikeRequest() *Command {
 	return NewRequest(SendMessage, map[string]string{
