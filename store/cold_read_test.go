@@ -76,14 +76,19 @@ func residentPages(t *testing.T, b []byte) (resident, all int) {
 	return resident, len(vec)
 }
 
-// evictCommitLog takes the whole CommitLog out of the page cache, once it is flushed.
+// evictCommitLog takes the whole CommitLog out of the page cache, once it is flushed (again while
+// the kernel keeps some page, busy a moment).
 func evictCommitLog(t *testing.T, s *Store) {
 	t.Helper()
 	end := s.MaxPhyOffset()
 	waitFor(t, "the CommitLog flushed", func() bool { return s.commitLog.q.flushedWhere.Load() >= end })
-	for _, f := range s.commitLog.q.snapshot() {
-		evictPages(t, f.file, f.data, 0)
-	}
+	waitFor(t, "the CommitLog out of the page cache", func() bool {
+		for _, f := range s.commitLog.q.snapshot() {
+			evictPages(t, f.file, f.data, 0)
+		}
+		r, _ := coldResident(t, s, end)
+		return r == 0
+	})
 }
 
 // coldResident counts the CommitLog pages cached below end.
