@@ -84,27 +84,14 @@ func (r *binReader) u32() uint32 {
 	return v
 }
 
-// lenPrefixed reads a length of size 2 or 4 bytes and then that many bytes; what and key name the field
-// in errors (key is the extFields key a value belongs to, or "").
-func (r *binReader) lenPrefixed(size int, what, key string) (string, error) {
-	if size > len(r.b)-r.pos {
-		return "", r.need(size, what+" length", key)
-	}
-	var n int
-	if size == 2 {
-		n = int(int16(r.u16()))
-	} else {
-		n = int(int32(r.u32()))
-	}
-	if n < 0 {
-		return "", fmt.Errorf("binary header: negative %s length %d (key %q)", what, n, key)
-	}
-	if err := r.need(n, what, key); err != nil {
+// lenPrefixed reads a length of size 2 or 4 bytes and then that many bytes, as a string; what names
+// the field in errors.
+func (r *binReader) lenPrefixed(size int, what string) (string, error) {
+	sp, err := r.span(size, what, nil)
+	if err != nil {
 		return "", err
 	}
-	s := string(r.b[r.pos : r.pos+n])
-	r.pos += n
-	return s, nil
+	return string(r.b[sp.from:sp.to]), nil
 }
 
 // decodeBinaryHeader decodes a ROCKETMQ binary header into a new Command.
@@ -122,7 +109,7 @@ func decodeBinaryHeader(h []byte) (*Command, error) {
 	c.Opaque = int32(r.u32())
 	c.Flag = int32(r.u32())
 	var err error
-	if c.Remark, err = r.lenPrefixed(4, "remark", ""); err != nil {
+	if c.Remark, err = r.lenPrefixed(4, "remark"); err != nil {
 		return nil, err
 	}
 	if err := r.need(4, "extFields length", ""); err != nil {
