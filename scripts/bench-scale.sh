@@ -13,12 +13,13 @@
 #             (brokerprobe); the broker's own log line says where its recovery scan started and how many bytes
 #             it checked
 #   drain     the same BACKLOG_GIB backlog (topic Backlog) drained by one consumer (mqbench consumer, the
-#             native client, from the first offset, until idle for 5 s), three times, each after an ordered
+#             native client, from the first offset, until idle for 5 s), four times, each after an ordered
 #             restart of the broker and a drop of the page cache (sync; echo 3 > /proc/sys/vm/drop_caches; as
 #             root; pages a process has mapped cannot be dropped, the restart unmaps them, and its recovery reads
 #             the last files back): pulls of 32 messages on a broker with RocketMQ's defaults; pulls of 256 on a
 #             broker whose maxTransfer{Count,Bytes}OnMessageIn{Memory,Disk} allow them (what an operator sets for
-#             bulk consumption); the same with a producer of SIDE_RATE msgs/s to another topic during the
+#             bulk consumption); the same with coldReadEnable=false (every read through the page cache);
+#             the same with a producer of SIDE_RATE msgs/s to another topic during the
 #             drain's first SIDE_SECS s, its p99 next to the same producer's alone. In MB/s of message bodies
 #             and of CommitLog bytes, next to the disk's raw sequential read of one CommitLog file (dd
 #             iflag=direct) and diskbench's buffered cold read, measured in the same run
