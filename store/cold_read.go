@@ -37,8 +37,8 @@ import (
 // is ErrReadFault as before); a direct read that fails is counted and logged once.
 //
 // The answers hold their chunks (GetResult.Release) as they hold their mapped files; a chunk
-// held by none is reused, least recently used first. TruncateCommitLog forgets every chunk,
-// under the writers' locks, and a load that began before it is not kept.
+// held by none is reused, least recently used first. TruncateCommitLog and ResetCommitLog
+// forget every chunk, under the writers' locks, and a load that began before is not kept.
 
 // coldChunkSize is the largest chunk read at once: a multiple of every page size the store
 // runs on, so offsets and lengths suit O_DIRECT.

@@ -135,16 +135,27 @@ func pullAll(t *testing.T, s *Store, topic string, q int32, from int64, n, size 
 	}
 }
 
-// checkChunksReleased fails when a chunk is still held after every answer was released.
+// checkChunksReleased fails when a chunk is still held after every answer was released (and the
+// prefetcher, which holds a chunk while it reads it, is done).
 func checkChunksReleased(t *testing.T, s *Store) {
 	t.Helper()
 	c := s.cold
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for start, ch := range c.chunks {
-		if ch.refs != 0 {
-			t.Errorf("chunk at %d still held %d times", start, ch.refs)
+	held := func() (start int64, refs int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for start, ch := range c.chunks {
+			if ch.refs != 0 {
+				return start, ch.refs
+			}
 		}
+		return 0, 0
+	}
+	waitFor(t, "every chunk released", func() bool {
+		_, refs := held()
+		return refs == 0 && !c.prefetching.Load()
+	})
+	if start, refs := held(); refs != 0 {
+		t.Errorf("chunk at %d still held %d times", start, refs)
 	}
 }
 
@@ -295,6 +306,43 @@ func TestColdReadsForgetOnTruncate(t *testing.T) {
 	evictCommitLog(t, s)
 	if n := pullAll(t, s, "Cold", 0, 0, 32, size, again); n != 400 {
 		t.Fatalf("read %d of 400 after the cut", n)
+	}
+	checkChunksReleased(t, s)
+}
+
+// TestColdReadsForgetOnReset: the same for a framed store reset (a Raft snapshot installed) at an
+// offset it had written before.
+func TestColdReadsForgetOnReset(t *testing.T) {
+	cfg := smallConfig(t)
+	skipUnlessColdReads(t, cfg.StorePathRootDir)
+	s := openFramed(t, cfg)
+	const n = 40
+	body := func(tag string) func(int) string {
+		return func(i int) string { return fmt.Sprintf("%s-%04d-%s", tag, i, strings.Repeat("x", 900)) }
+	}
+	write := func(tag string) {
+		t.Helper()
+		for i := range n {
+			dispatchFramed(t, s, appendFramed(t, s, testMessage("Cold", 0, body(tag)(i), nil)))
+		}
+		if err := s.SyncCommitLog(); err != nil {
+			t.Fatal(err)
+		}
+		evictCommitLog(t, s)
+	}
+	write("first")
+	if got := pullAll(t, s, "Cold", 0, 0, 32, 0, body("first")); got != n {
+		t.Fatalf("read %d of %d", got, n)
+	}
+	if s.Stats().ColdReadChunks == 0 {
+		t.Fatal("no chunk read directly")
+	}
+	if err := s.ResetCommitLog(0); err != nil {
+		t.Fatal(err)
+	}
+	write("second")
+	if got := pullAll(t, s, "Cold", 0, 0, 32, 0, body("second")); got != n {
+		t.Fatalf("read %d of %d after the reset", got, n)
 	}
 	checkChunksReleased(t, s)
 }
