@@ -37,8 +37,9 @@ import (
 // is ErrReadFault as before); a direct read that fails is counted and logged once.
 //
 // The answers hold their chunks (GetResult.Release) as they hold their mapped files; a chunk
-// held by none is reused, least recently used first. TruncateCommitLog and ResetCommitLog
-// forget every chunk, under the writers' locks, and a load that began before is not kept.
+// held by none is reused, least recently used first. The operations that move the CommitLog's
+// tail back (TruncateCommitLog, ResetCommitLog) forget every chunk as they release the writers'
+// locks (lockWriters), and a load that began before is not kept.
 
 // coldChunkSize is the largest chunk read at once: a multiple of every page size the store
 // runs on, so offsets and lengths suit O_DIRECT.
@@ -66,7 +67,6 @@ type coldChunk struct {
 // coldCache holds the chunk buffers and what is known of the chunks.
 type coldCache struct {
 	s       *Store
-	chunk   int64
 	maxBufs int
 
 	mu       sync.Mutex
@@ -87,14 +87,13 @@ type coldCache struct {
 }
 
 func newColdCache(s *Store, bufferBytes int64) *coldCache {
-	chunk := int64(coldChunkSize)
-	return &coldCache{s: s, chunk: chunk, maxBufs: int(max(bufferBytes/chunk, 1)),
+	return &coldCache{s: s, maxBufs: int(max(bufferBytes/coldChunkSize, 1)),
 		chunks: map[int64]*coldChunk{}, resident: map[int64]bool{}}
 }
 
 // chunkOf returns the bounds of the chunk of file f holding phy.
 func (c *coldCache) chunkOf(f *mappedFile, phy int64) (start, end int64) {
-	size := min(c.chunk, f.size)
+	size := min(coldChunkSize, f.size)
 	start = f.from + (phy-f.from)/size*size
 	return start, min(start+size, f.from+f.size)
 }
@@ -250,7 +249,7 @@ func (c *coldCache) takeBufferLocked() []byte {
 		return b
 	}
 	if c.bufs < c.maxBufs {
-		b, err := unix.Mmap(-1, 0, int(c.chunk), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		b, err := unix.Mmap(-1, 0, coldChunkSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 		if err != nil {
 			return nil
 		}
@@ -345,18 +344,24 @@ func readDirect(path string, buf []byte, off int64) (int, error) {
 // cachedHalf reports whether at least half of the pages of b (mapped file memory) are in the
 // page cache; true when mincore fails (then the mapping serves, as without cold reads).
 func cachedHalf(b []byte) bool {
+	resident, all, err := residentPages(b)
+	return err != nil || 2*resident >= all
+}
+
+// residentPages counts the pages of b (page-aligned mapped memory) that are in the page cache
+// (mincore), and all of them.
+func residentPages(b []byte) (resident, all int, err error) {
 	if len(b) == 0 {
-		return true
+		return 0, 0, nil
 	}
 	vec := make([]byte, (len(b)+osPageSize-1)/osPageSize)
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		return true
+		return 0, len(vec), fmt.Errorf("mincore: %w", e)
 	}
-	n := 0
 	for _, v := range vec {
-		n += int(v & 1)
+		resident += int(v & 1)
 	}
-	return 2*n >= len(vec)
+	return resident, len(vec), nil
 }
 
 // coldRun is readQueue's view of the chunk of the records it reads: one lookup per run of

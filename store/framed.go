@@ -477,9 +477,6 @@ func (s *Store) ResetCommitLog(offset int64) error {
 		return fmt.Errorf("%w: reset at %d, not a multiple of mappedFileSizeCommitLog %d", ErrOffsetOutOfRange, offset, s.cfg.MappedFileSizeCommitLog)
 	}
 	defer s.lockWriters()()
-	if s.cold != nil {
-		defer s.cold.forget() // as TruncateCommitLog: no chunk read before the reset serves after it
-	}
 	cl := s.commitLog
 	q := cl.q
 	st := cl.takeStageLocked()

@@ -41,11 +41,6 @@ func (s *Store) TruncateCommitLog(offset int64) error {
 // truncateCommitLog does TruncateCommitLog under the locks; cut reports that data was dropped.
 func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 	defer s.lockWriters()()
-	if s.cold != nil {
-		// Last, under the locks: the chunks read before the cut are forgotten, and so are those
-		// being read now.
-		defer s.cold.forget()
-	}
 	cl := s.commitLog
 	q := cl.q
 
@@ -188,7 +183,9 @@ func (s *Store) droppedQueueOffsets(from, end int64) map[queueKey]int64 {
 
 // lockWriters takes, in the store's lock order (dispatch, the stage, the put lock, flush and
 // commit of the CommitLog files), every lock that writes to or reads ahead of the CommitLog
-// tail, for the operations that move the tail back; the result releases them.
+// tail, for the operations that move the tail back; the result releases them, after the
+// cold-read chunks are forgotten (the bytes at their offsets may be other bytes now; a chunk
+// being read meanwhile is not kept).
 func (s *Store) lockWriters() (unlock func()) {
 	cl := s.commitLog
 	q := cl.q
@@ -198,6 +195,9 @@ func (s *Store) lockWriters() (unlock func()) {
 	q.flushMu.Lock()
 	q.commitMu.Lock()
 	return func() {
+		if s.cold != nil {
+			s.cold.forget()
+		}
 		q.commitMu.Unlock()
 		q.flushMu.Unlock()
 		cl.putMu.Unlock()
