@@ -177,28 +177,19 @@ func (cq *consumeQueue) put(phy int64, size int32, tags int64, qo int64) (bool, 
 	}
 	want := qo * cqUnitSize
 	if last := cq.q.last(); last == nil {
-		first, err := cq.q.newFile(want - want%cq.q.fileSize)
-		if err != nil {
+		if err := cq.startLocked(want); err != nil {
 			return false, err
 		}
-		cq.q.flushedWhere.Store(first.from)
-		cq.q.committedWhere.Store(first.from)
-		cq.minLogicOffset.Store(want)
 	} else if cur := cq.q.maxOffset(); want < cur {
 		return false, nil
 	} else if want > cur {
 		cq.log.Warn("consume queue gap, filling", "topic", cq.topic, "queueId", cq.queueID,
 			"expectedOffset", qo, "currentOffset", cur/cqUnitSize)
 	}
-	var unit [cqUnitSize]byte
-	putUnit(unit[:], cqUnit{phy: 0, size: cqBlankSize})
-	for cq.q.maxOffset() < want {
-		f, err := cq.q.lastOrCreate(0)
-		if err != nil {
-			return false, err
-		}
-		f.appendRaw(unit[:])
+	if err := cq.fillLocked(want); err != nil {
+		return false, err
 	}
+	var unit [cqUnitSize]byte
 	putUnit(unit[:], cqUnit{phy: phy, size: size, tags: tags})
 	f, err := cq.q.lastOrCreate(0)
 	if err != nil {
@@ -207,6 +198,52 @@ func (cq *consumeQueue) put(phy int64, size int32, tags int64, qo int64) (bool, 
 	f.appendRaw(unit[:])
 	cq.maxPhysicOffset.Store(phy + int64(size))
 	return true, nil
+}
+
+// fillLocked appends filler units up to the byte position want. mu held.
+func (cq *consumeQueue) fillLocked(want int64) error {
+	var unit [cqUnitSize]byte
+	putUnit(unit[:], cqUnit{phy: 0, size: cqBlankSize})
+	for cq.q.maxOffset() < want {
+		f, err := cq.q.lastOrCreate(0)
+		if err != nil {
+			return err
+		}
+		f.appendRaw(unit[:])
+	}
+	return nil
+}
+
+// seed makes the queue's next offset at least next: a queue that ends below it is filled
+// with filler units up to it (an empty one gets its first file where next lies, filled from
+// the file's start, as put does for a first unit), so the queue starts there, as a queue
+// whose records all expired does. It reports whether it wrote.
+func (cq *consumeQueue) seed(next int64) (bool, error) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	want := next * cqUnitSize
+	if cq.destroyed || want <= cq.q.maxOffset() {
+		return false, nil
+	}
+	if cq.q.last() == nil {
+		if err := cq.startLocked(want); err != nil {
+			return false, err
+		}
+	}
+	return true, cq.fillLocked(want)
+}
+
+// startLocked gives an empty queue its first file, the one holding the byte position want,
+// where the queue then starts. mu held.
+func (cq *consumeQueue) startLocked(want int64) error {
+	first, err := cq.q.newFile(want - want%cq.q.fileSize)
+	if err != nil {
+		return err
+	}
+	cq.q.flushedWhere.Store(first.from)
+	cq.q.committedWhere.Store(first.from)
+	cq.minLogicOffset.Store(want)
+	return nil
 }
 
 // unitsFrom returns the units from queue offset qo to the readable end of the file holding
@@ -247,25 +284,35 @@ func (cq *consumeQueue) rollNextFile(qo int64) int64 {
 	return qo + perFile - qo%perFile
 }
 
-// truncateAbove drops the units pointing at or past phy (the CommitLog was cut there).
+// truncateAbove drops the units pointing at or past phy (the CommitLog was cut there), as
+// RocketMQ's truncateDirtyLogicFiles does: the queue is cut at the first unit that points at
+// or past phy, with whatever follows it; the fillers before that unit stay (they say the
+// queue starts above them: a seeded start, or offsets whose records expired or lie on
+// another replica), and so do fillers after the last unit that stays.
 func (cq *consumeQueue) truncateAbove(phy int64) error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	// The flush service must not move the flushed position past the cut meanwhile.
 	cq.q.flushMu.Lock()
 	defer cq.q.flushMu.Unlock()
-	end := cq.q.maxOffset()
 	files := cq.q.snapshot()
-	for end > 0 {
-		f := cq.q.find(end - cqUnitSize)
-		if f == nil || (len(files) > 0 && end-cqUnitSize < files[0].from) {
+	if len(files) == 0 {
+		return nil
+	}
+	end := cq.q.maxOffset()
+	for pos := end - cqUnitSize; pos >= files[0].from; pos -= cqUnitSize {
+		f := cq.q.find(pos)
+		if f == nil {
 			break
 		}
-		u := readUnit(f.data[end-cqUnitSize-f.from:])
-		if !u.blank() && u.phy < phy {
+		u := readUnit(f.data[pos-f.from:])
+		if u.blank() {
+			continue
+		}
+		if u.phy < phy {
 			break
 		}
-		end -= cqUnitSize
+		end = pos
 	}
 	if end == cq.q.maxOffset() {
 		return nil
@@ -299,9 +346,9 @@ func (cq *consumeQueue) correctMinOffset(minPhy int64) {
 		u := readUnit(f.data[int64(i)*cqUnitSize:])
 		return !u.blank() && u.phy >= minPhy
 	})
-	if i < n {
-		cq.minLogicOffset.Store(max(cq.minLogicOffset.Load(), f.from+int64(i)*cqUnitSize))
-	}
+	// None there (every unit a filler or below minPhy): the queue starts after this file's
+	// units, at its end when this is its last file.
+	cq.minLogicOffset.Store(max(cq.minLogicOffset.Load(), f.from+int64(i)*cqUnitSize))
 }
 
 // deleteExpired deletes the files whose units all point below minPhy, then moves the minimum.
