@@ -29,7 +29,9 @@ type behaviour struct {
 	// lo..hi is Raft's log (lo > hi: everything compacted), next the index StoreLogs takes
 	// next, applied what the state machine applied.
 	lo, hi, next, applied uint64
-	ops                   map[string]int
+	// snap is the last entry of the newest snapshot (taken before each compaction).
+	snap uint64
+	ops  map[string]int
 }
 
 func TestBehaviourAgainstInmemStore(t *testing.T) {
@@ -109,11 +111,19 @@ func (b *behaviour) commit() {
 // of them, as after installing one).
 func (b *behaviour) compact() {
 	first, _ := b.log.s.FirstIndex()
-	if b.applied < max(first, b.lo) || first == 0 {
-		return
+	if b.applied < max(first, b.lo) || first == 0 || b.lo == 0 {
+		return // nothing applied in the log (lo 0: a suffix cut emptied Raft's log)
 	}
 	b.ops["compact"]++
 	upTo := b.lo + uint64(b.rng.IntN(int(b.applied-b.lo+1)))
+	// The snapshot before it ends at the last compacted entry (Raft compacts up to it when
+	// TrailingLogs allows) or after it.
+	snap := upTo
+	if b.rng.IntN(2) == 0 {
+		snap += uint64(b.rng.IntN(int(b.applied - upTo + 1)))
+	}
+	b.snap = max(b.snap, snap)
+	b.log.s.noteSnapshot(b.snap)
 	if err := b.log.s.DeleteRange(first, upTo); err != nil {
 		b.t.Fatalf("DeleteRange(%d, %d) compaction: %v", first, upTo, err)
 	}
@@ -167,6 +177,9 @@ func (b *behaviour) prune() {
 	if first != 0 && b.lo <= b.hi && first > b.lo {
 		b.t.Fatalf("retention deleted entries Raft did not compact: first %d, raft log from %d", first, b.lo)
 	}
+	if b.snap > 0 && first > b.snap {
+		b.t.Fatalf("retention deleted the newest snapshot's last entry %d: first %d", b.snap, first)
+	}
 	for i := range b.shadow {
 		if i < first {
 			delete(b.shadow, i)
@@ -180,6 +193,7 @@ func (b *behaviour) crash() {
 	b.log = old.crashCopy(b.t)
 	old.close()
 	b.log.s.SetAppliedIndex(b.applied)
+	b.log.s.noteSnapshot(b.snap) // as NewSnapshotStore does from the snapshots on disk
 }
 
 func (b *behaviour) reopen() {
@@ -187,6 +201,7 @@ func (b *behaviour) reopen() {
 	b.log.close()
 	b.log = openTestLog(b.t, b.log.root, b.log.sync)
 	b.log.s.SetAppliedIndex(b.applied)
+	b.log.s.noteSnapshot(b.snap)
 }
 
 // get reads n random indexes around the log from both stores.

@@ -83,3 +83,77 @@ func mustFirst(n *Node) uint64 {
 	f, _ := n.Log().FirstIndex()
 	return f
 }
+
+// TestCatchUpSeedsExpiredQueues: the records of queue B/0 all lie in CommitLog files that
+// expired while a follower was offline, so the snapshot it installs carries none of them;
+// its table of next queue offsets (snapshotHead.queues) makes the follower's B/0 go on where
+// the leader's does, before and after a restart, and the next B/0 record gets the same queue
+// offset on every node. Without the table the follower's B/0 started again at 0.
+func TestCatchUpSeedsExpiredQueues(t *testing.T) {
+	c := newCluster(t, clusterOptions{tune: func(cfg *Config) {
+		cfg.SnapshotThreshold = 32
+		cfg.TrailingLogs = 8
+		cfg.SnapshotInterval = 50 * time.Millisecond
+	}})
+	li := c.leader()
+	off := (li + 1) % 3
+	ctx := context.Background()
+	var acks []acked
+	put := func(topic string, n int) {
+		for range n {
+			msgs := []*message.Message{testMsg(topic, 0, fmt.Sprintf("%d-%s", len(acks), strings.Repeat("x", 1000)))}
+			res, err := c.put(ctx, msgs)
+			if err != nil {
+				t.Fatalf("put: %v", err)
+			}
+			acks = append(acks, acked{res, msgs})
+		}
+	}
+	put("B", 10)
+	put("A", 10)
+	c.converge()
+	c.stop(off)
+	put("A", 200)
+	leader := c.nodes[c.leader()]
+	waitFor(t, "retention to delete the commitlog files holding B/0's records", func() bool {
+		for _, tn := range c.running() {
+			tn.cl.PruneCommitLog(tn.cl.DispatchedOffset())
+		}
+		first, _ := leader.n.Log().FirstIndex()
+		return leader.cl.MinPhyOffset() >= 3*leader.cl.CommitLogFileSize() && first > 30
+	})
+	c.start(off)
+	put("A", 5)
+	c.converge()
+	tn := c.nodes[off]
+	if tn.cl.MinPhyOffset() == 0 {
+		t.Fatalf("the follower did not install a snapshot (its commitlog starts at 0)")
+	}
+	want := leader.cl.MaxOffsetInQueue("B", 0)
+	if want != 10 {
+		t.Fatalf("the leader's B/0 ends at %d, want 10", want)
+	}
+	check := func(when string) {
+		t.Helper()
+		if got := tn.cl.MaxOffsetInQueue("B", 0); got != want {
+			t.Fatalf("%s: the caught-up follower's B/0 ends at %d, the leader's at %d", when, got, want)
+		}
+		if got := tn.cl.MinOffsetInQueue("B", 0); got != want {
+			t.Fatalf("%s: the caught-up follower's B/0 starts at %d, want %d (its records expired)", when, got, want)
+		}
+	}
+	check("after the install")
+	c.stop(off)
+	c.start(off)
+	c.converge()
+	check("after a restart")
+	put("B", 3)
+	c.converge()
+	c.checkIdentical(map[string]int32{"A": 1, "B": 1})
+	c.checkAcked(acks)
+	for _, n := range c.running() {
+		if got := n.cl.MaxOffsetInQueue("B", 0); got != want+3 {
+			t.Fatalf("%s: B/0 ends at %d, want %d", n.id, got, want+3)
+		}
+	}
+}

@@ -421,6 +421,53 @@ func commitLogSum(t testing.TB, cl *store.Store, from, to int64) uint32 {
 	return sum
 }
 
+// firstDifference describes where the CommitLogs of a and b first differ in [from, to): the
+// offset, the entries holding it on each node, and the bytes there.
+func firstDifference(t testing.TB, a, b *tnode, from, to int64) string {
+	for off := from; off < to; {
+		x, rx, err := a.cl.ReadCommitLog(off, int(min(to-off, 4096)))
+		if err != nil {
+			return err.Error()
+		}
+		y, ry, err := b.cl.ReadCommitLog(off, len(x))
+		if err != nil {
+			rx()
+			return err.Error()
+		}
+		n := min(len(x), len(y))
+		for i := range n {
+			if x[i] != y[i] {
+				at := off + int64(i)
+				s := fmt.Sprintf("first difference at %d: %s %s %x, %s %s %x", at,
+					a.id, entryAt(a, at), x[i:min(n, i+32)], b.id, entryAt(b, at), y[i:min(n, i+32)])
+				rx()
+				ry()
+				return s
+			}
+		}
+		rx()
+		ry()
+		if n == 0 {
+			return fmt.Sprintf("nothing readable at %d", off)
+		}
+		off += int64(n)
+	}
+	return "no byte differs"
+}
+
+// entryAt names the entry of n's log holding CommitLog offset at.
+func entryAt(n *tnode, at int64) string {
+	lg := n.n.Log()
+	first, _ := lg.FirstIndex()
+	last, _ := lg.LastIndex()
+	for i := first; i <= last && i > 0; i++ {
+		if p, ok := lg.Position(i); ok && p.Pos <= at && at < p.End {
+			return fmt.Sprintf("(entry %d [%d, %d), log [%d, %d])", i, p.Pos, p.End, first, last)
+		}
+	}
+	return fmt.Sprintf("(no entry, log [%d, %d])", first, last)
+}
+
 // checkIdentical checks that the running nodes dispatched the same CommitLog bytes (from the
 // highest minimum, to the common dispatched end) and hold the same ConsumeQueue units for
 // the topics and queues given, dense from each queue's minimum.
@@ -442,7 +489,8 @@ func (c *cluster) checkIdentical(queues map[string]int32) {
 		if i == 0 {
 			want = sum
 		} else if sum != want {
-			t.Fatalf("commitlog [%d, %d): %s has CRC %08x, %s %08x", from, to, tn.id, sum, nodes[0].id, want)
+			t.Fatalf("commitlog [%d, %d): %s has CRC %08x, %s %08x; %s", from, to, tn.id, sum, nodes[0].id, want,
+				firstDifference(t, nodes[0], tn, from, to))
 		}
 	}
 	t.Logf("commitlogs identical on %d nodes over [%d, %d), CRC32C %08x", len(nodes), from, to, want)

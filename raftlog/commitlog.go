@@ -22,8 +22,9 @@ import (
 //   - The log store's writer (Store.StoreLogs, DeleteRange's suffix cut, the snapshot install
 //     on the FSM goroutine), one at a time under Store.wmu: AppendCommitLog,
 //     AppendCommitLogBlank, SyncCommitLog, TruncateCommitLog, ResetCommitLog.
-//   - The state machine (FSM goroutine, log order): DispatchMessages, AdvanceDispatch, and
-//     Flush from the snapshot goroutine.
+//   - The state machine (FSM goroutine, log order): DispatchMessages, AdvanceDispatch,
+//     QueueOffsetTable (its snapshot), SeedQueueOffsets (a snapshot install), and Flush from
+//     the snapshot goroutine.
 //   - Any goroutine: ReadCommitLog, the positions, CommitLogFileSize, StoreHost,
 //     EncodeMessages, SyncCommitLog, Flush, AdvanceDispatch (a new leader's barrier).
 type CommitLog interface {
@@ -118,6 +119,15 @@ type CommitLog interface {
 	// was applied. Safe concurrently with DispatchMessages (a new leader's barrier moves it
 	// over the frames Raft never hands to the state machine).
 	AdvanceDispatch(end int64)
+	// QueueOffsetTable is the next queue offset of every queue that has taken one, as of the
+	// last entry dispatched. The state machine, between two dispatches (its snapshot).
+	QueueOffsetTable() []store.QueueNext
+	// SeedQueueOffsets raises the next queue offset of every queue in the table to at least
+	// its Next, and a ConsumeQueue that ends below it is filled with fillers up to it: a
+	// snapshot's table, after its files were dispatched, for the queues whose records all lay
+	// in files that expired before them. Durable when it returns; it survives a restart. The
+	// state machine, with no dispatch running.
+	SeedQueueOffsets(table []store.QueueNext) error
 	// Flush makes durable the CommitLog written so far and, up to DispatchedOffset, the
 	// ConsumeQueues, the index, the queue offsets dispatch wrote into records and the
 	// checkpoint, which then says so: a restart dispatches nothing below it again (a

@@ -136,8 +136,9 @@ func (f *FSM) apply(l *raft.Log) any {
 	return nil
 }
 
-// Snapshot captures the metadata (raft.FSM); the messages are the log itself, so a snapshot
-// is small. Persist makes the local state durable up to it first.
+// Snapshot captures the metadata and the next queue offset of every queue (raft.FSM; on the
+// FSM goroutine, so the table is the one of the snapshot's last entry); the messages are the
+// log itself, so a snapshot is small. Persist makes the local state durable up to it first.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	var meta []byte
 	if f.meta != nil {
@@ -146,12 +147,12 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			return nil, err
 		}
 	}
-	return &fsmSnapshot{f: f, meta: meta}, nil
+	return &fsmSnapshot{f: f, head: snapshotHead{meta: meta, queues: f.cl.QueueOffsetTable()}}, nil
 }
 
 type fsmSnapshot struct {
 	f    *FSM
-	meta []byte
+	head snapshotHead
 }
 
 // Persist flushes the CommitLog, the ConsumeQueues (the checkpoint then covers every entry
@@ -163,7 +164,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		err = s.f.meta.PersistMeta()
 	}
 	if err == nil {
-		_, err = sink.Write(encodeSnapshotHeader(s.meta))
+		_, err = sink.Write(encodeSnapshotHeader(s.head))
 	}
 	if err != nil {
 		_ = sink.Cancel()
@@ -180,16 +181,19 @@ func (s *fsmSnapshot) Release() {}
 // leader's state machine).
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	meta, err := readSnapshotHeader(rc)
+	head, err := readSnapshotHeader(rc)
 	if err != nil {
 		return err
 	}
-	last, err := f.log.restoreFiles(rc, f)
+	if head.version == 1 {
+		f.lg.Warn("installing a snapshot without queue offsets (written by an older node): a queue whose records all lie before its files starts again at queue offset 0 here")
+	}
+	last, err := f.log.restoreFiles(rc, head.queues)
 	if err != nil {
 		return err
 	}
 	if f.meta != nil {
-		if err := f.meta.RestoreMeta(meta); err != nil {
+		if err := f.meta.RestoreMeta(head.meta); err != nil {
 			return err
 		}
 	}

@@ -69,6 +69,9 @@ type Store struct {
 	// the highest index Raft allowed to drop (a prefix DeleteRange).
 	applied   atomic.Uint64
 	compacted atomic.Uint64
+	// snapshotIndex is the last entry of the newest snapshot stored (SnapshotStore): the
+	// retention keeps the file holding it, which SnapshotStore.Open reads to send it.
+	snapshotIndex atomic.Uint64
 
 	// stats are the node's performance counters (stats.go); leading tells StoreLogs whether
 	// it runs for a leader's dispatch or a follower's append (nil: a follower).
@@ -558,13 +561,26 @@ func (s *Store) truncateSuffix(st logState, min uint64) error {
 
 // retentionAllows is the store's retention guard: a CommitLog file [from, to) may go once
 // every entry in it is compacted, i.e. the entry starting the next file follows a compacted
-// one.
+// one, and the newest snapshot's last entry lies in a later file. (Raft compacts up to a
+// snapshot's last entry when TrailingLogs allows it; without the second rule the file holding
+// that entry could go, and the snapshot could not be sent to a follower behind the log until
+// the next one was taken, SnapshotThreshold entries later.)
 func (s *Store) retentionAllows(from, to int64) bool {
 	if s.pinned(to) {
 		return false
 	}
 	h, err := s.headerAt(to)
-	return err == nil && h.index-1 <= s.compacted.Load()
+	return err == nil && h.index-1 <= s.compacted.Load() && h.index <= s.snapshotIndex.Load()
+}
+
+// noteSnapshot records that a snapshot ending at entry index is stored (never lowers it).
+func (s *Store) noteSnapshot(index uint64) {
+	for {
+		cur := s.snapshotIndex.Load()
+		if index <= cur || s.snapshotIndex.CompareAndSwap(cur, index) {
+			return
+		}
+	}
 }
 
 // pinFiles keeps the retention from deleting CommitLog files at or after from until the

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,48 +12,135 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"github.com/rocketraft/rocketraft/store"
 )
 
-// Snapshot stream (doc.go draws it). Wire format: never change.
+// Snapshot stream (doc.go draws it). Wire format: never change; version 2 added the queue
+// offset table, and version 1 (no table) is still read.
 const (
 	snapshotMagic      = uint32(0x524C534E) // "RLSN"
-	snapshotVersion    = uint32(1)
+	snapshotVersion    = uint32(2)
 	snapshotHeaderSize = 16
 	filesHeaderSize    = 16
 	// copyChunk is how much of the CommitLog a snapshot send or restore moves at a time.
 	copyChunk = 1 << 20
+	// maxQueueTable bounds the queue offset table a snapshot header may declare (a corrupt
+	// length must not allocate gigabytes): 64 MiB, over a million queues.
+	maxQueueTable = 64 << 20
 )
 
-// encodeSnapshotHeader is what FSM.Persist writes: magic, version, metadata length and CRC,
-// metadata.
-func encodeSnapshotHeader(meta []byte) []byte {
-	b := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(meta))
+// snapshotHead is what a snapshot holds before the CommitLog files: the broker's metadata and
+// the next queue offset of every queue as of the snapshot's last entry.
+type snapshotHead struct {
+	version uint32
+	meta    []byte
+	queues  []store.QueueNext
+}
+
+// encodeSnapshotHeader is what FSM.Persist writes (version 2): magic, version, metadata length
+// and CRC, metadata, queue table length and CRC, queue table.
+func encodeSnapshotHeader(h snapshotHead) []byte {
+	table := encodeQueueTable(h.queues)
+	b := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(h.meta)+8+len(table))
 	be := binary.BigEndian
 	be.PutUint32(b[0:], snapshotMagic)
 	be.PutUint32(b[4:], snapshotVersion)
-	be.PutUint32(b[8:], uint32(len(meta)))
-	be.PutUint32(b[12:], crc32.Checksum(meta, castagnoli))
-	return append(b, meta...)
+	be.PutUint32(b[8:], uint32(len(h.meta)))
+	be.PutUint32(b[12:], crc32.Checksum(h.meta, castagnoli))
+	b = append(b, h.meta...)
+	b = be.AppendUint32(b, uint32(len(table)))
+	b = be.AppendUint32(b, crc32.Checksum(table, castagnoli))
+	return append(b, table...)
 }
 
-// readSnapshotHeader reads what encodeSnapshotHeader wrote and returns the metadata.
-func readSnapshotHeader(r io.Reader) ([]byte, error) {
+// encodeQueueTable lays out the table: count, then per queue topic length (2), topic, queue id
+// (4), next queue offset (8).
+func encodeQueueTable(queues []store.QueueNext) []byte {
+	be := binary.BigEndian
+	b := be.AppendUint32(nil, uint32(len(queues)))
+	for _, q := range queues {
+		b = be.AppendUint16(b, uint16(len(q.Topic)))
+		b = append(b, q.Topic...)
+		b = be.AppendUint32(b, uint32(q.QueueID))
+		b = be.AppendUint64(b, uint64(q.Next))
+	}
+	return b
+}
+
+func decodeQueueTable(b []byte) ([]store.QueueNext, error) {
+	be := binary.BigEndian
+	bad := func(what string) error { return fmt.Errorf("raftlog: snapshot queue table: %s", what) }
+	if len(b) < 4 {
+		return nil, bad("no count")
+	}
+	n := be.Uint32(b)
+	b = b[4:]
+	if uint64(n)*14 > uint64(len(b)) {
+		return nil, bad(fmt.Sprintf("%d queues in %d bytes", n, len(b)))
+	}
+	out := make([]store.QueueNext, 0, n)
+	for range n {
+		if len(b) < 2 || len(b) < 2+int(be.Uint16(b))+12 {
+			return nil, bad(fmt.Sprintf("entry %d cut short", len(out)))
+		}
+		l := int(be.Uint16(b))
+		q := store.QueueNext{Topic: string(b[2 : 2+l]), QueueID: int32(be.Uint32(b[2+l:])), Next: int64(be.Uint64(b[6+l:]))}
+		if q.Topic == "" || q.QueueID < 0 || q.Next < 0 {
+			return nil, bad(fmt.Sprintf("entry %d: topic %q queue %d next %d", len(out), q.Topic, q.QueueID, q.Next))
+		}
+		out = append(out, q)
+		b = b[14+l:]
+	}
+	if len(b) != 0 {
+		return nil, bad(fmt.Sprintf("%d bytes after %d queues", len(b), n))
+	}
+	return out, nil
+}
+
+// readSnapshotHeader reads what encodeSnapshotHeader wrote (or version 1: no queue table).
+func readSnapshotHeader(r io.Reader) (snapshotHead, error) {
 	var h [snapshotHeaderSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, fmt.Errorf("raftlog: snapshot header: %w", err)
+		return snapshotHead{}, fmt.Errorf("raftlog: snapshot header: %w", err)
 	}
 	be := binary.BigEndian
-	if be.Uint32(h[0:]) != snapshotMagic || be.Uint32(h[4:]) != snapshotVersion {
-		return nil, fmt.Errorf("raftlog: snapshot: magic 0x%08X version %d", be.Uint32(h[0:]), be.Uint32(h[4:]))
+	version := be.Uint32(h[4:])
+	if be.Uint32(h[0:]) != snapshotMagic || version < 1 || version > snapshotVersion {
+		return snapshotHead{}, fmt.Errorf("raftlog: snapshot: magic 0x%08X version %d (this node reads 0x%08X versions 1 to %d)",
+			be.Uint32(h[0:]), version, snapshotMagic, snapshotVersion)
 	}
-	meta := make([]byte, be.Uint32(h[8:]))
-	if _, err := io.ReadFull(r, meta); err != nil {
-		return nil, fmt.Errorf("raftlog: snapshot metadata: %w", err)
+	head := snapshotHead{version: version}
+	var err error
+	if head.meta, err = readChecked(r, be.Uint32(h[8:]), be.Uint32(h[12:]), "metadata"); err != nil || version == 1 {
+		return head, err
 	}
-	if crc32.Checksum(meta, castagnoli) != be.Uint32(h[12:]) {
-		return nil, errors.New("raftlog: snapshot metadata CRC mismatch")
+	var th [8]byte
+	if _, err := io.ReadFull(r, th[:]); err != nil {
+		return head, fmt.Errorf("raftlog: snapshot queue table header: %w", err)
 	}
-	return meta, nil
+	if n := be.Uint32(th[0:]); n > maxQueueTable {
+		return head, fmt.Errorf("raftlog: snapshot queue table of %d bytes, over the limit %d", n, maxQueueTable)
+	}
+	table, err := readChecked(r, be.Uint32(th[0:]), be.Uint32(th[4:]), "queue table")
+	if err != nil {
+		return head, err
+	}
+	head.queues, err = decodeQueueTable(table)
+	return head, err
+}
+
+// readChecked reads n bytes and checks their CRC32C. The buffer grows with what the stream
+// holds, so a length that lies costs no more memory than the stream itself.
+func readChecked(r io.Reader, n, crc uint32, what string) ([]byte, error) {
+	var buf bytes.Buffer
+	if got, err := buf.ReadFrom(io.LimitReader(r, int64(n))); err != nil || got < int64(n) {
+		return nil, fmt.Errorf("raftlog: snapshot %s: %d of %d bytes: %w", what, got, n, cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	b := buf.Bytes()
+	if crc32.Checksum(b, castagnoli) != crc {
+		return nil, fmt.Errorf("raftlog: snapshot %s CRC mismatch", what)
+	}
+	return b, nil
 }
 
 // SnapshotStore wraps the store that keeps the (small) snapshots the FSM writes: when Raft
@@ -66,9 +154,38 @@ type SnapshotStore struct {
 	log *Store
 }
 
-// NewSnapshotStore wraps inner (raft.FileSnapshotStore) for log.
+// NewSnapshotStore wraps inner (raft.FileSnapshotStore) for log, and tells log the last entry
+// of the newest snapshot inner holds.
 func NewSnapshotStore(inner raft.SnapshotStore, log *Store) *SnapshotStore {
+	if list, err := inner.List(); err == nil && len(list) > 0 {
+		log.noteSnapshot(list[0].Index)
+	}
 	return &SnapshotStore{SnapshotStore: inner, log: log}
+}
+
+// Create is inner's; once the snapshot is stored whole, the log store learns its last entry,
+// whose CommitLog file the retention then keeps (Store.retentionAllows): Open needs the entry.
+func (ss *SnapshotStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration,
+	configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := ss.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return &notingSink{SnapshotSink: sink, stored: func() { ss.log.noteSnapshot(index) }}, nil
+}
+
+// notingSink calls stored once its snapshot is closed whole.
+type notingSink struct {
+	raft.SnapshotSink
+	stored func()
+}
+
+func (s *notingSink) Close() error {
+	err := s.SnapshotSink.Close()
+	if err == nil {
+		s.stored()
+	}
+	return err
 }
 
 // Open returns the snapshot id with the CommitLog files it needs (see SnapshotStore).
@@ -78,14 +195,14 @@ func (ss *SnapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, err
 		return nil, nil, err
 	}
 	br := bufio.NewReader(rc)
-	metaBytes, err := readSnapshotHeader(br)
+	head, err := readSnapshotHeader(br)
 	if err != nil {
 		rc.Close()
 		return nil, nil, err
 	}
 	if _, err := br.Peek(1); err == nil {
 		// Received with its files: as stored.
-		stored := io.MultiReader(bytes.NewReader(encodeSnapshotHeader(metaBytes)), br)
+		stored := io.MultiReader(bytes.NewReader(encodeSnapshotHeader(head)), br)
 		return meta, newReadCloser(stored, rc.Close), nil
 	}
 	rc.Close()
@@ -99,13 +216,13 @@ func (ss *SnapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, err
 		unpin()
 		return nil, nil, fmt.Errorf("raftlog: snapshot %s: commitlog files deleted while opening it", id)
 	}
-	head := encodeSnapshotHeader(metaBytes)
+	headBytes := encodeSnapshotHeader(head)
 	var fh [filesHeaderSize]byte
 	binary.BigEndian.PutUint64(fh[0:], uint64(from))
 	binary.BigEndian.PutUint64(fh[8:], uint64(p.End))
 	out := *meta
-	out.Size = int64(len(head)+filesHeaderSize) + p.End - from
-	r := io.MultiReader(bytes.NewReader(head), bytes.NewReader(fh[:]), &commitLogReader{s: ss.log, off: from, end: p.End})
+	out.Size = int64(len(headBytes)+filesHeaderSize) + p.End - from
+	r := io.MultiReader(bytes.NewReader(headBytes), bytes.NewReader(fh[:]), &commitLogReader{s: ss.log, off: from, end: p.End})
 	return &out, newReadCloser(r, func() error { unpin(); return nil }), nil
 }
 
@@ -152,9 +269,11 @@ func (r *commitLogReader) Read(p []byte) (int, error) {
 
 // restoreFiles replaces the log with the CommitLog files of a snapshot stream (after its
 // header): the store is emptied at the first file, the bytes appended, the frames scanned
-// into the index, and the message entries dispatched with the queue offsets they carry. It
+// into the index, and the message entries dispatched with the queue offsets they carry; then
+// the queues of the snapshot's table are seeded (store.SeedQueueOffsets), so a queue whose
+// records all lay in files that expired before these goes on where the leader's went on. It
 // returns the last entry, the snapshot's. Runs on the FSM goroutine while Raft waits.
-func (s *Store) restoreFiles(r io.Reader, fsm *FSM) (uint64, error) {
+func (s *Store) restoreFiles(r io.Reader, queues []store.QueueNext) (uint64, error) {
 	var fh [filesHeaderSize]byte
 	if _, err := io.ReadFull(r, fh[:]); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -208,6 +327,9 @@ func (s *Store) restoreFiles(r io.Reader, fsm *FSM) (uint64, error) {
 		return 0, err
 	}
 	if err := s.dispatchRestored(sc.first, sc.last); err != nil {
+		return 0, err
+	}
+	if err := s.cl.SeedQueueOffsets(queues); err != nil {
 		return 0, err
 	}
 	s.log.Info("installed the commitlog files of a snapshot", "from", from, "to", to, "first", sc.first, "last", sc.last)
