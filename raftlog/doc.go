@@ -66,7 +66,9 @@
 // no new entry is acknowledged on top of a tail a crash could bring back. A prefix
 // DeleteRange (compaction after a snapshot) is advisory: the CommitLog is the message data
 // and keeps its own retention (fileReservedTime, disk pressure); a file becomes deletable
-// once Raft compacted every entry in it, and FirstIndex follows the files actually deleted.
+// once Raft compacted every entry in it and the newest snapshot's last entry lies in a later
+// file (sending that snapshot reads the entry), and FirstIndex follows the files actually
+// deleted.
 // Lagging followers are thus served from the log for the whole retention window. The two are
 // told apart by the applied index the state machine reports (SetAppliedIndex): Raft compacts
 // only applied entries and cuts only above its commit index.
