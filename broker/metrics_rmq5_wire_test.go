@@ -74,13 +74,24 @@ func TestRMQ5SeriesOverTheWire(t *testing.T) {
 
 	// A pull held for its suspend time, then answered PULL_NOT_FOUND.
 	expectCode(t, "held pull", w.pull("G", "RM", 0, 15, 100*time.Millisecond, "*"), remoting.PullNotFound)
-	f = scrape()
-	if n, _ := f.Value("rocketmq_rpc_latency_milliseconds", "request_code", "send_message", "response_code", "success",
-		"is_long_polling", "false", "result", "success", "protocol_type", "remoting"); n != 15 {
+	// The reply observer counts an answer once it is queued for writing (remoting.Conn.Reply), so the
+	// client may read it, and scrape, a moment before the count moves.
+	heldPulls := func(f metrics.Families) float64 {
+		n, _ := f.Value("rocketmq_rpc_latency_milliseconds", "request_code", "pull_message", "response_code",
+			"pull_not_found", "is_long_polling", "true")
+		return n
+	}
+	sends := func(f metrics.Families) float64 {
+		n, _ := f.Value("rocketmq_rpc_latency_milliseconds", "request_code", "send_message", "response_code", "success",
+			"is_long_polling", "false", "result", "success", "protocol_type", "remoting")
+		return n
+	}
+	cluster.Eventually(t, 10*time.Second, func() bool { f = scrape(); return heldPulls(f) >= 1 && sends(f) >= 15 },
+		"the sends and the held pull counted")
+	if n := sends(f); n != 15 {
 		t.Errorf("rpc latency counts %v sends, want 15", n)
 	}
-	if n, _ := f.Value("rocketmq_rpc_latency_milliseconds", "request_code", "pull_message", "response_code",
-		"pull_not_found", "is_long_polling", "true"); n != 1 {
+	if n := heldPulls(f); n != 1 {
 		t.Errorf("rpc latency counts %v held pulls, want 1", n)
 	}
 	if v, _ := f.Value("rocketmq_topic_number"); v < 1 {
