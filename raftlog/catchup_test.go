@@ -22,23 +22,13 @@ func TestCatchUpBeyondRetention(t *testing.T) {
 			metas[id] = newMapMeta()
 		}
 		return metas[id]
-	}, tune: func(cfg *Config) {
-		cfg.SnapshotThreshold = 32
-		cfg.TrailingLogs = 8
-		cfg.SnapshotInterval = 50 * time.Millisecond
-	}})
+	}, tune: snapshotOften})
 	li := c.leader()
 	off := (li + 1) % 3
-	ctx := context.Background()
 	var acks []acked
 	put := func(n int) {
 		for i := range n {
-			msgs := []*message.Message{testMsg("A", int32(i%2), fmt.Sprintf("%d-%s", len(acks), strings.Repeat("x", 1000)))}
-			res, err := c.put(ctx, msgs)
-			if err != nil {
-				t.Fatalf("put: %v", err)
-			}
-			acks = append(acks, acked{res, msgs})
+			c.putKB(&acks, "A", int32(i%2))
 		}
 	}
 	put(20)
@@ -49,7 +39,7 @@ func TestCatchUpBeyondRetention(t *testing.T) {
 	put(200) // about seven 32 KiB files
 	leader := c.nodes[c.leader()]
 	for i := range 10 {
-		if _, err := leader.n.ProposeMeta(ctx, []byte(fmt.Sprintf("k%d=while-offline", i))); err != nil {
+		if _, err := leader.n.ProposeMeta(context.Background(), []byte(fmt.Sprintf("k%d=while-offline", i))); err != nil {
 			t.Fatalf("ProposeMeta: %v", err)
 		}
 	}
@@ -90,23 +80,13 @@ func mustFirst(n *Node) uint64 {
 // the leader's does, before and after a restart, and the next B/0 record gets the same queue
 // offset on every node. Without the table the follower's B/0 started again at 0.
 func TestCatchUpSeedsExpiredQueues(t *testing.T) {
-	c := newCluster(t, clusterOptions{tune: func(cfg *Config) {
-		cfg.SnapshotThreshold = 32
-		cfg.TrailingLogs = 8
-		cfg.SnapshotInterval = 50 * time.Millisecond
-	}})
+	c := newCluster(t, clusterOptions{tune: snapshotOften})
 	li := c.leader()
 	off := (li + 1) % 3
-	ctx := context.Background()
 	var acks []acked
 	put := func(topic string, n int) {
 		for range n {
-			msgs := []*message.Message{testMsg(topic, 0, fmt.Sprintf("%d-%s", len(acks), strings.Repeat("x", 1000)))}
-			res, err := c.put(ctx, msgs)
-			if err != nil {
-				t.Fatalf("put: %v", err)
-			}
-			acks = append(acks, acked{res, msgs})
+			c.putKB(&acks, topic, 0)
 		}
 	}
 	put("B", 10)
@@ -156,4 +136,23 @@ func TestCatchUpSeedsExpiredQueues(t *testing.T) {
 			t.Fatalf("%s: B/0 ends at %d, want %d", n.id, got, want+3)
 		}
 	}
+}
+
+// snapshotOften makes the nodes snapshot and compact every few entries, so the retention can
+// delete files a stopped follower still needs.
+func snapshotOften(cfg *Config) {
+	cfg.SnapshotThreshold = 32
+	cfg.TrailingLogs = 8
+	cfg.SnapshotInterval = 50 * time.Millisecond
+}
+
+// putKB puts one message of about 1 KiB to topic/q and adds it, with its answer, to acks.
+func (c *cluster) putKB(acks *[]acked, topic string, q int32) {
+	c.t.Helper()
+	msgs := []*message.Message{testMsg(topic, q, fmt.Sprintf("%d-%s", len(*acks), strings.Repeat("x", 1000)))}
+	res, err := c.put(context.Background(), msgs)
+	if err != nil {
+		c.t.Fatalf("put: %v", err)
+	}
+	*acks = append(*acks, acked{res, msgs})
 }
