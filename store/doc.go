@@ -161,7 +161,10 @@
 // at the same rate (40,460-40,533 and 40,091-40,883 msgs/s); a Raft x3 ASYNC group's worst send of
 // each second fell from 55-62 ms to 4-7 ms, its rate within the runs' spread (14,642-15,226 and
 // 14,429-14,905). Warming ahead of the copies (zeros written 16 MiB ahead) removed the waits too but
-// added 0.5 ms to the p99. Validation, CRC and sizing come before the lock, the flush wait after it.
+// added 0.5 ms to the p99. Written with pwrite, the part of the file being written that is not
+// written yet is mapped MADV_RANDOM until the writer moves to the next file (mappedFile.adviseUnwritten):
+// a read through the mapping of a written page dropped from the page cache must not read ahead into
+// the holes after the written end. Validation, CRC and sizing come before the lock, the flush wait after it.
 // SYNC_FLUSH puts queue a waiter for the group-commit flusher; each flush writes the staged records
 // with one pwrite per file (only then can readers and dispatch see them, and dispatch is woken so it
 // runs while the disk works), then fdatasyncs (measured faster here than msync of the dirty range)
@@ -245,7 +248,8 @@
 // # Per-file costs
 //
 // Every mapped file (CommitLog, IndexFile, a ConsumeQueue file once its queue has a unit: a
-// queue without messages has no file) holds one memory mapping and one descriptor until it is
+// queue without messages has no file; the CommitLog file being written two after a truncation inside
+// it, its written head and its MADV_RANDOM tail) holds one memory mapping and one descriptor until it is
 // deleted or the store closes. file_budget.go counts the mappings against vm.max_map_count,
 // warns past 80 % of it or of RLIMIT_NOFILE with a value to raise the limit to, and refuses a
 // new mapping (ErrMapLimit; dispatch then stops at that record and retries) before the Go

@@ -156,6 +156,31 @@ func mapFile(f *os.File, path string, from, size int64) (*mappedFile, error) {
 	return mf, nil
 }
 
+// adviseUnwritten maps f from pos (rounded up to a page) to its end MADV_RANDOM: the part of
+// the CommitLog file being written that is not written yet. A read through the mapping of a
+// written page that is not cached (dispatch or a reader right behind the writes, after the
+// page was written back and dropped: this VM trims the page cache within seconds, 77 of 256
+// MiB of a freshly written file gone in 20 s with 22 GiB free) otherwise read ahead into the
+// holes of the sparse file after the written end, zero-filling large folios that the next
+// pwrites then went into, and ext4's write path walks every block of a large folio on every
+// write (TestNoReadAheadIntoTheUnwrittenTail: one read cached all 943 pages after the end of
+// a 4 MiB file). Measured (BenchmarkPutMessage 1KiB ASYNC_FLUSH under perf): the zero-filling
+// under dispatch's page faults 15 % of the samples, ext4_block_write_begin 13.7 % and
+// block_commit_write 15.7 % under pwrite; with the advice 0, under 1.3 % and 7.2 %. Advice
+// only: errors are ignored.
+func (f *mappedFile) adviseUnwritten(pos int64) {
+	start := (pos + osPageSize - 1) &^ (osPageSize - 1)
+	if start < f.size {
+		_ = unix.Madvise(f.data[start:f.size], unix.MADV_RANDOM)
+	}
+}
+
+// adviseWritten gives f back the default advice once it is written to its end, so reads of
+// it (catching up, cold reads that fall back to the mapping) get the kernel's read-around.
+func (f *mappedFile) adviseWritten() {
+	_ = unix.Madvise(f.data[:f.size], unix.MADV_NORMAL)
+}
+
 // sizeFile gives an empty file its size, reserving the blocks when asked and supported.
 func sizeFile(f *os.File, size int64, preallocate bool) error {
 	if preallocate {

@@ -22,9 +22,12 @@ type mappedFileQueue struct {
 	fileSize    int64
 	preallocate bool
 	// warm files are kept warm: a truncated tail is zeroed by writing zeros (see zeroFrom).
-	warm      bool
-	flushMode flushMode
-	log       *slog.Logger
+	warm bool
+	// adviseWrites maps the part of the last file not written yet MADV_RANDOM (CommitLog
+	// files; see mappedFile.adviseUnwritten).
+	adviseWrites bool
+	flushMode    flushMode
+	log          *slog.Logger
 	// create makes the file that starts at from; nil means createMappedFile inline.
 	create func(path string, from int64) (*mappedFile, error)
 	// observer is told of new files, syncs and cuts (Options.SyncObserver); nil: none.
@@ -237,6 +240,12 @@ func (q *mappedFileQueue) newFile(from int64) (*mappedFile, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	old := q.snapshot()
+	if q.adviseWrites {
+		if len(old) > 0 {
+			old[len(old)-1].adviseWritten()
+		}
+		mf.adviseUnwritten(0)
+	}
 	files := make([]*mappedFile, len(old), len(old)+1)
 	copy(files, old)
 	files = append(files, mf)
@@ -278,6 +287,9 @@ func (q *mappedFileQueue) truncateTo(offset int64, zeroTail bool) error {
 				}
 			}
 			f.setPositions(pos)
+			if q.adviseWrites {
+				f.adviseUnwritten(pos)
+			}
 		}
 	}
 	q.files.Store(&keep)
