@@ -248,11 +248,12 @@
 // # Per-file costs
 //
 // Every mapped file (CommitLog, IndexFile, a ConsumeQueue file once its queue has a unit: a
-// queue without messages has no file; the CommitLog file being written two after a truncation inside
-// it, its written head and its MADV_RANDOM tail) holds one memory mapping and one descriptor until it is
+// queue without messages has no file) holds one memory mapping and one descriptor until it is
 // deleted or the store closes. file_budget.go counts the mappings against vm.max_map_count,
 // warns past 80 % of it or of RLIMIT_NOFILE with a value to raise the limit to, and refuses a
 // new mapping (ErrMapLimit; dispatch then stops at that record and retries) before the Go
-// runtime's reserve, so the process does not die for want of a heap mapping. The thorough
+// runtime's reserve, so the process does not die for want of a heap mapping (the CommitLog file
+// being written counts one more after a truncation inside it: its written head and its MADV_RANDOM
+// tail are two areas of the process's map). The thorough
 // ConsumeQueue flush (Close included) syncs 16 files at a time.
 package store
