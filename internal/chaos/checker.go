@@ -100,9 +100,12 @@ type Report struct {
 
 // OutageLoss is what the followers lacked when the writer was killed.
 type OutageLoss struct {
-	Fault   int
-	Before  int // sends acknowledged before the kill
-	Missing []string
+	Fault  int
+	Before int // sends acknowledged before the kill
+	// LostBefore of them were lost earlier, where the flush type allows it, to a power loss of every
+	// node (no follower could hold them); Missing are the others no follower held.
+	LostBefore int
+	Missing    []string
 }
 
 // FaultTiming is a fault and how writes fared through it.
@@ -309,7 +312,11 @@ func Check(h *History) *Report {
 			for _, id := range slices.Sorted(maps.Keys(sent)) {
 				if si := sent[id]; si.acked && si.ackedAt <= f.Start {
 					ol.Before++
-					if !held[id] {
+					switch {
+					case held[id]:
+					case r.LossAllowed && lost[id] && lostToEveryNode(si.ackedAt, f.Start, h.Faults):
+						ol.LostBefore++
+					default:
 						ol.Missing = append(ol.Missing, id)
 					}
 				}
@@ -368,6 +375,18 @@ func (c offsetConflict) replacedByPowerLoss(stored map[place]string, faults []Fa
 	for _, f := range faults {
 		if isPowerLoss(f.Kind) && c.aFirst < f.Healed && f.Healed <= c.bFirst {
 			return true
+		}
+	}
+	return false
+}
+
+// lostToEveryNode reports an acknowledgement at ackedAt whose loss (a flush type that allows it)
+// the power loss of every node explains: the first power loss to heal after it cut every node, and
+// healed before a writer's loss at before. No follower can hold such a message at that later loss.
+func lostToEveryNode(ackedAt, before int64, faults []FaultRecord) bool {
+	for _, f := range faults {
+		if isPowerLoss(f.Kind) && f.Healed > ackedAt {
+			return f.Kind == PowerLossAll && f.Healed <= before
 		}
 	}
 	return false
@@ -568,8 +587,12 @@ func (r *Report) String() string {
 	}
 	fmt.Fprintf(&b, "longest time without an acknowledgement outside the faults: %v\n", r.QuietMaxGap.Round(time.Millisecond))
 	for _, ol := range r.ReplicaLost {
-		fmt.Fprintf(&b, "kill of the writer, fault %d: %d acknowledged before it, %d missing on the followers%s\n",
-			ol.Fault, ol.Before, len(ol.Missing), sample(ol.Missing))
+		lostBefore := ""
+		if ol.LostBefore > 0 {
+			lostBefore = fmt.Sprintf(" (and %d lost before, to a power loss of every node)", ol.LostBefore)
+		}
+		fmt.Fprintf(&b, "kill of the writer, fault %d: %d acknowledged before it, %d missing on the followers%s%s\n",
+			ol.Fault, ol.Before, len(ol.Missing), lostBefore, sample(ol.Missing))
 	}
 	if r.PowerLosses > 0 && r.LossAllowed {
 		fmt.Fprintf(&b, "power losses: %d; %s keeps an acknowledged message in memory only (a Raft majority's, or one broker's "+
