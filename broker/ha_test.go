@@ -297,3 +297,21 @@ func TestHATailCheckRequest(t *testing.T) {
 	expectCode(t, "ask a slave", newWire(t, c.Broker(1).Addr()).call(remoting.RequestCode(ha.CheckRequestCode), nil, req.Encode()),
 		remoting.ServiceNotAvailable)
 }
+
+// TestHASlaveStartedBeforeItsMaster: a slave that starts while its master is down learns the master's
+// remoting address (for the tail check before it replicates) from a registration answer; the one at its
+// start names none, so each failed attempt asks for a registration round at once instead of waiting for
+// the next registerNameServerPeriod (here an hour; after a power loss of both the group waited up to 30 s
+// before SYNC_MASTER sends were acknowledged again).
+func TestHASlaveStartedBeforeItsMaster(t *testing.T) {
+	c := haCluster(t, func(c *broker.Config) { c.RegisterNameServerPeriod = 3_600_000 })
+	waitSlaveStreaming(t, c.Broker(0))
+	c.StopBroker(1)
+	c.StopBroker(0)
+	slave := c.StartBroker(1)
+	master := c.StartBroker(0)
+	waitSlaveStreaming(t, master)
+	w := newWire(t, master.Addr())
+	expectCode(t, "send", w.send("HA", 0, []byte("after both restarted"), ""), remoting.Success)
+	waitCaughtUp(t, master, slave)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -57,6 +59,10 @@ type classicSlave struct {
 	// synced are the consumer offsets as last taken from the master; only the sync goroutine touches
 	// it after open (ha_offsets.go).
 	synced map[string]map[int32]int64
+	// retry is the wait before the next registration round while no answer names a master
+	// (registered; only the register goroutine touches it); retrying says one is scheduled.
+	retry    time.Duration
+	retrying atomic.Bool
 }
 
 var (
@@ -172,6 +178,39 @@ func (s *classicSlave) registered(_ context.Context, res registerResult, masterC
 	if masterChanged && res.masterAddr != "" {
 		wake(s.syncWake)
 	}
+	s.retryUntilMasterKnown(res.masterAddr != "")
+}
+
+// Registration rounds while no answer names the master: the slave learns its master's addresses (HA,
+// and remoting for the tail check and the metadata sync) only from them, so a slave started while its
+// master was down (both restarted after a power loss, say) would wait for the next
+// registerNameServerPeriod (30 s) before it replicated again, and a SYNC_MASTER's sends for it. Until a
+// master is named it registers again after 1 s, doubling to 8 s.
+const (
+	slaveRegisterRetryMin = time.Second
+	slaveRegisterRetryMax = 8 * time.Second
+)
+
+// retryUntilMasterKnown asks for a registration round after the current wait when known is false, and
+// resets the wait when it is true. On the register goroutine (registered).
+func (s *classicSlave) retryUntilMasterKnown(known bool) {
+	if known {
+		s.retry = 0
+		return
+	}
+	if !s.retrying.CompareAndSwap(false, true) {
+		return // a round asked for meanwhile (a topic change) does not start a second chain
+	}
+	s.retry = min(max(2*s.retry, slaveRegisterRetryMin), slaveRegisterRetryMax)
+	b := s.b
+	time.AfterFunc(s.retry, func() {
+		s.retrying.Store(false)
+		select {
+		case <-b.stop:
+		default:
+			b.triggerRegister()
+		}
+	})
 }
 
 // collect sends the master's slaves and their lag (metrics_ha.go). The HA service is built in New and
