@@ -23,7 +23,8 @@
 # QUEUES (8), DISK_SIZE (bytes of the disk's write test, 1 GiB), ROWS (which rows, default
 # "async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always"; they run in that order),
 # KEEP=1 (keep the temp folder and logs), PROFILE=1 (a CPU profile of every broker of our rows, its top
-# printed at the end; kept in the temp folder with KEEP=1), RAFT_ARGS (more --key=value for the Raft nodes).
+# printed at the end; kept in the temp folder with KEEP=1), RAFT_ARGS (more --key=value for the Raft nodes),
+# BROKER_ARGS (more --key=value for the brokers of the async and sync rows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/common.sh
@@ -36,6 +37,7 @@ DISK_SIZE="${DISK_SIZE:-1073741824}"
 ROWS="${ROWS:-async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always}"
 PROFILE="${PROFILE:-}"
 read -r -a RAFT_EXTRA <<<"${RAFT_ARGS:-}"
+read -r -a BROKER_EXTRA <<<"${BROKER_ARGS:-}"
 
 bench_init bench-compare natsbench diskbench
 
@@ -227,7 +229,8 @@ if want async || want sync; then
     [[ "$flush" == SYNC_FLUSH ]] && key=sync
     want "$key" || continue
     # shellcheck disable=SC2046
-    start_broker "bench-$key" "$work/$key" "$(free_port)" --flushDiskType="$flush" $(profile_args "$key")
+    start_broker "bench-$key" "$work/$key" "$(free_port)" --flushDiskType="$flush" $(profile_args "$key") \
+      "${BROKER_EXTRA[@]}"
     pid=$LAST_PID
     BROKER_PIDS="$pid" ours "$key" "bench_$key"
     stop "$pid"
