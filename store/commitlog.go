@@ -42,8 +42,11 @@ type commitLog struct {
 	// warmAhead is how far the warm frontier is kept ahead of the writes (staged writes
 	// only, 0 otherwise; see warm.go); warmWake wakes the warm service. warmBytes counts the
 	// zeros written ahead, warmStalls the staged writes that had to warm first.
-	warmAhead             int64
-	warmWake              chan struct{}
+	warmAhead int64
+	warmWake  chan struct{}
+	// populateAhead is how far ahead of the writes the pages of the file being written
+	// through the mapping are faulted in (populate.go); 0 for the other write paths.
+	populateAhead         int64
 	warmBytes, warmStalls atomic.Int64
 	log                   *slog.Logger
 	// beforeWrite (tests) runs in writeStage just before staged records go to their file.
@@ -77,7 +80,8 @@ func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFi
 		storeHost: storeHost, clock: clock, writeWithoutMmap: cfg.pwriteCommitLog(),
 		faultInBeforeLock: cfg.FlushDiskType == SyncFlush && !cfg.pwriteCommitLog(),
 		staged:            cfg.syncFlushFiles(), warmAhead: cfg.warmAheadBytes(), warmWake: make(chan struct{}, 1),
-		log: slog.Default()}
+		populateAhead: cfg.populateAheadBytes(),
+		log:           slog.Default()}
 	var hb [message.HostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:message.PutHost(hb[:], storeHost)]...)
 	c.putMu.queueOffsets = make(map[queueKey]int64)
@@ -209,6 +213,8 @@ func (c *commitLog) finishLocked(f *mappedFile, pos int64, buf []byte, end int64
 		if _, err := f.file.WriteAt(buf, pos); err != nil {
 			return fmt.Errorf("%w: write %s at %d: %v", errWriteFault, f.path, pos, err)
 		}
+	default:
+		c.wakePopulateLocked(f, end)
 	}
 	f.publish(end)
 	return nil

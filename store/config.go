@@ -74,10 +74,9 @@ type Config struct {
 	// instead of writing that file through the mapping.
 	FastFailIfNoBufferInStorePool bool `mapstructure:"fastFailIfNoBufferInStorePool"`
 	// WriteWithoutMmap writes CommitLog records with pwrite(2) instead of copying them into the
-	// mapping (reads still use the mapping). Always on with SYNC_FLUSH (see syncFlushFiles). On by
-	// default here (RocketMQ's default is off): copies into the mapping of a sparse file stall a
-	// put for about 23 ms roughly once a second while ext4 allocates blocks behind the page
-	// faults (doc.go "Writing and flushing"); writeWithoutMmap=false brings the copies back.
+	// mapping (reads still use the mapping). Always on with SYNC_FLUSH (see syncFlushFiles). Off
+	// by default, as in RocketMQ: with ASYNC_FLUSH the copies go into pages the populate service
+	// faulted in ahead of them (populate.go; doc.go "Writing and flushing" has the measurements).
 	WriteWithoutMmap bool `mapstructure:"writeWithoutMmap"`
 	// WarmMapedFileEnable writes zeros over every new CommitLog file and syncs them before the
 	// file takes records (RocketMQ's warm-up; RocketMQ's spelling). Always on with SYNC_FLUSH
@@ -180,6 +179,16 @@ func (c Config) warmAheadBytes() int64 {
 	return min(ahead, c.MappedFileSizeCommitLog)
 }
 
+// populateAheadBytes is how far ahead of the writes the pages of a CommitLog file written
+// through the mapping are faulted in (populate.go): defaultWarmAhead with ASYNC_FLUSH copies
+// into the mapping of files that are not warmed in full, 0 otherwise.
+func (c Config) populateAheadBytes() int64 {
+	if c.pwriteCommitLog() || c.warmCommitLog() || c.transientPoolActive() {
+		return 0
+	}
+	return min(int64(defaultPopulateAhead), c.MappedFileSizeCommitLog)
+}
+
 // pwriteCommitLog reports whether CommitLog records are written with pwrite.
 func (c Config) pwriteCommitLog() bool { return c.WriteWithoutMmap || c.syncFlushFiles() }
 
@@ -208,7 +217,7 @@ func DefaultConfig() Config {
 		FlushConsumeQueueLeastPages:       2,
 		FlushConsumeQueueThoroughInterval: 60000,
 		TransientStorePoolSize:            5,
-		WriteWithoutMmap:                  true,
+		WriteWithoutMmap:                  false,
 		FileReservedTime:                  72,
 		DeleteWhen:                        "04",
 		DiskMaxUsedSpaceRatio:             75,

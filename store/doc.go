@@ -150,21 +150,28 @@
 //
 // # Writing and flushing
 //
-// The CommitLog lock covers offset assignment and the write of the encoded record: a pwrite of it
-// (writeWithoutMmap, the default), a copy into the mapping (writeWithoutMmap=false), into a
-// transient pool buffer, or with SYNC_FLUSH into the staged writes (see below). ASYNC_FLUSH writes
-// with pwrite by default because of what copies into the mapping of a sparse file did on the
-// development VM (kernel 6.18, ext4): one put in about 8,000 waited 22-25 ms, about once a second at
-// 8 MB/s of 1 KiB records, in the page faults on blocks the file did not have yet (a warmed file has
-// them all); with pwrite, or with files warmed first (warmMapedFileEnable), none did. One broker,
-// 16 sync producers of 1 KiB, runs taken in turn: p999 26.4 ms with copies, 3.7-4.2 ms with pwrite,
-// at the same rate (40,460-40,533 and 40,091-40,883 msgs/s); a Raft x3 ASYNC group's worst send of
-// each second fell from 55-62 ms to 4-7 ms, its rate within the runs' spread (14,642-15,226 and
-// 14,429-14,905). Warming ahead of the copies (zeros written 16 MiB ahead) removed the waits too but
-// added 0.5 ms to the p99. Written with pwrite, the part of the file being written that is not
-// written yet is mapped MADV_RANDOM until the writer moves to the next file (mappedFile.adviseUnwritten):
-// a read through the mapping of a written page dropped from the page cache must not read ahead into
-// the holes after the written end. Validation, CRC and sizing come before the lock, the flush wait after it.
+// The CommitLog lock covers offset assignment and the write of the encoded record: a copy of it
+// into the mapping (the default, as in RocketMQ), a pwrite (writeWithoutMmap=true), a copy into a
+// transient pool buffer, or with SYNC_FLUSH into the staged writes (see below). Copies into the
+// mapping of a sparse file fault its pages in, and on the development VM (kernel 6.18, ext4) one
+// put in about 8,000 waited 22-25 ms in such a fault, about once a second at 8 MB/s of 1 KiB
+// records, while ext4 allocated blocks; so with ASYNC_FLUSH the populate service (populate.go)
+// keeps the next 16 MiB (defaultPopulateAhead) of the file being written faulted in
+// (MADV_POPULATE_WRITE, woken by the writers once they come within 8 MiB of its frontier), and
+// the copies find their pages mapped writable. Those pages are dirty zeros until the records
+// land in them, so such a CommitLog is flushed with msync of the written range rather than
+// fdatasync (which would write the zeros ahead as well, 1.57 bytes dirtied per body byte instead
+// of 1.25 in the async row). Measured against pwrite, the default until 2026-12-04: the store's
+// AsyncPutVsWrite (one writer, against write() of the same records in the same run) median
+// 0.85-1.22x of write() for the copies, 0.46-0.57x for pwrite; make bench-compare, one broker,
+// 16 producers: 67,890-70,223 msgs/s at 13-14 CPU µs/msg with the copies, 59,248-60,432 at 15-16
+// with pwrite, p99 0.81-0.84 ms both, per-second p999 1.6-4.1 ms both; Raft x3 ASYNC_FLUSH 22,093 at 61 µs/msg
+// against 18,800-20,459 at 63-70. A populate that fails (a full disk) is logged once for the file;
+// its writes then fault their pages in themselves, and a write fault is caught as below. With
+// pwrite, the part of the file being written that is not written yet is mapped MADV_RANDOM until
+// the writer moves to the next file (mappedFile.adviseUnwritten): a read through the mapping of a
+// written page dropped from the page cache must not read ahead into the holes after the written
+// end. Validation, CRC and sizing come before the lock, the flush wait after it.
 // SYNC_FLUSH puts queue a waiter for the group-commit flusher; each flush writes the staged records
 // with one pwrite per file (only then can readers and dispatch see them, and dispatch is woken so it
 // runs while the disk works), then fdatasyncs (measured faster here than msync of the dirty range)

@@ -69,6 +69,12 @@ type mappedFile struct {
 	// warmTo, which alone moves it, under warmMu).
 	warmMu sync.Mutex
 	warmed atomic.Int64
+	// populated is the populate frontier of a file written through the mapping: the pages
+	// before it were faulted in writable (populateTo, which alone moves it, under warmMu).
+	populated atomic.Int64
+	// populateFailed: populateTo failed once on this file (a full disk, say); the writes
+	// fault their pages in themselves from then on, and the failure is logged once.
+	populateFailed atomic.Bool
 
 	refs        atomic.Int64
 	available   atomic.Bool
@@ -365,7 +371,8 @@ func (f *mappedFile) flush(leastPages int, mode flushMode, ops FileOps) (int64, 
 	ts := f.storeTimestamp.Load()
 	var err error
 	switch {
-	case mode == flushFdatasync && ops != nil:
+	case ops != nil && (mode == flushFdatasync || !isSysFileOps(ops)):
+		// Tests that inject faults see every flush as a Sync.
 		err = ops.Sync(f.file)
 	case mode == flushFdatasync:
 		err = unix.Fdatasync(int(f.file.Fd()))

@@ -289,6 +289,11 @@ func (s *Store) open() error {
 	// Writes with pwrite only: a writer through the mapping (writeWithoutMmap=false, the
 	// transient pool's commits) takes a fault per page either way, and was not measured with it.
 	q.adviseWrites = cfg.pwriteCommitLog() && !cfg.transientPoolActive()
+	if cfg.populateAheadBytes() > 0 {
+		// The pages faulted in ahead of the writes are dirty zeros: sync only the records
+		// (msync of the written range; an fdatasync would write the zeros ahead too).
+		q.flushMode = flushMsync
+	}
 	q.observer = s.opts.SyncObserver
 	q.ops = s.fileOps()
 	s.alloc = newAllocator(q.dir, q.fileSize, preallocateFiles, cfg.warmCommitLog(), cfg.warmAheadBytes(), s.pool, cfg.FastFailIfNoBufferInStorePool, s.log)
@@ -364,6 +369,9 @@ func (s *Store) Start() error {
 	}
 	if s.commitLog.warmAhead > 0 {
 		s.goService(ctx, "warm", s.runWarm)
+	}
+	if s.commitLog.populateAhead > 0 {
+		s.goService(ctx, "populate", s.runPopulate)
 	}
 	if s.index != nil {
 		s.goService(ctx, "index", func(context.Context) { s.index.ensureFile() })

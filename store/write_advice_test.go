@@ -13,6 +13,7 @@ import (
 func TestNoReadAheadIntoTheUnwrittenTail(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.MappedFileSizeCommitLog = 4 << 20
+	cfg.WriteWithoutMmap = true
 	skipUnlessColdReads(t, cfg.StorePathRootDir)
 	s := openStore(t, cfg, testOptions(t))
 	if !s.commitLog.q.adviseWrites {
