@@ -103,7 +103,8 @@ type OutageLoss struct {
 	Fault  int
 	Before int // sends acknowledged before the kill
 	// LostBefore of them were lost earlier, where the flush type allows it, to a power loss of every
-	// node (no follower could hold them); Missing are the others no follower held.
+	// node or of a master (no follower could hold them then; see lostToPowerLoss); Missing are the
+	// others no follower held.
 	LostBefore int
 	Missing    []string
 }
@@ -314,7 +315,7 @@ func Check(h *History) *Report {
 					ol.Before++
 					switch {
 					case held[id]:
-					case r.LossAllowed && lost[id] && lostToEveryNode(si.ackedAt, f.Start, h.Faults):
+					case r.LossAllowed && lost[id] && lostToPowerLoss(h.Info.Mode, si.ackedAt, f.Start, h.Faults):
 						ol.LostBefore++
 					default:
 						ol.Missing = append(ol.Missing, id)
@@ -380,13 +381,16 @@ func (c offsetConflict) replacedByPowerLoss(stored map[place]string, faults []Fa
 	return false
 }
 
-// lostToEveryNode reports an acknowledgement at ackedAt whose loss (a flush type that allows it)
-// the power loss of every node explains: the first power loss to heal after it cut every node, and
-// healed before a writer's loss at before. No follower can hold such a message at that later loss.
-func lostToEveryNode(ackedAt, before int64, faults []FaultRecord) bool {
+// lostToPowerLoss reports an acknowledgement at ackedAt whose loss (a flush type that allows it) an
+// earlier power loss explains: the first power loss to heal after it cut every node, or in
+// master/slave mode the writer (its slave then follows the writer's shorter CommitLog, as a
+// RocketMQ slave follows its master), and healed before a writer's loss at before. No follower
+// can hold such a message at that later loss.
+func lostToPowerLoss(mode string, ackedAt, before int64, faults []FaultRecord) bool {
 	for _, f := range faults {
 		if isPowerLoss(f.Kind) && f.Healed > ackedAt {
-			return f.Kind == PowerLossAll && f.Healed <= before
+			cut := f.Kind == PowerLossAll || (f.Kind == PowerLossWriter && mode == ModeMasterSlave)
+			return cut && f.Healed <= before
 		}
 	}
 	return false
@@ -589,7 +593,7 @@ func (r *Report) String() string {
 	for _, ol := range r.ReplicaLost {
 		lostBefore := ""
 		if ol.LostBefore > 0 {
-			lostBefore = fmt.Sprintf(" (and %d lost before, to a power loss of every node)", ol.LostBefore)
+			lostBefore = fmt.Sprintf(" (and %d lost before, to a power loss)", ol.LostBefore)
 		}
 		fmt.Fprintf(&b, "kill of the writer, fault %d: %d acknowledged before it, %d missing on the followers%s%s\n",
 			ol.Fault, ol.Before, len(ol.Missing), lostBefore, sample(ol.Missing))
