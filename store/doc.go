@@ -167,7 +167,12 @@
 // 16 producers: 67,890-70,223 msgs/s at 13-14 CPU µs/msg with the copies, 59,248-60,432 at 15-16
 // with pwrite, p99 0.81-0.84 ms both, per-second p999 1.6-4.1 ms both; Raft x3 ASYNC_FLUSH 22,093 at 61 µs/msg
 // against 18,800-20,459 at 63-70. A populate that fails (a full disk) is logged once for the file;
-// its writes then fault their pages in themselves, and a write fault is caught as below. With
+// its writes then fault their pages in themselves, and a write fault is caught as below. A cut of
+// the CommitLog (truncateTo) moves the frontier back to the cut, whose zeroing dropped the pages.
+// The cost of the window: its blocks are allocated zeros rather than holes, so below about
+// 0.5 MB/s of writes (16 MiB in the kernel's 30 s dirty expiry) the kernel may write those zeros
+// back, and a page the VM then drops from the page cache is read from the disk when the copies
+// reach it, where a hole would have been zero-filled. With
 // pwrite, the part of the file being written that is not written yet is mapped MADV_RANDOM until
 // the writer moves to the next file (mappedFile.adviseUnwritten): a read through the mapping of a
 // written page dropped from the page cache must not read ahead into the holes after the written

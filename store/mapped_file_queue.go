@@ -290,6 +290,7 @@ func (q *mappedFileQueue) truncateTo(offset int64, zeroTail bool) error {
 			if q.adviseWrites {
 				f.adviseUnwritten(pos)
 			}
+			f.cutPopulated(pos)
 		}
 	}
 	q.files.Store(&keep)

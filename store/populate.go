@@ -33,6 +33,16 @@ func (f *mappedFile) populateTo(from, to int64) error {
 	return nil
 }
 
+// cutPopulated moves the populate frontier back to pos after a cut there: the zeroing of the
+// tail dropped those pages, and the writes after pos must find them faulted in again.
+func (f *mappedFile) cutPopulated(pos int64) {
+	f.warmMu.Lock()
+	defer f.warmMu.Unlock()
+	if f.populated.Load() > pos {
+		f.populated.Store(pos)
+	}
+}
+
 // runPopulate is the populate service (ASYNC_FLUSH, copies into the mapping): woken by the
 // writers when the write position comes within half of populateAhead of the last file's
 // populate frontier, it moves the frontier to populateAhead past the write position, so the

@@ -18,8 +18,9 @@ func TestPopulateAheadOfTheWrites(t *testing.T) {
 		t.Fatalf("populateAhead %d, flush mode %d: want %d and msync", c.populateAhead, c.q.flushMode, defaultPopulateAhead)
 	}
 	const n = 100
+	var puts []PutResult
 	for i := range n {
-		mustPut(t, s, testMessage("T", 0, bodyOf(i, 1000), nil))
+		puts = append(puts, mustPut(t, s, testMessage("T", 0, bodyOf(i, 1000), nil)))
 	}
 	f := c.q.last()
 	wrote := f.wrote.Load()
@@ -44,6 +45,24 @@ func TestPopulateAheadOfTheWrites(t *testing.T) {
 		if string(m.Body) != bodyOf(i, 1000) {
 			t.Fatalf("message %d: body differs", i)
 		}
+	}
+
+	// A cut zeroes the tail (its pages leave the page cache): the frontier comes back to the cut,
+	// and the next writes have the pages after it faulted in again.
+	cut := puts[n/2].PhysicalOffset
+	if err := s.TruncateCommitLog(cut); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.populated.Load(); p > cut-f.from {
+		t.Fatalf("populate frontier at %d after a cut at %d", p, cut-f.from)
+	}
+	mustPut(t, s, testMessage("T", 0, "after the cut", nil))
+	wrote = f.wrote.Load()
+	want = chunkEnd(wrote+c.populateAhead, f.size)
+	waitFor(t, "the populate frontier past the writes after the cut", func() bool { return f.populated.Load() >= want })
+	from = (wrote + osPageSize - 1) &^ (osPageSize - 1)
+	if got, all := cachedPages(t, f.data[from:want]); got != all {
+		t.Fatalf("after the cut, %d of the %d pages ahead of the writes are in the page cache, want all", got, all)
 	}
 }
 
