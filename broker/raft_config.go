@@ -92,10 +92,23 @@ type RaftConfig struct {
 	// RaftProposeMaxLingerMicros is the longest the proposer waits, with a slot free, for as many puts
 	// as the last entry carried (1000 µs; raftlog.Config.MaxLinger); 0 sends what is queued at once.
 	RaftProposeMaxLingerMicros int64 `mapstructure:"raftProposeMaxLingerMicros"`
+	// RaftSnapshotThreshold is how many entries a node applies after its last snapshot before Raft
+	// takes the next one (32768; raftlog.Config.SnapshotThreshold). A snapshot is what a follower
+	// behind the retained CommitLog files installs; it carries the files, the metadata and every
+	// queue's next offset (raftlog/doc.go).
+	RaftSnapshotThreshold int64 `mapstructure:"raftSnapshotThreshold"`
+	// RaftSnapshotIntervalMs is how often Raft checks whether a snapshot is due (60000).
+	RaftSnapshotIntervalMs int64 `mapstructure:"raftSnapshotIntervalMs"`
+	// RaftTrailingLogs is how many entries Raft keeps in its log index after a snapshot, so a follower
+	// that far behind catches up by replication rather than by a snapshot (100000). The CommitLog's
+	// files are deleted by their retention (fileReservedTime), never before the newest snapshot's last
+	// entry.
+	RaftTrailingLogs int64 `mapstructure:"raftTrailingLogs"`
 }
 
 // DefaultRaftConfig returns the Raft mode's defaults (off).
 func DefaultRaftConfig() RaftConfig {
+	d := raftlog.DefaultConfig()
 	return RaftConfig{
 		DLegerHeartbeatTimeoutMs:      500,
 		DLegerElectionTimeoutMs:       500,
@@ -106,6 +119,9 @@ func DefaultRaftConfig() RaftConfig {
 		DLegerForwardMaxInflightBytes: 64 << 20,
 		RaftOverlapLeaderSync:         true,
 		RaftProposeMaxLingerMicros:    1000,
+		RaftSnapshotThreshold:         int64(d.SnapshotThreshold),
+		RaftSnapshotIntervalMs:        d.SnapshotInterval.Milliseconds(),
+		RaftTrailingLogs:              int64(d.TrailingLogs),
 	}
 }
 
@@ -141,6 +157,9 @@ func (c Config) raftNodeConfig() raftlog.Config {
 		}
 	}
 	rc.MaxLinger = time.Duration(c.Raft.RaftProposeMaxLingerMicros) * time.Microsecond
+	rc.SnapshotThreshold = uint64(c.Raft.RaftSnapshotThreshold)
+	rc.SnapshotInterval = ms(c.Raft.RaftSnapshotIntervalMs)
+	rc.TrailingLogs = uint64(c.Raft.RaftTrailingLogs)
 	return rc
 }
 
@@ -186,6 +205,15 @@ func (c Config) validateRaft() error {
 	}
 	if r.RaftProposeMaxLingerMicros < 0 || r.RaftProposeMaxLingerMicros > 100_000 {
 		bad("raftProposeMaxLingerMicros", "%d must be 0 to 100000 (100 ms)", r.RaftProposeMaxLingerMicros)
+	}
+	if r.RaftSnapshotThreshold < 1 {
+		bad("raftSnapshotThreshold", "%d must be at least 1 (entries applied between snapshots)", r.RaftSnapshotThreshold)
+	}
+	if r.RaftSnapshotIntervalMs < 5 {
+		bad("raftSnapshotIntervalMs", "%d ms is below the minimum of 5 ms", r.RaftSnapshotIntervalMs)
+	}
+	if r.RaftTrailingLogs < 0 {
+		bad("raftTrailingLogs", "%d is negative", r.RaftTrailingLogs)
 	}
 	if c.BrokerRole == RoleSlave {
 		bad("brokerRole", "SLAVE cannot be combined with enableDLegerCommitLog=true: in the Raft mode the role follows leadership (leave brokerRole unset)")

@@ -3,7 +3,10 @@ package broker_test
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -65,6 +69,9 @@ func TestRaftConfigErrorsNameTheKey(t *testing.T) {
 		{"forward bytes", func(c *broker.Config) { c.Raft.DLegerForwardMaxInflightBytes = -1 }, "dLegerForwardMaxInflightBytes"},
 		{"negative in flight", func(c *broker.Config) { c.Raft.RaftProposeMaxInFlight = -1 }, "raftProposeMaxInFlight"},
 		{"negative linger", func(c *broker.Config) { c.Raft.RaftProposeMaxLingerMicros = -1 }, "raftProposeMaxLingerMicros"},
+		{"no snapshot threshold", func(c *broker.Config) { c.Raft.RaftSnapshotThreshold = 0 }, "raftSnapshotThreshold"},
+		{"snapshot interval", func(c *broker.Config) { c.Raft.RaftSnapshotIntervalMs = 1 }, "raftSnapshotIntervalMs"},
+		{"negative trailing logs", func(c *broker.Config) { c.Raft.RaftTrailingLogs = -1 }, "raftTrailingLogs"},
 	} {
 		c := base()
 		tc.edit(&c)
@@ -283,5 +290,38 @@ func TestRaftLeadershipTransfer(t *testing.T) {
 		if _, ok := f.Value("rocketmq_broker_info", "broker_id", wantID); !ok {
 			t.Errorf("node %d (%s): rocketmq_broker_info has no brokerId %s", i, role, wantID)
 		}
+	}
+}
+
+// TestRaftSnapshotKeys: raftSnapshotThreshold and raftSnapshotIntervalMs reach Raft: with a threshold of 50
+// entries every node takes a snapshot of a group that applied a few hundred, and keeps serving sends.
+func TestRaftSnapshotKeys(t *testing.T) {
+	c := cluster.Start(t, cluster.Options{RaftNodes: 3, Configure: func(_ int, cfg *broker.Config) {
+		cfg.Raft.RaftSnapshotThreshold = 50
+		cfg.Raft.RaftSnapshotIntervalMs = 20
+		cfg.Raft.RaftTrailingLogs = 10
+	}})
+	m := c.RaftMaster("broker-a")
+	w := newWire(t, c.Broker(m).Addr())
+	for i := 0; i < 300; i++ {
+		if resp := w.send("SnapTopic", i%4, []byte("body"), ""); resp.Code != int32(remoting.Success) {
+			t.Fatalf("send %d: %s %s", i, remoting.ResponseCode(resp.Code), resp.Remark)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		// hashicorp/raft's file snapshot store keeps one folder per snapshot in <dir>/snapshots.
+		dir := filepath.Join(c.Broker(i).Config().StorePathRootDir, "raft", "snapshots", "snapshots")
+		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("a snapshot on node %d (%s)", i, dir), func() bool {
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.IsDir() && !strings.HasSuffix(e.Name(), ".tmp") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if resp := w.send("SnapTopic", 0, []byte("after the snapshots"), ""); resp.Code != int32(remoting.Success) {
+		t.Fatalf("send after the snapshots: %s %s", remoting.ResponseCode(resp.Code), resp.Remark)
 	}
 }
