@@ -50,16 +50,7 @@ func (f *mappedFile) cutPopulated(pos int64) {
 // blocks) under the put lock.
 func (s *Store) runPopulate(ctx context.Context) {
 	c := s.commitLog
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.warmWake:
-		}
-		f := c.q.last()
-		if f == nil || !f.hold() {
-			continue
-		}
+	s.serveLastFile(ctx, func(f *mappedFile) {
 		if wrote := f.wrote.Load(); wrote < f.size && !f.populateFailed.Load() {
 			if err := f.populateTo(wrote, chunkEnd(wrote+c.populateAhead, f.size)); err != nil {
 				f.populateFailed.Store(true)
@@ -67,8 +58,7 @@ func (s *Store) runPopulate(ctx context.Context) {
 					"file", f.path, "err", err)
 			}
 		}
-		f.release()
-	}
+	})
 }
 
 // wakePopulateLocked wakes the populate service when a write that ends at end in f has come

@@ -216,6 +216,22 @@ func (s *Store) warmCurrentFile() error {
 // (writeStage), so the frontier is a guarantee, the service only keeps that path cold.
 func (s *Store) runWarm(ctx context.Context) {
 	c := s.commitLog
+	s.serveLastFile(ctx, func(f *mappedFile) {
+		if wrote := f.wrote.Load(); wrote < f.size {
+			n, err := f.warmTo(warmTarget(wrote, c.warmAhead, f.size))
+			c.warmBytes.Add(n)
+			if err != nil {
+				s.log.Warn("could not warm ahead in the commitlog", "file", f.path, "err", err)
+			}
+		}
+	})
+}
+
+// serveLastFile is the loop of the warm and populate services: each time the writers wake
+// warmWake, fn runs on the CommitLog's last file, held, until ctx ends. beforeWarm (tests) runs
+// before the file is taken.
+func (s *Store) serveLastFile(ctx context.Context, fn func(f *mappedFile)) {
+	c := s.commitLog
 	for {
 		select {
 		case <-ctx.Done():
@@ -229,13 +245,7 @@ func (s *Store) runWarm(ctx context.Context) {
 		if f == nil || !f.hold() {
 			continue
 		}
-		if wrote := f.wrote.Load(); wrote < f.size {
-			n, err := f.warmTo(warmTarget(wrote, c.warmAhead, f.size))
-			c.warmBytes.Add(n)
-			if err != nil {
-				s.log.Warn("could not warm ahead in the commitlog", "file", f.path, "err", err)
-			}
-		}
+		fn(f)
 		f.release()
 	}
 }
