@@ -466,10 +466,13 @@ const maxScratch = 8 << 20
 // SetAppliedIndex tells the store the state machine applied everything up to index (so it is
 // committed). It tells the two kinds of DeleteRange apart: Raft compacts only applied
 // entries, and cuts a conflicting suffix only above its commit index.
-func (s *Store) SetAppliedIndex(index uint64) {
+func (s *Store) SetAppliedIndex(index uint64) { raiseTo(&s.applied, index) }
+
+// raiseTo moves a to v unless it is there or above already.
+func raiseTo(a *atomic.Uint64, v uint64) {
 	for {
-		cur := s.applied.Load()
-		if index <= cur || s.applied.CompareAndSwap(cur, index) {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
 			return
 		}
 	}
@@ -509,12 +512,7 @@ func (s *Store) DeleteRange(min, max uint64) error {
 		if st.last != 0 && top > st.last {
 			top = st.last
 		}
-		for {
-			cur := s.compacted.Load()
-			if top <= cur || s.compacted.CompareAndSwap(cur, top) {
-				break
-			}
-		}
+		raiseTo(&s.compacted, top)
 		return nil
 	}
 	if st.last == 0 || min > st.last {
@@ -574,14 +572,7 @@ func (s *Store) retentionAllows(from, to int64) bool {
 }
 
 // noteSnapshot records that a snapshot ending at entry index is stored (never lowers it).
-func (s *Store) noteSnapshot(index uint64) {
-	for {
-		cur := s.snapshotIndex.Load()
-		if index <= cur || s.snapshotIndex.CompareAndSwap(cur, index) {
-			return
-		}
-	}
-}
+func (s *Store) noteSnapshot(index uint64) { raiseTo(&s.snapshotIndex, index) }
 
 // pinFiles keeps the retention from deleting CommitLog files at or after from until the
 // returned func is called.

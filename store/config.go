@@ -180,7 +180,7 @@ func (c Config) warmAheadBytes() int64 {
 }
 
 // populateAheadBytes is how far ahead of the writes the pages of a CommitLog file written
-// through the mapping are faulted in (populate.go): defaultWarmAhead with ASYNC_FLUSH copies
+// through the mapping are faulted in (populate.go): defaultPopulateAhead with ASYNC_FLUSH copies
 // into the mapping of files that are not warmed in full, 0 otherwise.
 func (c Config) populateAheadBytes() int64 {
 	if c.pwriteCommitLog() || c.warmCommitLog() || c.transientPoolActive() {

@@ -34,10 +34,3 @@ func (SysFileOps) WriteAt(f *os.File, b []byte, off int64) (int, error) { return
 
 // Sync is fdatasync(2).
 func (SysFileOps) Sync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
-
-// isSysFileOps reports whether ops are the plain system calls, which a flush may replace with
-// msync of the written range (mappedFile.flush).
-func isSysFileOps(ops FileOps) bool {
-	_, ok := ops.(SysFileOps)
-	return ok
-}

@@ -371,8 +371,7 @@ func (f *mappedFile) flush(leastPages int, mode flushMode, ops FileOps) (int64, 
 	ts := f.storeTimestamp.Load()
 	var err error
 	switch {
-	case ops != nil && (mode == flushFdatasync || !isSysFileOps(ops)):
-		// Tests that inject faults see every flush as a Sync.
+	case mode == flushFdatasync && ops != nil:
 		err = ops.Sync(f.file)
 	case mode == flushFdatasync:
 		err = unix.Fdatasync(int(f.file.Fd()))

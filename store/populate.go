@@ -1,9 +1,6 @@
 package store
 
-import (
-	"context"
-	"os"
-)
+import "context"
 
 // defaultPopulateAhead is how far ahead of the writes the populate service keeps the pages of
 // the file being written through the mapping faulted in (see Config.populateAheadBytes): more
@@ -21,7 +18,7 @@ func (f *mappedFile) populateTo(from, to int64) error {
 	f.warmMu.Lock()
 	defer f.warmMu.Unlock()
 	from = max(from, f.populated.Load())
-	from -= from % int64(os.Getpagesize())
+	from &^= osPageSize - 1
 	for from < to {
 		end := min(from+warmChunk, to)
 		if err := f.prefault(from, end); err != nil {
@@ -62,12 +59,9 @@ func (s *Store) runPopulate(ctx context.Context) {
 }
 
 // wakePopulateLocked wakes the populate service when a write that ends at end in f has come
-// within half of populateAhead of f's populate frontier. Put lock held; one atomic load.
+// within half of populateAhead of f's populate frontier. Put lock held.
 func (c *commitLog) wakePopulateLocked(f *mappedFile, end int64) {
-	if c.populateAhead > 0 && end < f.size && end+c.populateAhead/2 > f.populated.Load() && !f.populateFailed.Load() {
-		select {
-		case c.warmWake <- struct{}{}:
-		default:
-		}
+	if !f.populateFailed.Load() {
+		c.wakeAheadLocked(f, end, c.populateAhead, f.populated.Load())
 	}
 }

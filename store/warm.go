@@ -253,7 +253,13 @@ func (s *Store) serveLastFile(ctx context.Context, fn func(f *mappedFile)) {
 // wakeWarmLocked wakes the warm service when a write that ends at end in f has come within
 // half of warmAhead of f's warm frontier. Put lock held; cheap (one atomic load).
 func (c *commitLog) wakeWarmLocked(f *mappedFile, end int64) {
-	if c.warmAhead > 0 && end < f.size && end+c.warmAhead/2 > f.warmed.Load() {
+	c.wakeAheadLocked(f, end, c.warmAhead, f.warmed.Load())
+}
+
+// wakeAheadLocked wakes the warm or populate service (warmWake: a store runs one of them) when
+// a write that ends at end in f has come within half of ahead of the service's frontier in f.
+func (c *commitLog) wakeAheadLocked(f *mappedFile, end, ahead, frontier int64) {
+	if ahead > 0 && end < f.size && end+ahead/2 > frontier {
 		select {
 		case c.warmWake <- struct{}{}:
 		default:
