@@ -67,6 +67,9 @@
 // Keys are "topic#key" for every key of KEYS (space-separated) and for UNIQ_KEY; keyHash is
 // |String.hashCode|, the slot keyHash % maxHashSlotNum. Entry 0 is never used. This store
 // also moves endPhyOffset to every record it dispatched, keys or not, as its progress mark.
+// The slots of the file being written are kept in memory and written to it at each thorough
+// flush and when it is full; recovery replays the entries since the last flush into them
+// (index_slots.go).
 //
 // # Checkpoint (4 KiB, rewritten in place and fdatasynced)
 //

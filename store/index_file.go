@@ -72,6 +72,11 @@ type indexFile struct {
 	entries int
 	// allocated is how far the file's holes have been written with zeros (allocateTo).
 	allocated int64
+	// shadow holds the hash slots of the file being written, as in the file (index_slots.go); nil for a file
+	// not written to since it was mapped, whose slots are read through the mapping.
+	shadow []byte
+	// dirty has a bit per shadowChunk of shadow changed since it was last written to the file.
+	dirty []uint64
 }
 
 func (f *indexFile) u32(off int64) int32 { return int32(binary.BigEndian.Uint32(f.mf.data[off:])) }
@@ -89,8 +94,9 @@ func (f *indexFile) beginPhyOffset() int64 { return f.u64(ihBeginPhyOffset) }
 func (f *indexFile) endPhyOffset() int64   { return f.u64(ihEndPhyOffset) }
 func (f *indexFile) indexCount() int32     { return f.u32(ihIndexCount) }
 
-func (f *indexFile) slotPos(hash int32) int64 {
-	return indexHeaderSize + int64(hash%int32(f.slots))*indexSlotSize
+// slotIndex is the slot of a key hash.
+func (f *indexFile) slotIndex(hash int32) int {
+	return int(hash % int32(f.slots))
 }
 
 func (f *indexFile) entryPos(n int32) int64 {
@@ -99,15 +105,14 @@ func (f *indexFile) entryPos(n int32) int64 {
 
 // putKey adds an entry for the key of the given indexKeyHash (RocketMQ IndexFile.putKey);
 // false when the file is full. The entry and the header are written through the mapping,
-// the slot with pwrite (writeSlot), the slot last, so a reader that finds the slot finds the
-// entry.
-func (f *indexFile) putKey(hash int32, phy, storeTimestamp int64) (bool, error) {
+// the slot in memory (index_slots.go). The caller holds the index lock and started the shadow.
+func (f *indexFile) putKey(hash int32, phy, storeTimestamp int64) bool {
 	count := f.indexCount()
 	if int(count) >= f.entries {
-		return false, nil
+		return false
 	}
-	sp := f.slotPos(hash)
-	prev := f.u32(sp)
+	si := f.slotIndex(hash)
+	prev := f.slot(si)
 	if prev <= indexInvalid || prev > count {
 		prev = indexInvalid
 	}
@@ -126,33 +131,14 @@ func (f *indexFile) putKey(hash int32, phy, storeTimestamp int64) (bool, error) 
 	f.put64(ep+4, phy)
 	f.put32(ep+12, int32(diff))
 	f.put32(ep+16, prev)
-	if err := f.writeSlot(sp, count); err != nil {
-		return false, err
-	}
+	f.setSlot(si, count)
 	if prev == indexInvalid {
 		f.put32(ihHashSlotCount, f.u32(ihHashSlotCount)+1)
 	}
 	f.put32(ihIndexCount, count+1)
 	f.put64(ihEndPhyOffset, phy)
 	f.put64(ihEndTimestamp, storeTimestamp)
-	return true, nil
-}
-
-// writeSlot stores a slot's new head with pwrite rather than through the mapping. The slots
-// are written at random, each of their 4,883 pages (5,000,000 slots) about once a second at
-// a few thousand keys per second, and the kernel writes dirty pages of a shared mapping back
-// and maps them read-only again (on this machine's ext4 within a second), so a store through
-// the mapping took a write-protect page fault for nearly every key: a fifth of each Raft
-// node's CPU in the profiles (PutUint32 in putKey), where a fault is an exception round trip
-// through the hypervisor. pwrite changes the same page in the page cache, which the mapping
-// then reads, for the cost of one system call. The caller holds the index lock.
-func (f *indexFile) writeSlot(off int64, v int32) error {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], uint32(v))
-	if _, err := unix.Pwrite(int(f.mf.file.Fd()), b[:], off); err != nil {
-		return fmt.Errorf("store: index %s: write slot at %d: %w", f.mf.path, off, err)
-	}
-	return nil
+	return true
 }
 
 // allocateTo makes the file ready for writes up to a chunk past pos: its blocks allocated
@@ -161,9 +147,9 @@ func (f *indexFile) writeSlot(off int64, v int32) error {
 // write to each page allocated its block inside a page fault (5,000 faults per new file for
 // the slots alone, measured in TestIndexFileAllocatedAhead's setting with MADV_DONTNEED).
 // Pages the kernel writes back are mapped read-only again and fault on their next write
-// through the mapping, which is why the slots, written at random, are written with pwrite
-// (writeSlot). The bytes do not change, so readers see no difference. putKeyLocked calls
-// this before every entry; the caller holds the index lock.
+// through the mapping, which is why the slots, written at random, are kept in memory while
+// the file is written (index_slots.go). The bytes do not change, so readers see no
+// difference. putKeyLocked calls this before every entry; the caller holds the index lock.
 func (f *indexFile) allocateTo(pos int64) error {
 	if pos <= f.allocated {
 		return nil
@@ -185,7 +171,7 @@ func (f *indexFile) timeMatched(begin, end int64) bool {
 // selectPhyOffsets appends the physical offsets of entries for a key hash within [begin, end].
 func (f *indexFile) selectPhyOffsets(out []int64, hash int32, maxNum int, begin, end int64) []int64 {
 	count := f.indexCount()
-	next := f.u32(f.slotPos(hash))
+	next := f.slot(f.slotIndex(hash))
 	if next <= indexInvalid || next > count || count <= 1 {
 		return out
 	}
@@ -218,10 +204,10 @@ func (f *indexFile) truncateAbove(phy int64) int {
 	}
 	for n := count - 1; n >= keep; n-- {
 		ep := f.entryPos(n)
-		sp := f.slotPos(f.u32(ep))
-		if f.u32(sp) == n {
+		si := f.slotIndex(f.u32(ep))
+		if f.slot(si) == n {
 			prev := f.u32(ep + 16)
-			f.put32(sp, prev)
+			f.setSlot(si, prev)
 			if prev == indexInvalid {
 				f.put32(ihHashSlotCount, max(f.u32(ihHashSlotCount)-1, 0))
 			}
@@ -362,6 +348,10 @@ func (s *indexService) lastWritableLocked(need int) (*indexFile, error) {
 		f.put64(ihEndPhyOffset, prev.endPhyOffset())
 		f.put64(ihBeginTimestamp, prev.endTimestamp())
 		f.put64(ihEndTimestamp, prev.endTimestamp())
+		if err := prev.stopShadow(); err != nil {
+			_ = mf.destroy(true)
+			return nil, err
+		}
 		if err := prev.flush(); err != nil {
 			s.log.Warn("flushing the full index file", "err", err)
 		}
@@ -444,8 +434,9 @@ func (s *indexService) putKeyLocked(f *indexFile, hash int32, r indexRecord) (*i
 		if err := f.allocateTo(f.entryPos(f.indexCount()) + indexEntrySize); err != nil {
 			return f, err
 		}
-		if ok, err := f.putKey(hash, r.phy, r.storeTimestamp); err != nil || ok {
-			return f, err
+		f.startShadow()
+		if f.putKey(hash, r.phy, r.storeTimestamp) {
+			return f, nil
 		}
 		var err error
 		if f, err = s.lastWritableLocked(1); err != nil {
@@ -535,37 +526,65 @@ func (s *indexService) deleteExpired(minPhy int64) int {
 	return n
 }
 
-// flush syncs the file being written (full files were synced when the next one was
-// created); it returns the indexedThrough and end timestamp it made durable.
+// flush writes the slots held in memory to the file being written and syncs it (full files
+// were synced when the next one was created); it returns the indexedThrough and end timestamp
+// it made durable. Writing the slots holds the lock (dispatch waits): at most maxHashSlotNum x 4
+// bytes (20 MB by default) copied into the page cache, once per thorough flush.
 func (s *indexService) flush() (through, endTs int64, err error) {
-	s.mu.RLock()
+	s.mu.Lock()
 	through = s.indexedThrough
 	var f *indexFile
 	if n := len(s.files); n > 0 && s.files[n-1].mf.hold() {
 		f = s.files[n-1]
 		endTs = f.endTimestamp()
+		err = f.writeSlots()
 	}
-	s.mu.RUnlock()
+	s.mu.Unlock()
 	if f != nil {
-		err = f.flush()
+		if err == nil {
+			err = f.flush()
+		}
 		f.mf.release()
 	}
 	return through, endTs, err
 }
 
-// syncAll syncs every index file (after truncateAbove).
+// syncAll writes out the slots held in memory and syncs every index file (after truncateAbove).
 func (s *indexService) syncAll() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var firstErr error
 	for _, f := range s.files {
-		if err := f.flush(); err != nil && firstErr == nil {
+		err := f.writeSlots()
+		if err == nil {
+			err = f.flush()
+		}
+		if err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
 	return firstErr
 }
 
+// repairSlots replays into the last file's slots the entries of records from flushedPhy on
+// (-1: all of them), which a process that died before writing its slots out had only in
+// memory (index_slots.go). Recovery calls it before dispatch.
+func (s *indexService) repairSlots(flushedPhy int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.files)
+	if n == 0 || s.files[n-1].shadow != nil {
+		return
+	}
+	if r := s.files[n-1].repairSlots(flushedPhy); r > 0 {
+		s.log.Info("index slots replayed from the entries past the last index flush", "file", s.files[n-1].mf.path,
+			"entries", r, "flushedOffset", flushedPhy)
+	}
+}
+
+// close unmaps the files. Slots changed since the last flush are not written: Store.Close
+// flushes before, and a store closed as after a crash (shutdown(false)) must leave what a
+// process that died would.
 func (s *indexService) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

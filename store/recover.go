@@ -21,7 +21,8 @@ const normalRecoveryFiles = 3
 //     third-last file after a clean close, or from the file holding the checkpoint's safe
 //     point after a crash (abort file present, or checkpoint missing); the log is truncated at
 //     the first bad or torn record and the tail of that file is zeroed.
-//  3. ConsumeQueue units and index entries past the new end are dropped.
+//  3. ConsumeQueue units and index entries past the new end are dropped, and the last index
+//     file's slots are replayed from its entries since the last index flush (index_slots.go).
 //  4. Dispatch re-runs from the earliest point anything may be missing (idempotently) up to
 //     the end, then the next queue offsets are taken from the ConsumeQueues.
 func (s *Store) recover() error {
@@ -78,6 +79,11 @@ func (s *Store) recover() error {
 	}
 	if s.index != nil {
 		s.index.truncateAbove(end)
+		flushed := int64(-1)
+		if s.checkpoint.existed {
+			flushed = cp.indexFlushedOffset
+		}
+		s.index.repairSlots(flushed)
 	}
 	if abnormal {
 		// What the crashed process left in the page cache is not known to be on disk yet.
