@@ -249,9 +249,9 @@ func (b *Broker) registerProcessors() {
 	client := pool("client", c.ClientManageThreadPoolNums, 50_000)
 	consumer := pool("consumer", c.ConsumerManageThreadPoolNums, 100_000)
 	s := b.server
-	s.Register(remoting.SendMessage, send, b.role.masterServed(b.processSend))
-	s.Register(remoting.SendMessageV2, send, b.role.masterServed(b.processSend))
-	s.Register(remoting.SendBatchMessage, send, b.role.masterServed(b.processSend))
+	s.RegisterInline(remoting.SendMessage, send, b.role.masterServed(b.processSend), b.sendInline)
+	s.RegisterInline(remoting.SendMessageV2, send, b.role.masterServed(b.processSend), b.sendInline)
+	s.RegisterInline(remoting.SendBatchMessage, send, b.role.masterServed(b.processSend), b.sendInline)
 	s.Register(remoting.SendReplyMessage, send, b.role.masterServed(b.processSendReply))
 	s.Register(remoting.SendReplyMessageV2, send, b.role.masterServed(b.processSendReply))
 	s.Register(remoting.PullMessage, pull, b.processPull)

@@ -162,31 +162,60 @@ type sendJob struct {
 
 // processSend handles SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE. It answers from the store's
 // completion callback, so a SYNC_FLUSH send never holds a worker while it waits for the disk.
-func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp, _ := b.send(conn, req, true)
+	return resp
+}
+
+// sendInline is processSend on the connection's reader (remoting.InlineFunc) for the sends that cannot block:
+// this broker takes writes itself, the topic exists, and it is neither a retry topic's message (which may move
+// to a dead letter topic made on first use) nor a transaction's half message (parked in a topic made on first
+// use). It declines the rest, for the send pool: creating a topic writes its config to disk, or proposes it to
+// the Raft group, and a Raft follower forwards to its leader.
+func (b *Broker) sendInline(conn *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
+	return b.send(conn, req, false)
+}
+
+// sendCannotBlock: what sendInline takes.
+func (b *Broker) sendCannotBlock(h *sendHeader) bool {
+	if !b.role.acceptsWrites() || h.sysFlag&message.SysFlagTransactionMask == message.SysFlagTransactionPrepared ||
+		strings.HasPrefix(h.topic, RetryGroupPrefix) {
+		return false
+	}
+	_, ok := b.topics.lookup(h.topic)
+	return ok
+}
+
+// send is processSend; with mayBlock false it declines (done false) before doing anything when the send may
+// block (sendCannotBlock).
+func (b *Broker) send(conn *remoting.Conn, req *remoting.Command, mayBlock bool) (_ *remoting.Command, done bool) {
 	j := &sendJob{b: b, conn: conn, req: req}
 	h := &j.h
 	if err := h.parse(req); err != nil {
-		return errResponse(remoting.InvalidParameter, "bad send header: %v", err)
+		return errResponse(remoting.InvalidParameter, "bad send header: %v", err), true
+	}
+	if !mayBlock && !b.sendCannotBlock(h) {
+		return nil, false
 	}
 	qid, resp := b.checkSend(h, conn)
 	if resp != nil {
-		return resp
+		return resp, true
 	}
 	if h.sysFlag&message.SysFlagTransactionPrepared != 0 && b.liveConfig().RejectTransactionMessage {
-		return errResponse(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden (rejectTransactionMessage=true)", b.addr)
+		return errResponse(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden (rejectTransactionMessage=true)", b.addr), true
 	}
 	bornHost := addrPortOf(b.role.clientAddr(conn, req))
 	j.qid, j.start = qid, time.Now()
 	if remoting.RequestCode(req.Code) == remoting.SendBatchMessage {
 		msgs, err := decodeBatch(req.Body, h, qid, bornHost)
 		if err != nil {
-			return errResponse(remoting.MessageIllegal, "bad batch body from %s: %v", conn.RemoteAddr(), err)
+			return errResponse(remoting.MessageIllegal, "bad batch body from %s: %v", conn.RemoteAddr(), err), true
 		}
 		for _, m := range msgs {
 			m.Properties = b.addBrokerProperties(m.Properties)
 		}
 		b.putter.PutMessagesAsync(msgs, j.done)
-		return nil
+		return nil, true
 	}
 	m := &j.m
 	*m = message.Message{
@@ -205,15 +234,15 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		b.clients.rememberClient(id, conn) // a request: its reply may come before the requester's heartbeat
 	}
 	if resp := b.redirectRetry(h, m, req.Version); resp != nil {
-		return resp
+		return resp, true
 	}
 	if h.sysFlag&message.SysFlagTransactionMask == message.SysFlagTransactionPrepared {
 		if err := b.toHalf(m); err != nil {
-			return errResponse(remoting.SystemError, "park the half message: %v", err)
+			return errResponse(remoting.SystemError, "park the half message: %v", err), true
 		}
 	}
 	b.putAsync(m, j.stored)
-	return nil
+	return nil, true
 }
 
 // stored is the store's callback for a single message: the timer's statistics when prepare parked the

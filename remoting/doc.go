@@ -42,11 +42,12 @@
 // One reader goroutine per connection decodes frames and hands each request to the worker Pool registered for
 // its code; a full pool queue is answered SYSTEM_BUSY at once, an unknown code REQUEST_CODE_NOT_SUPPORTED. A
 // handler returns its response, or nil and answers later with Conn.Reply from any goroutine (long-poll pulls,
-// SYNC_FLUSH sends). One writer goroutine per connection gathers every queued frame (header bytes, Body and the
+// SYNC_FLUSH sends). A route registered with an InlineFunc (Server.RegisterInline) answers on the reader what
+// cannot block (the broker's sends to an existing topic) and hands the rest to its pool. One writer goroutine per connection gathers every queued frame (header bytes, Body and the
 // zero-copy BodyParts) into one writev per wake-up. Connections silent for IdleTimeout are closed.
 //
-// An Interceptor (Server.SetInterceptor) sees every request with a registered handler first, on the handler's
-// pool worker, with the connection (and so its remote address); it lets the request through or answers it
+// An Interceptor (Server.SetInterceptor) sees every request with a registered handler first, once, on the
+// handler's pool worker or on the reader before an InlineFunc, with the connection (and so its remote address); it lets the request through or answers it
 // itself. The ACL check (package acl) is one. With none set, the cost is one atomic load per request.
 //
 // Server.Listen adds an extra listening address (listener.go): its connections are served like the main
