@@ -26,7 +26,8 @@
 #
 # Settings: DURATION (60s), THREADS (16), SIZE (1024), QUEUES (8), TOPIC_COUNTS ("1 100 1000"), FLUSH
 # (ASYNC_FLUSH), SMALL_GIB (1), BACKLOG_GIB (10), SIDE_RATE (2000), SIDE_SECS (10), KILL_AFTER (5 seconds of
-# load before each SIGKILL), PARTS ("topics recovery drain"; drain needs recovery's backlog), KEEP=1 (keep the temp folder and logs).
+# load before each SIGKILL), PARTS ("topics recovery drain"; drain needs recovery's backlog), KEEP=1 (keep the temp folder and logs),
+# BROKER_ARGS (more --key=value for the topics part's brokers; --cpuprofile=FILE_%d profiles each count, %d its topics).
 # The backlog needs about BACKLOG_GIB * 1.25 GiB of free disk; the script refuses to start without twice that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,7 @@ SIDE_RATE="${SIDE_RATE:-2000}"
 SIDE_SECS="${SIDE_SECS:-10}"
 KILL_AFTER="${KILL_AFTER:-5}"
 PARTS="${PARTS:-topics recovery drain}"
+read -r -a BROKER_EXTRA <<<"${BROKER_ARGS:-}"
 GIB=$((1 << 30))
 
 bench_init bench-scale diskbench brokerprobe
@@ -75,7 +77,9 @@ if part topics; then
   base_p99=""
   for n in $TOPIC_COUNTS; do
     dir="$work/topics-$n"
-    start_broker bench-scale "$dir" "$(free_port)" --flushDiskType="$FLUSH"
+    extra=()
+    for a in ${BROKER_EXTRA[@]+"${BROKER_EXTRA[@]}"}; do extra+=("${a//%d/$n}"); done
+    start_broker bench-scale "$dir" "$(free_port)" --flushDiskType="$FLUSH" ${extra[@]+"${extra[@]}"}
     pid=$LAST_PID
     echo "== topics $n: warm-up (creates the topics)" >&2
     t0="$(date +%s.%N)"
