@@ -529,7 +529,8 @@ func (s *indexService) deleteExpired(minPhy int64) int {
 // flush writes the slots held in memory to the file being written and syncs it (full files
 // were synced when the next one was created); it returns the indexedThrough and end timestamp
 // it made durable. Writing the slots holds the lock (dispatch waits): at most maxHashSlotNum x 4
-// bytes (20 MB by default) copied into the page cache, once per thorough flush.
+// bytes (20 MB by default) copied into the page cache, once per thorough flush: 3 ms with every
+// slot changed on the development machine (BenchmarkIndexWriteSlots).
 func (s *indexService) flush() (through, endTs int64, err error) {
 	s.mu.Lock()
 	through = s.indexedThrough
