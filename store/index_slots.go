@@ -27,14 +27,17 @@ import (
 // shadowChunk is the unit in which changed slots are tracked and written: 1,024 slots.
 const shadowChunk = 4096
 
-// startShadow moves the slots into memory for writing, copied from the file. The caller holds the index lock.
+// startShadow moves the slots into memory for writing, copied from the file unless it has no entry yet (a
+// slot naming an entry past the count reads as empty, so all of them do then). The caller holds the index lock.
 func (f *indexFile) startShadow() {
 	if f.shadow != nil {
 		return
 	}
 	n := f.slots * indexSlotSize
 	f.shadow = make([]byte, n)
-	copy(f.shadow, f.mf.data[indexHeaderSize:indexHeaderSize+n])
+	if f.indexCount() > 1 {
+		copy(f.shadow, f.mf.data[indexHeaderSize:indexHeaderSize+n])
+	}
 	f.dirty = make([]uint64, (n+shadowChunk*64-1)/(shadowChunk*64))
 }
 
