@@ -103,6 +103,15 @@ func errResponse(code remoting.ResponseCode, format string, args ...any) *remoti
 // (creating it from the template when allowed) and queue id. It returns the queue id to use, or the
 // response to send.
 func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (int32, *remoting.Command) {
+	return b.checkSendOn(h, conn, true)
+}
+
+// wouldCreate is checkSendOn's answer when the topic is missing and it may not create it.
+var wouldCreate = new(remoting.Command)
+
+// checkSendOn is checkSend; with create false a missing topic is answered wouldCreate, before anything was
+// done for the request (sendInline, for a topic deleted since sendCannotBlock looked).
+func (b *Broker) checkSendOn(h *sendHeader, conn *remoting.Conn, create bool) (int32, *remoting.Command) {
 	if resp := b.role.refuseWrite(); resp != nil {
 		return 0, resp
 	}
@@ -116,6 +125,9 @@ func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (int32, *remoting
 		return 0, errResponse(remoting.NoPermission, "sending message to topic[%s] is forbidden: it is a system topic", h.topic)
 	}
 	tc, ok := b.topics.lookup(h.topic)
+	if !ok && !create {
+		return 0, wouldCreate
+	}
 	if !ok {
 		var created *protocol.TopicConfig
 		var err error
@@ -176,18 +188,14 @@ func (b *Broker) sendInline(conn *remoting.Conn, req *remoting.Command) (*remoti
 	return b.send(conn, req, false)
 }
 
-// sendCannotBlock: what sendInline takes.
+// sendCannotBlock: what sendInline takes, but for the topic's existence, which checkSendOn sees.
 func (b *Broker) sendCannotBlock(h *sendHeader) bool {
-	if !b.role.acceptsWrites() || h.sysFlag&message.SysFlagTransactionMask == message.SysFlagTransactionPrepared ||
-		strings.HasPrefix(h.topic, RetryGroupPrefix) {
-		return false
-	}
-	_, ok := b.topics.lookup(h.topic)
-	return ok
+	return b.role.acceptsWrites() && h.sysFlag&message.SysFlagTransactionMask != message.SysFlagTransactionPrepared &&
+		!strings.HasPrefix(h.topic, RetryGroupPrefix)
 }
 
 // send is processSend; with mayBlock false it declines (done false) before doing anything when the send may
-// block (sendCannotBlock).
+// block (sendCannotBlock, or a topic that checkSendOn would have to create).
 func (b *Broker) send(conn *remoting.Conn, req *remoting.Command, mayBlock bool) (_ *remoting.Command, done bool) {
 	j := &sendJob{b: b, conn: conn, req: req}
 	h := &j.h
@@ -197,7 +205,10 @@ func (b *Broker) send(conn *remoting.Conn, req *remoting.Command, mayBlock bool)
 	if !mayBlock && !b.sendCannotBlock(h) {
 		return nil, false
 	}
-	qid, resp := b.checkSend(h, conn)
+	qid, resp := b.checkSendOn(h, conn, mayBlock)
+	if resp == wouldCreate {
+		return nil, false
+	}
 	if resp != nil {
 		return resp, true
 	}
