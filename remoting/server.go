@@ -91,9 +91,9 @@ type route struct {
 }
 
 // Interceptor looks at a request before its handler runs, on the handler's pool worker, or on the connection's
-// reader before an InlineFunc (so it may take a few microseconds, not a network round trip). It returns nil to let the request through, or the response that
-// answers it instead; the handler then never sees the request. conn.RemoteAddr() is the peer. It is called
-// concurrently from every pool.
+// reader before an InlineFunc (so it may take a few microseconds, not a network round trip). It returns nil to
+// let the request through, or the response that answers it instead; the handler then never sees the request.
+// conn.RemoteAddr() is the peer. It is called concurrently from every pool and reader.
 type Interceptor func(conn *Conn, req *Command) *Command
 
 // Server accepts remoting connections and runs each request's handler on the pool registered for its code.
@@ -352,10 +352,8 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 func (s *Server) handleInline(f InlineFunc, c *Conn, req *Command) (resp *Command, done bool) {
 	done = true
 	resp = callSafely(c.logger, req, func() *Command {
-		if ic := s.intercept.Load(); ic != nil {
-			if refused := (*ic)(c, req); refused != nil {
-				return refused
-			}
+		if refused := s.refused(c, req); refused != nil {
+			return refused
 		}
 		r, d := f(c, req)
 		done = d
@@ -367,8 +365,8 @@ func (s *Server) handleInline(f InlineFunc, c *Conn, req *Command) (resp *Comman
 // handle runs a handler on a pool worker and sends its response; checked: the interceptor ran already.
 func (s *Server) handle(h HandlerFunc, c *Conn, req *Command, checked bool) {
 	resp := callSafely(c.logger, req, func() *Command {
-		if ic := s.intercept.Load(); ic != nil && !checked {
-			if refused := (*ic)(c, req); refused != nil {
+		if !checked {
+			if refused := s.refused(c, req); refused != nil {
 				return refused
 			}
 		}
@@ -377,6 +375,14 @@ func (s *Server) handle(h HandlerFunc, c *Conn, req *Command, checked bool) {
 	if resp != nil {
 		_ = c.Reply(req, resp) // fails only when the connection is gone
 	}
+}
+
+// refused is the interceptor's answer to req, nil when there is none or it lets req through.
+func (s *Server) refused(c *Conn, req *Command) *Command {
+	if ic := s.intercept.Load(); ic != nil {
+		return (*ic)(c, req)
+	}
+	return nil
 }
 
 // callSafely runs a handler; a panic is logged with its stack and turned into a SYSTEM_ERROR response whose

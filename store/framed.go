@@ -132,11 +132,7 @@ func (s *Store) recoverFramed(end int64, dirtyTail bool) error {
 	}
 	if s.index != nil {
 		s.index.truncateAbove(dispatched)
-		flushed := int64(-1)
-		if s.checkpoint.existed {
-			flushed = s.checkpoint.snapshot().indexFlushedOffset
-		}
-		s.index.repairSlots(flushed)
+		s.repairIndexSlots()
 	}
 	if abnormal {
 		if err := syncFileSystems(s.cfg.StorePathRootDir, s.cfg.commitLogDir()); err != nil {

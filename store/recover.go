@@ -79,11 +79,7 @@ func (s *Store) recover() error {
 	}
 	if s.index != nil {
 		s.index.truncateAbove(end)
-		flushed := int64(-1)
-		if s.checkpoint.existed {
-			flushed = cp.indexFlushedOffset
-		}
-		s.index.repairSlots(flushed)
+		s.repairIndexSlots()
 	}
 	if abnormal {
 		// What the crashed process left in the page cache is not known to be on disk yet.
@@ -191,6 +187,16 @@ func (s *Store) reputStart(abnormal bool, scanStart, end int64) int64 {
 		}
 	}
 	return min(max(from, minPhy), end)
+}
+
+// repairIndexSlots replays into the last index file's slots its entries from the checkpoint's index flush on
+// (all of them without a checkpoint): what a process that died had only in memory (index_slots.go).
+func (s *Store) repairIndexSlots() {
+	flushed := int64(-1)
+	if s.checkpoint.existed {
+		flushed = s.checkpoint.snapshot().indexFlushedOffset
+	}
+	s.index.repairSlots(flushed)
 }
 
 // syncFileSystems flushes the file systems holding the folders (syncfs).
