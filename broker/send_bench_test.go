@@ -3,8 +3,13 @@ package broker_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strings"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -149,4 +154,99 @@ func BenchmarkPullWire(b *testing.B) {
 	}
 	b.StopTimer()
 	cpu.report(b, b.N)
+}
+
+// BenchmarkSendWireTopics: BenchmarkSendWireParallel's load spread round robin over the 8 queues of 1 and
+// of 1,000 topics (issue 16 point 2: what a topic costs on the send and dispatch paths), each queue sent
+// to once before the timer starts. Compare cpu-us/op between the two; a fixed -benchtime keeps the
+// topic creation out of the repeats:
+//
+//	go test ./broker -run '^$' -bench SendWireTopics -benchtime 200000x -count 3
+func BenchmarkSendWireTopics(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run("topics="+strconv.Itoa(n), func(b *testing.B) {
+			w := newWireBench(b)
+			names := make([]string, n)
+			for i := range names {
+				names[i] = "Scale_" + strconv.Itoa(i)
+				resp := w.invoke(b, remoting.NewRequest(remoting.UpdateAndCreateTopic,
+					map[string]string{"topic": names[i], "readQueueNums": "8", "writeQueueNums": "8", "perm": "6"}, nil))
+				if resp.Code != int32(remoting.Success) {
+					b.Fatalf("create topic %s: %d %s", names[i], resp.Code, resp.Remark)
+				}
+			}
+			body := bytes.Repeat([]byte("m"), 1024)
+			send := func(i int) *remoting.Command {
+				req := sendV2(i%8, body)
+				req.ExtFields["b"] = names[(i/8)%n]
+				return req
+			}
+			for i := range 8 * n {
+				if resp := w.invoke(b, send(i)); resp.Code != int32(remoting.Success) {
+					b.Fatalf("warm-up send: %d %s", resp.Code, resp.Remark)
+				}
+			}
+			w.waitDispatched(b)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			b.SetParallelism(16)
+			b.ResetTimer()
+			stopProfile := profileTimed(b, n)
+			cpu := startCPU()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := w.cl.Invoke(context.Background(), w.addr, send(int(next.Add(1))))
+					if err != nil || resp.Code != int32(remoting.Success) {
+						b.Errorf("send: %v %v", err, resp)
+						return
+					}
+				}
+			})
+			cpu.report(b, b.N)
+			stopProfile()
+		})
+	}
+}
+
+// profileTimed starts a CPU profile of the timed sends when SENDWIRE_CPUPROFILE names a file (%d: the
+// topic count), as -cpuprofile would profile the topic creation and warm-up too; it returns the stop.
+func profileTimed(b *testing.B, topics int) func() {
+	name := os.Getenv("SENDWIRE_CPUPROFILE")
+	if name == "" {
+		return func() {}
+	}
+	f, err := os.Create(strings.ReplaceAll(name, "%d", strconv.Itoa(topics)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// waitDispatched polls the broker's runtime info until dispatch has caught up with the CommitLog (the
+// warm-up's queue files created), so that the timed sends do not pay for them.
+func (w *wireBench) waitDispatched(b *testing.B) {
+	for deadline := time.Now().Add(time.Minute); ; {
+		var kv struct {
+			Table map[string]string `json:"table"`
+		}
+		if err := json.Unmarshal(w.invoke(b, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil)).Body, &kv); err != nil {
+			b.Fatal(err)
+		}
+		if kv.Table["dispatchBehindBytes"] == "0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("dispatch still %s bytes behind after a minute", kv.Table["dispatchBehindBytes"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -112,17 +112,6 @@ written_bytes() {
   echo "$t"
 }
 
-# cpu_ticks PID...: the CPU time (user + system, in clock ticks) the processes have used so far
-# (/proc/PID/stat fields 14 and 15; the command name in field 2 has no spaces here).
-cpu_ticks() {
-  local p t=0 c
-  for p in "$@"; do
-    c="$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || true)"
-    t=$((t + ${c:-0}))
-  done
-  echo "$t"
-}
-
 # disk_quiet PID...: waits (at most 180 s) until the brokers PID... write less than 4 MB in a second. A
 # SYNC_FLUSH broker zero-fills and syncs its current and its next 1 GiB CommitLog file when it starts
 # (store/warm.go), a Raft group three of each: measured while that runs, the row would share the disk with

@@ -5,7 +5,9 @@
 #   topics    the same producer load (mqbench producer, SIZE-byte messages, THREADS goroutines, sync sends,
 #             DURATION) sent to one topic, then spread over 100 and 1,000 topics (--topics N: Scale_0..N-1,
 #             QUEUES queues each, created before the run; each count on a fresh broker, after a 5 s warm-up
-#             run); messages/s and p99 of each as a ratio to the one-topic run
+#             run); messages/s and p99 of each as a ratio to the one-topic run; with ROUNDS > 1 the counts
+#             run in turn that many times, each round's ratios to its own first count, and the median and
+#             range of each count's ratios close the table (this machine's runs differ by several percent)
 #   recovery  a CommitLog filled to SMALL_GIB (1), then to BACKLOG_GIB (10) GiB of records; each time the
 #             broker is killed with SIGKILL while a producer sends (after dispatch, and the checkpoint, caught
 #             up, so both kills leave the same kind of tail: what the load wrote in KILL_AFTER seconds), restarted,
@@ -24,7 +26,7 @@
 #             and of CommitLog bytes, next to the disk's raw sequential read of one CommitLog file (dd
 #             iflag=direct) and diskbench's buffered cold read, measured in the same run
 #
-# Settings: DURATION (60s), THREADS (16), SIZE (1024), QUEUES (8), TOPIC_COUNTS ("1 100 1000"), FLUSH
+# Settings: DURATION (60s), THREADS (16), SIZE (1024), QUEUES (8), TOPIC_COUNTS ("1 100 1000"), ROUNDS (1), FLUSH
 # (ASYNC_FLUSH), SMALL_GIB (1), BACKLOG_GIB (10), SIDE_RATE (2000), SIDE_SECS (10), KILL_AFTER (5 seconds of
 # load before each SIGKILL), PARTS ("topics recovery drain"; drain needs recovery's backlog), KEEP=1 (keep the temp folder and logs),
 # BROKER_ARGS (more --key=value for the topics part's brokers; --cpuprofile=FILE_%d profiles each count, %d its topics).
@@ -38,6 +40,7 @@ THREADS="${THREADS:-16}"
 SIZE="${SIZE:-1024}"
 QUEUES="${QUEUES:-8}"
 TOPIC_COUNTS="${TOPIC_COUNTS:-1 100 1000}"
+ROUNDS="${ROUNDS:-1}"
 FLUSH="${FLUSH:-ASYNC_FLUSH}"
 SMALL_GIB="${SMALL_GIB:-1}"
 BACKLOG_GIB="${BACKLOG_GIB:-10}"
@@ -72,40 +75,56 @@ producer() {
 # ---- topics: the same load over 1, 100, 1000 topics ------------------------------------------------------------
 if part topics; then
   echo "== topics: $SIZE-byte messages, $THREADS goroutines, sync sends, $DURATION per count, $QUEUES queues per topic, $FLUSH"
-  printf '%-8s %9s %10s %9s %6s %10s %9s %8s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99" "stop s"
-  base_tps=""
-  base_p99=""
-  for n in $TOPIC_COUNTS; do
-    dir="$work/topics-$n"
-    extra=()
-    for a in ${BROKER_EXTRA[@]+"${BROKER_EXTRA[@]}"}; do extra+=("${a//%d/$n}"); done
-    start_broker bench-scale "$dir" "$(free_port)" --flushDiskType="$FLUSH" ${extra[@]+"${extra[@]}"}
-    pid=$LAST_PID
-    echo "== topics $n: warm-up (creates the topics)" >&2
-    t0="$(date +%s.%N)"
-    w="$(producer -t Scale --topics "$n" --mode sync --duration 5s || true)"
-    t1="$(date +%s.%N)"
-    # Setup: the warm-up's wall time less its 5 s of sending (topic creation and routes, mostly).
-    setup="$(awk -v a="$t0" -v b="$t1" -v s="$(num "$w" seconds)" 'BEGIN{printf "%.1f", b-a-s}')"
-    echo "== topics $n: mqbench producer --topics $n" >&2
-    s="$(producer -t Scale --topics "$n" --mode sync --duration "$DURATION" || true)"
-    t0="$(date +%s.%N)"
-    stop "$pid"
-    t1="$(date +%s.%N)"
-    stopped="$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')"
-    rm -rf "$dir"
-    if [[ -z "$s" ]]; then
-      echo "$n: no summary (see the errors above)"
-      continue
-    fi
-    tps="$(num "$s" msgs_per_sec)"
-    p99="$(num "$s" p99)"
-    [[ -n "$base_tps" ]] || { base_tps="$tps"; base_p99="$p99"; }
-    printf '%-8s %9s %10.0f %9.2f %6d %10s %9s %8s\n' "$n" "$setup" "$tps" "$p99" "$(($(num "$s" failed) + $(num "$s" rejected)))" \
-      "$(ratio "$tps" "$base_tps")" "$(ratio "$p99" "$base_p99")" "$stopped"
+  printf '%-8s %9s %10s %9s %6s %10s %9s %8s %8s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99" "stop s" "us/msg"
+  declare -A ratios=()
+  for round in $(seq "$ROUNDS"); do
+    base_tps=""
+    base_p99=""
+    for n in $TOPIC_COUNTS; do
+      dir="$work/topics-$n"
+      extra=()
+      for a in ${BROKER_EXTRA[@]+"${BROKER_EXTRA[@]}"}; do extra+=("${a//%d/$n}"); done
+      start_broker bench-scale "$dir" "$(free_port)" --flushDiskType="$FLUSH" ${extra[@]+"${extra[@]}"}
+      pid=$LAST_PID
+      echo "== topics $n: warm-up (creates the topics)" >&2
+      t0="$(date +%s.%N)"
+      w="$(producer -t Scale --topics "$n" --mode sync --duration 5s || true)"
+      t1="$(date +%s.%N)"
+      # Setup: the warm-up's wall time less its 5 s of sending (topic creation and routes, mostly).
+      setup="$(awk -v a="$t0" -v b="$t1" -v s="$(num "$w" seconds)" 'BEGIN{printf "%.1f", b-a-s}')"
+      echo "== topics $n: mqbench producer --topics $n" >&2
+      ticks="$(cpu_ticks "$pid")"
+      s="$(producer -t Scale --topics "$n" --mode sync --duration "$DURATION" || true)"
+      ticks=$(($(cpu_ticks "$pid") - ticks))
+      t0="$(date +%s.%N)"
+      stop "$pid"
+      t1="$(date +%s.%N)"
+      stopped="$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')"
+      rm -rf "$dir"
+      if [[ -z "$s" ]]; then
+        echo "$n: no summary (see the errors above)"
+        continue
+      fi
+      tps="$(num "$s" msgs_per_sec)"
+      p99="$(num "$s" p99)"
+      [[ -n "$base_tps" ]] || { base_tps="$tps"; base_p99="$p99"; }
+      # The broker's CPU (user + system) per message of the run.
+      us="$(awk -v c="$ticks" -v hz="$(getconf CLK_TCK)" -v t="$tps" -v d="$(num "$s" seconds)" \
+        'BEGIN { if (t * d > 0) printf "%.1f", c / hz * 1e6 / (t * d); else printf "-" }')"
+      printf '%-8s %9s %10.0f %9.2f %6d %10s %9s %8s %8s\n' "$n" "$setup" "$tps" "$p99" "$(($(num "$s" failed) + $(num "$s" rejected)))" \
+        "$(ratio "$tps" "$base_tps")" "$(ratio "$p99" "$base_p99")" "$stopped" "$us"
+      ratios[$n]+="$(ratio "$tps" "$base_tps") "
+    done
   done
+  if ((ROUNDS > 1)); then
+    for n in $TOPIC_COUNTS; do
+      # shellcheck disable=SC2086
+      printf '%s\n' ${ratios[$n]} | sort -g | awk -v n="$n" '{v[NR]=$1} END{printf "%-8s x msgs/s over %d rounds: median %s, lowest %s, highest %s\n", n, NR, v[int((NR+1)/2)], v[1], v[NR]}'
+    done
+  fi
   echo "x msgs/s, x p99: each count divided by the first count's run; setup s: topic creation before the warm-up's sending;"
-  echo "stop s: the broker's shutdown after SIGTERM (SIGKILL after STOP_WAIT, $STOP_WAIT s, said above when it came to that)"
+  echo "stop s: the broker's shutdown after SIGTERM (SIGKILL after STOP_WAIT, $STOP_WAIT s, said above when it came to that);"
+  echo "us/msg: the broker's CPU time (user + system) during the run per message sent"
   echo
 fi
 

@@ -450,6 +450,18 @@ func (t *consumeQueueTable) getOrCreate(topic string, queueID int32) *consumeQue
 	return cq
 }
 
+// getOrCreateFor is getOrCreate for a topic read from a record: the lookup allocates no
+// string (only the creation of a queue does); the queue's topic is the string to use after it.
+func (t *consumeQueueTable) getOrCreateFor(topic []byte, queueID int32) *consumeQueue {
+	t.mu.RLock()
+	cq := t.queues[queueKey{string(topic), queueID}]
+	t.mu.RUnlock()
+	if cq != nil {
+		return cq
+	}
+	return t.getOrCreate(string(topic), queueID)
+}
+
 // all returns a snapshot of the queues.
 func (t *consumeQueueTable) all() []*consumeQueue {
 	t.mu.RLock()

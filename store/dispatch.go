@@ -152,14 +152,15 @@ func (s *Store) dispatchRecord(v *message.RecordView, phy int64, notify bool) er
 		if t, ok := message.PropertyValue(v.Properties, message.PropertyTags); ok && len(t) > 0 {
 			tags = int64(message.JavaStringHash(t))
 		}
-		topic := s.reput.topicString(v.Topic)
+		s.cqRemove.RLock()
+		cq := s.cqs.getOrCreateFor(v.Topic, v.QueueID)
+		topic := cq.topic // the queue's own string: no allocation per record
 		if s.opts.TagsCode != nil {
 			if code, ok := s.opts.TagsCode(topic, v.Properties, v.StoreTimestamp); ok {
 				tags = code
 			}
 		}
-		s.cqRemove.RLock()
-		added, err := s.cqs.getOrCreate(topic, v.QueueID).put(phy, int32(v.Size), tags, v.QueueOffset)
+		added, err := cq.put(phy, int32(v.Size), tags, v.QueueOffset)
 		s.cqRemove.RUnlock()
 		if err != nil {
 			return fmt.Errorf("store: consume queue %s/%d: %w", topic, v.QueueID, err)

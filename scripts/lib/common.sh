@@ -103,6 +103,17 @@ num() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" <<<"$1" | head -n1; }
 # ratio A B: A/B with two decimals, or "-" when B is 0 or empty.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b+0 > 0) printf "%.2f", a/b; else printf "-" }'; }
 
+# cpu_ticks PID...: the CPU time (user + system, in clock ticks) the processes have used so far
+# (/proc/PID/stat fields 14 and 15; the command name in field 2 has no spaces here).
+cpu_ticks() {
+  local p t=0 c
+  for p in "$@"; do
+    c="$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || true)"
+    t=$((t + ${c:-0}))
+  done
+  echo "$t"
+}
+
 # machine_line: cores, load average and Go version, for the head of every report.
 machine_line() {
   echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $(go version | cut -d' ' -f3)"
