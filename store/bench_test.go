@@ -411,14 +411,16 @@ func BenchmarkGetMessage(b *testing.B) {
 // BenchmarkAsyncPutVsWrite measures issue 16's point 4 in one run: each of b.N rounds writes 32 MiB of
 // 1 KiB records with write() to files of the CommitLog's size ("write") and 32 MiB through the
 // PutMessage of each ASYNC_FLUSH store variant, the order turning every round, so the page cache's
-// writeback and another process's load hit each alike. Variants: "mmap" (writeWithoutMmap=false:
-// records copied into the mapping of a sparse file) and "pwrite" (writeWithoutMmap, the default). For each variant it reports the
-// median, lowest and highest per-round ratio to write()'s MB/s, and every side's median MB/s; -v logs
-// every round. Seen on the 2-core VM (kernel 6.18, ext4): after the first round or two the mapping's side
-// settles at 250-300 MB/s while write() keeps 1,200-1,450 and pwrite 600-700 in the same rounds, until
-// the page cache's dirty limit slows all three alike; prefaulting the mapping ahead of the writes
-// (MADV_POPULATE_WRITE, 2 MiB at a time) and turning the flush service off left the mapping's figure
-// where it was: the cost is in making page-cache pages through the mapping.
+// writeback and another process's load hit each alike. Variants: "mmap" (the default,
+// writeWithoutMmap=false: records copied into the mapping, whose pages the populate service faulted in
+// ahead of the writer) and "pwrite" (writeWithoutMmap=true). For each variant it reports the median,
+// lowest and highest per-round ratio to write()'s MB/s, and every side's median MB/s; -v logs every round.
+// Seen on the 2-core VM (kernel 6.18, ext4), three runs of 12 rounds on 2026-12-04 (fourth session):
+// mmap median 2.46x, 2.70x and 2.45x of write() (lowest round 0.99x, 0.93x, 0.76x; highest 4.8x, 3.8x,
+// 4.4x; 1,157-1,368 MB/s against write()'s 476-521), pwrite 0.50-0.55x. The copies gain from the
+// populate service running beside the writer on the other core; write() and pwrite make each page-cache
+// page inside the system call. Before the populate service the copies settled at 250-300 MB/s,
+// faulting each page in themselves.
 //
 //	go test ./store -run '^$' -bench AsyncPutVsWrite -benchtime 12x [-v]
 func BenchmarkAsyncPutVsWrite(b *testing.B) {

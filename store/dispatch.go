@@ -29,7 +29,8 @@ type reputService struct {
 	wake               chan struct{}
 	// stuckAt is the offset of the last record dispatch failed on (logged once per offset).
 	stuckAt atomic.Int64
-	// lastTopic saves a string allocation per record for runs of one topic (dispatch only).
+	// lastTopic saves a string allocation per record for runs of one topic (the framed dispatch's
+	// queue-offset keys; the ConsumeQueue dispatch uses each queue's own topic string).
 	lastTopic string
 }
 
