@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // crashingLog is a cluster node's CommitLog with a crash to inject (cluster.start wraps every
@@ -158,4 +160,61 @@ func zeroFrom(t *testing.T, path string, off int64) {
 	if err := os.Truncate(path, st.Size()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSyncFailureAnswersEveryPutInFlight: SYNC_FLUSH, producers sending. The leader's syncs are
+// held until its state machine waits for one (rule 1 of leader_sync.go: an entry committed on
+// the followers' copies), then the held sync fails. The node stops its Raft (the store is
+// read-only after a failed sync), and first answers every put it has in flight, while Raft still
+// runs: hashicorp/raft leaves a future it took and never answered waiting for ever once it is
+// shut down (a committed batch still queued for its state machine, for one), and the node's
+// Close, which waits for the puts in flight, then never returns. That hang was seen once in a
+// make test run (TestLeaderLosesUnsyncedTail in proposer.close for 15 minutes, a future queued
+// for the state machine when the sync failure shut Raft down); it needs a second batch queued
+// behind the one waiting, which this test does not force. What it does check every run: the
+// failure path answers what waits for the failed sync and stops Raft without waiting on
+// itself, Close returns, the other two nodes go on, and every acknowledged put is where its
+// answer said.
+func TestSyncFailureAnswersEveryPutInFlight(t *testing.T) {
+	c := newCluster(t, clusterOptions{sync: true})
+	l := startLoad(c, 8)
+	defer l.stop()
+	l.progress("before the held sync", 100)
+
+	li := c.leader()
+	tn := c.nodes[li]
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	tn.crash.hold.Store(&release)
+	r := tn.n.rf()
+	// An entry committed on the followers' copies and handed to the leader's state machine
+	// (Raft's applied index), which waits for the held sync.
+	waitFor(t, "the leader's state machine to wait for its held sync", func() bool {
+		return r.AppliedIndex() > tn.n.FSM().AppliedIndex()
+	})
+	tn.crash.armed.Store(true)
+	released = true
+	close(release)
+	waitFor(t, "the leader to stop its Raft after the failed sync", func() bool { return r.State() == raft.Shutdown })
+
+	stopped := make(chan struct{})
+	go func() {
+		c.stop(li)
+		close(stopped)
+	}()
+	waitFor(t, "the node's Close to return (every put in flight answered)", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
+	l.progress("with the failed leader stopped", 40)
+	l.stopAndCheck()
 }

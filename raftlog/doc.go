@@ -339,8 +339,11 @@
 // unless the log was cut (a suffix truncation) or replaced (a snapshot install) meanwhile,
 // which a generation count detects. A failed sync is sticky: the store is read-only, the state
 // machine applies nothing more (the batch answers the error, nothing is marked applied on
-// this node), and the node shuts its Raft down; the next StoreLogs fails too, so Raft steps
-// down. Open syncs what recovery found, which after a process crash may be in the page cache
+// this node), and the node shuts its Raft down, after answering the puts it has in flight
+// while Raft still runs (each fails: an entry the state machine gets answers the sync error, one
+// Raft gives up answers lost leadership), as Close does: Raft leaves a future it took and never
+// answered waiting for ever once shut down, and Close would wait for it; the next StoreLogs
+// fails too, so Raft steps down. Open syncs what recovery found, which after a process crash may be in the page cache
 // only, before the node acknowledges any of it. Followers, and leaders with ASYNC_FLUSH or a
 // transport without pre-vote, store as before (sync inside StoreLogs). The stage "store" of
 // the send metrics is then the leader's write, and its sync runs inside "replicate".

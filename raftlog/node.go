@@ -338,6 +338,11 @@ func (n *Node) Start() error {
 		n.log.enableOverlap()
 		fail := func(err error) {
 			n.lg.Error("stopping this node's raft after a failed log sync; restart the broker once the disk is fixed", "err", err)
+			// As Close: the puts in flight are answered while Raft still runs (its state machine
+			// fails the entries it has not applied: the store is read-only now), since Raft leaves
+			// a future it took and never answered waiting for ever once it is shut down, and Close
+			// would then wait for it (TestSyncFailureAnswersEveryPutInFlight).
+			n.prop.close()
 			_ = n.rf().Shutdown().Error()
 		}
 		n.log.onSyncFailure.Store(&fail)
