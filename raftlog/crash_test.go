@@ -162,22 +162,24 @@ func zeroFrom(t *testing.T, path string, off int64) {
 	}
 }
 
-// TestSyncFailureAnswersEveryPutInFlight: SYNC_FLUSH, producers sending. The leader's syncs are
-// held until its state machine waits for one (rule 1 of leader_sync.go: an entry committed on
-// the followers' copies), then the held sync fails. The node stops its Raft (the store is
+// TestSyncFailureAnswersEveryPutInFlight: SYNC_FLUSH, more producers than one entry carries. The
+// leader's syncs are held until both entries in flight are committed on the followers' copies,
+// the first in the leader's state machine waiting for the held sync (rule 1 of leader_sync.go),
+// the second queued behind it; then the held sync fails. The node stops its Raft (the store is
 // read-only after a failed sync), and first answers every put it has in flight, while Raft still
 // runs: hashicorp/raft leaves a future it took and never answered waiting for ever once it is
-// shut down (a committed batch still queued for its state machine, for one), and the node's
-// Close, which waits for the puts in flight, then never returns. That hang was seen once in a
-// make test run (TestLeaderLosesUnsyncedTail in proposer.close for 15 minutes, a future queued
-// for the state machine when the sync failure shut Raft down); it needs a second batch queued
-// behind the one waiting, which this test does not force. What it does check every run: the
-// failure path answers what waits for the failed sync and stops Raft without waiting on
-// itself, Close returns, the other two nodes go on, and every acknowledged put is where its
-// answer said.
+// shut down (a committed batch still queued for its state machine is dropped when that loop
+// sees the shutdown first), and the node's Close, which waits for the puts in flight, then never
+// returned (seen in a make test run: TestLeaderLosesUnsyncedTail in proposer.close for 15
+// minutes). Which of the two the state machine's loop takes is Go's random choice, so against
+// the old order this test fails only some runs. Every run checks that the failure path answers
+// what waits and stops Raft without waiting on itself, that Close returns, that the other two
+// nodes go on, and that every acknowledged put is where its answer said.
 func TestSyncFailureAnswersEveryPutInFlight(t *testing.T) {
 	c := newCluster(t, clusterOptions{sync: true})
-	l := startLoad(c, 8)
+	// More producers than one entry carries (MaxEntryMessages 16 in these clusters), so that a
+	// second entry is proposed while the first waits for the held sync.
+	l := startLoad(c, 40)
 	defer l.stop()
 	l.progress("before the held sync", 100)
 
@@ -192,10 +194,11 @@ func TestSyncFailureAnswersEveryPutInFlight(t *testing.T) {
 	}()
 	tn.crash.hold.Store(&release)
 	r := tn.n.rf()
-	// An entry committed on the followers' copies and handed to the leader's state machine
-	// (Raft's applied index), which waits for the held sync.
-	waitFor(t, "the leader's state machine to wait for its held sync", func() bool {
-		return r.AppliedIndex() > tn.n.FSM().AppliedIndex()
+	// Both entries in flight (Config.MaxInFlight 2) committed on the followers' copies and handed
+	// to the leader's state machine (Raft's applied index counts what it handed over), which
+	// waits for the held sync in the first: the second waits in Raft's queue to the state machine.
+	waitFor(t, "two committed entries to wait for the leader's state machine, itself waiting for its held sync", func() bool {
+		return r.AppliedIndex() >= tn.n.FSM().AppliedIndex()+2
 	})
 	tn.crash.armed.Store(true)
 	released = true
