@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -231,22 +232,16 @@ func profileTimed(b *testing.B, topics int) func() {
 	}
 }
 
-// waitDispatched polls the broker's runtime info until dispatch has caught up with the CommitLog (the
+// waitDispatched waits until dispatch has caught up with the CommitLog (the broker's runtime info: the
 // warm-up's queue files created), so that the timed sends do not pay for them.
 func (w *wireBench) waitDispatched(b *testing.B) {
-	for deadline := time.Now().Add(time.Minute); ; {
+	testutil.WaitFor(b, time.Minute, "dispatch to catch up", func() bool {
 		var kv struct {
 			Table map[string]string `json:"table"`
 		}
 		if err := json.Unmarshal(w.invoke(b, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil)).Body, &kv); err != nil {
 			b.Fatal(err)
 		}
-		if kv.Table["dispatchBehindBytes"] == "0" {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("dispatch still %s bytes behind after a minute", kv.Table["dispatchBehindBytes"])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return kv.Table["dispatchBehindBytes"] == "0"
+	})
 }

@@ -77,7 +77,7 @@ if part topics; then
   echo "== topics: $SIZE-byte messages, $THREADS goroutines, sync sends, $DURATION per count, $QUEUES queues per topic, $FLUSH"
   printf '%-8s %9s %10s %9s %6s %10s %9s %8s %8s\n' topics "setup s" "msgs/s" "p99 ms" fails "x msgs/s" "x p99" "stop s" "us/msg"
   declare -A ratios=()
-  for round in $(seq "$ROUNDS"); do
+  for _ in $(seq "$ROUNDS"); do
     base_tps=""
     base_p99=""
     for n in $TOPIC_COUNTS; do
