@@ -73,6 +73,8 @@ var (
 		"Zeros written (and synced) to keep SYNC_FLUSH CommitLog files warm ahead of the writes.")
 	warmStallsDesc = metrics.Desc("rocketmq_storage_warm_stalls_total",
 		"SYNC_FLUSH flushes that found the warm frontier behind their records and warmed first.")
+	queueOffsetsWrittenDesc = metrics.Desc("rocketmq_storage_queue_offsets_written_total",
+		"Raft mode: records the state machine had to write a queue offset into at apply, because the one the log store wrote before the sync was missing or wrong (0 while its predictions hold).")
 	coldReadBytesDesc = metrics.Desc("rocketmq_storage_cold_read_bytes_total",
 		"CommitLog bytes read for consumers with O_DIRECT, around the page cache (coldReadEnable).")
 	coldReadNoBufferDesc = metrics.Desc("rocketmq_storage_cold_read_no_buffer_total",
@@ -97,6 +99,7 @@ func (b *Broker) metricsCollector() prometheus.Collector {
 		ch <- metrics.Counter(flushFailuresDesc, float64(st.FlushFailures))
 		ch <- metrics.Counter(warmBytesDesc, float64(st.WarmBytes))
 		ch <- metrics.Counter(warmStallsDesc, float64(st.WarmStalls))
+		ch <- metrics.Counter(queueOffsetsWrittenDesc, float64(st.QueueOffsetsWritten))
 		ch <- metrics.Counter(coldReadBytesDesc, float64(st.ColdReadBytes))
 		ch <- metrics.Counter(coldReadNoBufferDesc, float64(st.ColdReadNoBuffer))
 		ch <- metrics.Counter(coldReadFailuresDesc, float64(st.ColdReadFailures))
@@ -104,7 +107,7 @@ func (b *Broker) metricsCollector() prometheus.Collector {
 		b.collectConsumerLag(ch)
 		b.role.collect(ch) // classic replication's series (role_classic.go)
 	}, brokerInfoDesc, putLatencyDesc, flushLatencyDesc, commitBehindDesc, diskRatioDesc, writableDesc, putFailuresDesc,
-		flushFailuresDesc, warmBytesDesc, warmStallsDesc, coldReadBytesDesc, coldReadNoBufferDesc, coldReadFailuresDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
+		flushFailuresDesc, warmBytesDesc, warmStallsDesc, queueOffsetsWrittenDesc, coldReadBytesDesc, coldReadNoBufferDesc, coldReadFailuresDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
 		consumerQueueingDesc, consumerReadyDesc, queueLagDesc, queueLagOmittedDesc,
 		haConnectionsDesc, haSlaveLagDesc, haMasterConnectedDesc)
 }

@@ -494,6 +494,13 @@ func (c *cluster) checkIdentical(queues map[string]int32) {
 		}
 	}
 	t.Logf("commitlogs identical on %d nodes over [%d, %d), CRC32C %08x", len(nodes), from, to, want)
+	// Every record carried, when applied, the queue offset its node's log store had predicted
+	// (queue_predict.go): no node's state machine had to write one.
+	for _, tn := range nodes {
+		if n := tn.cl.Stats().QueueOffsetsWritten; n != 0 {
+			t.Errorf("%s: the state machine wrote the queue offsets of %d records: the log store's predictions were missing or wrong", tn.id, n)
+		}
+	}
 	for topic, n := range queues {
 		for q := range n {
 			ref := nodes[0].cl

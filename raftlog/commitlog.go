@@ -21,7 +21,8 @@ import (
 //     SetRetentionGuard (which Close sets again, to keep every file).
 //   - The log store's writer (Store.StoreLogs, DeleteRange's suffix cut, the snapshot install
 //     on the FSM goroutine), one at a time under Store.wmu: AppendCommitLog,
-//     AppendCommitLogBlank, SyncCommitLog, TruncateCommitLog, ResetCommitLog.
+//     AppendCommitLogBlank, SyncCommitLog, TruncateCommitLog, ResetCommitLog,
+//     DispatchedQueueOffsets (queue_predict.go).
 //   - The state machine (FSM goroutine, log order): DispatchMessages, AdvanceDispatch,
 //     QueueOffsetTable (its snapshot), SeedQueueOffsets (a snapshot install), and Flush from
 //     the snapshot goroutine.
@@ -107,7 +108,9 @@ type CommitLog interface {
 	// DispatchMessages dispatches the stored-message records lying back to back in [from, to)
 	// (one message entry's data, within one file, already appended): with assign, each
 	// record takes the next queue offset of its topic and queue, written into the record in
-	// place (prepared and rolled-back transaction messages keep 0); without, the records keep
+	// place unless the record carries it already (prepared and rolled-back transaction
+	// messages get 0 and take none): the offsets StoreLogs predicted are checked, never
+	// trusted; without, the records keep
 	// the queue offsets they carry (a snapshot's files) and the next ones are raised past
 	// them. Then their ConsumeQueue units, index entries and arrival notices, and
 	// DispatchedOffset moves to end (>= to). It appends to out, which the caller owns, what
@@ -122,6 +125,10 @@ type CommitLog interface {
 	// QueueOffsetTable is the next queue offset of every queue that has taken one, as of the
 	// last entry dispatched. The state machine, between two dispatches (its snapshot).
 	QueueOffsetTable() []store.QueueNext
+	// DispatchedQueueOffsets is QueueOffsetTable with DispatchedOffset, both as of one moment
+	// (the table is the one of the entries dispatched below that position). Safe concurrently
+	// with DispatchMessages; the log store's writer calls it to predict queue offsets.
+	DispatchedQueueOffsets() ([]store.QueueNext, int64)
 	// SeedQueueOffsets raises the next queue offset of every queue in the table to at least
 	// its Next, and a ConsumeQueue that ends below it is filled with fillers up to it: a
 	// snapshot's table, after its files were dispatched, for the queues whose records all lay

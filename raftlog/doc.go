@@ -37,8 +37,9 @@
 // stored-message records back to back (message/doc.go draws them), so a message's physical
 // offset is the absolute position of its record and offset message ids and ConsumeQueue
 // units keep RocketMQ's meaning. StoreLogs writes each record's PHYSICALOFFSET (every node
-// knows the position) and zeroes its QUEUEOFFSET; the state machine writes the queue offset
-// into the record in place when it applies the entry, the same on every node. Configuration,
+// knows the position) and the QUEUEOFFSET the state machine will give it (predicted from the
+// log, queue_predict.go); the state machine checks that offset when it applies the entry and
+// writes the right one in place where it differs, the same on every node. Configuration,
 // no-op and barrier entries are frames too (they take an index and bytes) and dispatch skips
 // them.
 //
@@ -116,12 +117,12 @@
 //
 // # The CommitLog seam (commitlog.go)
 //
-// raftlog needs 21 methods of the store, declared in CommitLog with a contract each (who calls
+// raftlog needs 22 methods of the store, declared in CommitLog with a contract each (who calls
 // it, what is durable when it returns, who owns the bytes, which store sentinel an error
 // wraps); *store.Store implements it, and the broker passes its store to OpenNode as one.
 // The callers: Open (recovery, before the store starts: RecoveryStart, ReadCommitLog,
 // RecoverFramed, SetRetentionGuard), the log store's single writer under Store.wmu
-// (AppendCommitLog, AppendCommitLogBlank, SyncCommitLog, TruncateCommitLog, and ResetCommitLog
+// (AppendCommitLog, AppendCommitLogBlank, SyncCommitLog, TruncateCommitLog, DispatchedQueueOffsets, and ResetCommitLog
 // when a snapshot is installed), the state machine (DispatchMessages and AdvanceDispatch in
 // log order, Flush before a snapshot is persisted), and the proposer (EncodeMessages,
 // StoreHost, CommitLogFileSize: records are encoded by the store's rules before Raft sees
@@ -281,28 +282,37 @@
 // MaxAppendEntries still never binds (1.04 entries per follower append; 1.33 with
 // ASYNC_FLUSH), so it stays 256.
 //
-// # Queue offsets stay assigned at apply time (measured; written with pwrite)
+// # Queue offsets written before the sync (queue_predict.go)
 //
-// The state machine writes each record's QUEUEOFFSET into the CommitLog when it applies the
-// entry (store.DispatchMessages). With SYNC_FLUSH, StoreLogs has just synced those pages, so
-// a write through the mapping took a write-protect fault on a written-back page and dirtied
-// it again for the next sync; now (SYNC_FLUSH, pwrite writes) dispatch writes the offsets
-// into a copy of the entry's records and puts it back with one pwrite before the dispatched
-// position and the read limit move, so no reader sees a record without its offset and the
-// bytes are those the mapped write gave (the same pages are dirtied again). The figures
-// below are from before that change. Measured (bench-compare PROFILE=1, raft row, 20 s, load 27):
-// that one store (binary.BigEndian.PutUint64 in dispatchFramed) is 4.0 % of the leader's
-// CPU samples and 4.6 to 4.7 % of each follower's, about 40 % of dispatch, or 7 % (leader) to
-// 13 % (followers) once the start-up zero-fill of the CommitLog files is left out; the apply
-// stage is 1.0 ms of a send's ~17 ms. Assigning the offsets when the leader proposes would
-// save that, but the leader would then count the queue offsets of every entry in flight,
-// forget them whenever an entry fails or leadership moves (an entry it proposed may still be
-// committed by the next leader) and rebuild them after its barrier: DLedger's way, with its
-// races around leadership changes). Not worth a few percent of CPU in a row bound
-// by two syncs in series, so not done. A safer way to the same gain, if CPU ever binds: let
-// StoreLogs write the offsets before its sync, computed from the applied counters plus the
-// stored, unapplied entries (every node holds the same prefix, so every node computes the
-// same), recomputed on a suffix DeleteRange, and dispatch with assign=false.
+// Each record's QUEUEOFFSET is written by StoreLogs, with the rest of the entry and before its
+// sync: the offset the state machine will give it, predicted from the store's next-offset
+// table as of the dispatched position plus the records of the entries stored after it. The
+// state machine still decides (store.DispatchMessages with assign takes every offset from its
+// own counters) and writes a record only where the prediction was missing or wrong, counted in
+// rocketmq_storage_queue_offsets_written_total; so a prediction can cost a write, never a
+// wrong offset, and the argument for the offsets' safety is the one of the apply: the same
+// prefix of the log, applied in the same order on every node, gives the same offsets. The
+// table is rebuilt whenever something other than StoreLogs moves the end of the log (Open, a
+// suffix truncation, a snapshot install, a failed StoreLogs) and after an entry the state
+// machine could not dispatch. The cluster tests check that no node wrote an offset at apply
+// (failover, partition with a truncated tail, crash, catch-up by snapshot); without the rebuild
+// after a truncation TestPartitionedLeader finds 53-77 records written.
+//
+// Before (commit db13e90 and earlier) StoreLogs wrote zeros and the apply wrote the offsets
+// into a copy of the entry's records and put it back with a pwrite, after the entry's pages
+// had been synced: every page of an entry was dirtied twice and written twice. Measured with
+// scripts/bench-compare.sh ROWS="raft" DURATION=20s, the two builds alternating, two rounds
+// each (2026-12-04, load 4-5): the device wrote 8.41 and 8.54 bytes per body byte acknowledged
+// against 12.56 and 12.56 before (three CommitLogs of 1.2 bytes per body byte, the zeros written
+// ahead of them, ConsumeQueues and index: about 7.3 is the floor), 33 % fewer. Messages per
+// second and CPU per message did not move beyond the machine's noise (five alternating rounds:
+// 6,934-8,528 msgs/s and 146-172 CPU us/msg against 5,571-7,858 and 146-216): the second write
+// hit pages already in the cache, and the round is bound by the syncs' latency, not by the
+// bytes. The profile entries it removed from each node: the copy (runtime.memmove under
+// dispatchFramed, 4 % of a follower's CPU) and the second pwrite. Assigning the offsets when
+// the leader proposes (DLedger's way) was not done: the leader would have to count the offsets
+// of every entry in flight, forget them whenever an entry fails or leadership moves, and
+// rebuild them after its barrier; the prediction needs none of that, because it never decides.
 //
 // # The leader's sync overlaps replication (leader_sync.go)
 //

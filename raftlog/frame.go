@@ -88,8 +88,8 @@ func frameSize(l *raft.Log) int64 {
 }
 
 // appendFrame encodes l as a frame at pos to dst. Message records get their physical offsets
-// and a zero queue offset (message.PatchRecords).
-func appendFrame(dst []byte, l *raft.Log, pos int64) ([]byte, error) {
+// and the queue offsets queueOffset gives them, 0 when it is nil (message.PatchRecordsWith).
+func appendFrame(dst []byte, l *raft.Log, pos int64, queueOffset func(v *message.RecordView) int64) ([]byte, error) {
 	kind, data := splitData(l)
 	size := FrameHeaderSize + len(l.Extensions) + len(data)
 	start := len(dst)
@@ -114,7 +114,7 @@ func appendFrame(dst []byte, l *raft.Log, pos int64) ([]byte, error) {
 	stored := f[FrameHeaderSize+len(l.Extensions):]
 	var dataCRC uint32
 	if kind == KindMessages {
-		if _, err := message.PatchRecords(stored, pos+int64(FrameHeaderSize+len(l.Extensions))); err != nil {
+		if _, err := message.PatchRecordsWith(stored, pos+int64(FrameHeaderSize+len(l.Extensions)), queueOffset); err != nil {
 			return dst[:start], fmt.Errorf("raftlog: entry %d: message data: %w", l.Index, err)
 		}
 	} else {

@@ -121,6 +121,7 @@ func (f *FSM) apply(l *raft.Log) any {
 			f.lg.Error("dispatching a committed message entry failed; its messages are not readable on this node",
 				"index", l.Index, "offset", p.Pos, "err", err)
 			f.cl.AdvanceDispatch(p.End)
+			f.log.pred.stale.Store(true) // its records took no queue offsets
 		}
 		return &MessagesResult{Index: l.Index, Offsets: offs, Err: err, dispatchedAt: l.AppendedAt, applyStart: start, applyEnd: time.Now()}
 	case KindMeta:

@@ -26,7 +26,7 @@ func FuzzFrame(f *testing.F) {
 		{Index: 3, Term: 2, Type: raft.LogConfiguration, Data: []byte{1, 2, 3}, Extensions: []byte("ext")},
 		{Index: 4, Term: 2, Type: raft.LogNoop},
 	} {
-		fr, err := appendFrame(nil, l, 4096)
+		fr, err := appendFrame(nil, l, 4096, nil)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func FuzzFrame(f *testing.F) {
 		}
 		var l raft.Log
 		decodeLog(&h, fr, &l)
-		again, err := appendFrame(nil, &l, h.pos)
+		again, err := appendFrame(nil, &l, h.pos, nil)
 		if err != nil {
 			t.Fatalf("a frame that checks does not encode again: %v", err)
 		}
@@ -72,7 +72,7 @@ func FuzzFrameRoundTrip(f *testing.F) {
 			return
 		}
 		l := &raft.Log{Index: index, Term: term, Type: raft.LogType(typ), Extensions: ext, Data: data}
-		fr, err := appendFrame(nil, l, pos)
+		fr, err := appendFrame(nil, l, pos, nil)
 		if err != nil {
 			return // message data that is not records: refused at StoreLogs
 		}

@@ -93,6 +93,9 @@ type Store struct {
 
 	wmu     sync.Mutex
 	scratch []byte // guarded by wmu
+	// pred writes the queue offsets the state machine will give into the stored records
+	// (queue_predict.go); its table is guarded by wmu.
+	pred queuePrediction
 	// repairMu serialises rebuilding index slots from GetLog (readFrame).
 	repairMu sync.Mutex
 	// pins are the CommitLog ranges snapshot sends read (snapshot.go): start -> count.
@@ -144,6 +147,7 @@ func Open(cl CommitLog, dir string, opts Options) (*Store, error) {
 	s := &Store{cl: cl, log: log.With("component", "raftlog"), fileSize: cl.CommitLogFileSize(), sync: opts.Sync, idx: idx,
 		stats: newNodeStats()}
 	s.pins.from = make(map[int64]int)
+	s.pred.stale.Store(true)
 	st, dirty, err := s.recover(opts.CheckCRCOnRecover)
 	if err == nil {
 		err = cl.RecoverFramed(st.end, dirty)
@@ -330,8 +334,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 			return fmt.Errorf("raftlog: cut what a failed append left at %d: %w", st.end, err)
 		}
 	}
+	s.preparePrediction(st.end)
 	next, err := s.appendFrames(st.end, logs)
 	if err != nil {
+		s.pred.stale.Store(true) // it counted records that are not stored
 		return err
 	}
 	// A leader with the overlap on leaves the sync to the syncer (leader_sync.go).
@@ -339,6 +345,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if s.sync && !deferred {
 		syncStart := time.Now()
 		if err := s.cl.SyncCommitLog(); err != nil {
+			s.pred.stale.Store(true) // the entries are not stored
 			return fmt.Errorf("raftlog: sync entries %d..%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
 		}
 		d := time.Since(syncStart)
@@ -443,7 +450,7 @@ func (s *Store) appendFrames(pos int64, logs []*raft.Log) (int64, error) {
 			bufAt = pos
 		}
 		var err error
-		if buf, err = appendFrame(buf, l, pos); err != nil {
+		if buf, err = appendFrame(buf, l, pos, s.pred.queueOffset()); err != nil {
 			return pos, err
 		}
 		kind, _ := splitData(l)
@@ -534,6 +541,7 @@ func (s *Store) truncateSuffix(st logState, min uint64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pred.stale.Store(true)
 	if err := s.cl.TruncateCommitLog(sl.pos); err != nil {
 		return fmt.Errorf("raftlog: truncate entries %d..%d at %d: %w", from, st.last, sl.pos, err)
 	}

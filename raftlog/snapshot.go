@@ -289,6 +289,7 @@ func (s *Store) restoreFiles(r io.Reader, queues []store.QueueNext) (uint64, err
 	defer s.wmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pred.stale.Store(true)
 	if err := s.cl.ResetCommitLog(from); err != nil {
 		return 0, err
 	}

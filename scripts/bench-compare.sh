@@ -14,7 +14,8 @@
 # The Raft rows are also set against our single broker of the same flush mode (the issue 12 goals), and the
 # nodes' rocketmq_raft_* series are scraped before and after the measured run: messages per Raft entry,
 # fsyncs per message (all three nodes), entries per follower append, and the mean of each stage of a send
-# on the leader (queue, dispatch, leader store, replicate, apply, answer), and the MiB of zeros written to keep
+# on the leader (queue, dispatch, leader store, replicate, apply, answer), the mean follower StoreLogs
+# (write and sync) and log sync of the nodes (ms), and the MiB of zeros written to keep
 # the CommitLogs warm ahead of the writes with the flushes that had to warm first (store/warm.go).
 #
 # NATS (github.com/nats-io/nats-server/v2, embedded by bench/cmd/natsbench, a module of its own under bench/)
@@ -44,7 +45,7 @@ bench_init bench-compare natsbench diskbench
 want() { [[ " $ROWS " == *" $1 "* ]]; }
 
 # Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
-declare -A TPS P99 FAIL RAFT_LINE WROTE CPU
+declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU
 # profile_args NAME: the --cpuprofile flag of broker NAME ($work/prof-NAME.pprof) when PROFILE is set.
 profile_args() {
   if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
@@ -57,7 +58,7 @@ profile_args() {
 raft_scrape() {
   local p
   for p in "$@"; do curl -fsS "http://127.0.0.1:$p/metrics" || true; done |
-    awk '/^rocketmq_(raft|storage_warm)_/ && $1 !~ /_bucket/ {
+    awk '/^rocketmq_(raft|storage_warm|storage_queue_offsets_written)_/ && ($1 !~ /_bucket/ || $1 ~ /^rocketmq_raft_(send_stage|store|fsync)_seconds_bucket/) {
       k = $1; gsub(/(cluster|node_id|node_type)="[^"]*",?/, "", k); sub(/,}$/, "}", k); sub(/\{\}$/, "", k)
       sum[k] += $2 } END { for (k in sum) printf "%s %.9g\n", k, sum[k] }'
 }
@@ -66,6 +67,21 @@ raft_scrape() {
 raft_delta() {
   awk -v k="$3" 'NR == FNR { if ($1 == k) b = $2; next } $1 == k { a = $2 } END { printf "%.9g", a - b }' \
     <(echo "$1") <(echo "$2")
+}
+
+# raft_p99 BEFORE AFTER PREFIX: the upper bound (ms) of the histogram bucket that holds the 99th percentile of
+# the samples between the scrapes, of the series whose name starts with PREFIX (name{labels, up to le=).
+raft_p99() {
+  awk -v k="$3" 'index($1, k) == 1 && match($1, /[{,]le="[^"]*"/) {
+      le = substr($1, RSTART + 5, RLENGTH - 6); if (NR == FNR) b[le] = $2; else a[le] = $2 }
+    END {
+      n = 0; for (le in a) { les[++n] = le }
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (bound(les[j]) < bound(les[i])) { t = les[i]; les[i] = les[j]; les[j] = t }
+      total = a["+Inf"] - b["+Inf"]; if (total <= 0) { printf "-"; exit }
+      for (i = 1; i <= n; i++) if (a[les[i]] - b[les[i]] >= 0.99 * total) {
+        if (les[i] == "+Inf") printf ">1000"; else printf "%g", 1000 * les[i]; exit }
+    }
+    function bound(x) { return x == "+Inf" ? 1e99 : x + 0 }' <(echo "$1") <(echo "$2")
 }
 
 # raft_summary KEY BEFORE AFTER: the Raft row's figures from the scrapes around its measured run.
@@ -88,6 +104,21 @@ raft_summary() {
   RAFT_LINE[$1]="$(awk -v m="$msgs" -v e="$entries" -v f="$fsyncs" -v c="$fcalls" -v fe="$fentries" 'BEGIN {
     printf "msgs/entry %s  fsyncs/msg %s  fsyncs %d  entries/follower append %s", (e > 0 ? sprintf("%.1f", m/e) : "-"),
       (m > 0 ? sprintf("%.3f", f/m) : "-"), f, (c > 0 ? sprintf("%.2f", fe/c) : "-") }')  stage means ms:$stages"
+  local fsn fss fstn fsts
+  fsn="$(raft_delta "$b" "$a" 'rocketmq_raft_store_seconds_count{role="follower"}')"
+  fss="$(raft_delta "$b" "$a" 'rocketmq_raft_store_seconds_sum{role="follower"}')"
+  fstn="$(raft_delta "$b" "$a" rocketmq_raft_fsync_seconds_count)"
+  fsts="$(raft_delta "$b" "$a" rocketmq_raft_fsync_seconds_sum)"
+  RAFT_LINE[$1]+="$(awk -v n="$fsn" -v t="$fss" -v sn="$fstn" -v st="$fsts" 'BEGIN {
+    printf "  follower store %s fsync %s", (n > 0 ? sprintf("%.2f", 1000*t/n) : "-"), (sn > 0 ? sprintf("%.2f", 1000*st/sn) : "-") }')"
+  local p99s="" le
+  for st in queue store replicate apply; do
+    p99s+=" $st $(raft_p99 "$b" "$a" "rocketmq_raft_send_stage_seconds_bucket{stage=\"$st\",")"
+  done
+  p99s+=" follower-store $(raft_p99 "$b" "$a" 'rocketmq_raft_store_seconds_bucket{role="follower",')"
+  p99s+=" fsync $(raft_p99 "$b" "$a" 'rocketmq_raft_fsync_seconds_bucket{')"
+  RAFT_LINE[$1]+="  p99 at most ms:$p99s"
+  RAFT_LINE[$1]+="  queue offsets written at apply $(raft_delta "$b" "$a" rocketmq_storage_queue_offsets_written_total)"
   RAFT_LINE[$1]+="  warmed MiB $(awk -v w="$wbytes" 'BEGIN { printf "%.0f", w / 1048576 }') (flushes that warmed first: ${wstalls%.*})"
 }
 
@@ -110,6 +141,15 @@ written_bytes() {
     t=$((t + ${w:-0}))
   done
   echo "$t"
+}
+
+# device_written: the bytes written so far to the block device holding $work (/sys/class/block/DEV/stat,
+# sectors written, 512 bytes each; 0 when the device is not found). Unlike written_bytes it counts what
+# reached the device, from every process: the other rows' servers are stopped while a row runs.
+device_written() {
+  local dev
+  dev="$(basename "$(df --output=source "$work" 2>/dev/null | tail -1)")"
+  awk '{ printf "%.0f\n", $7 * 512 }' "/sys/class/block/$dev/stat" 2>/dev/null || echo 0
 }
 
 # disk_quiet PID...: waits (at most 180 s) until the brokers PID... write less than 4 MB in a second. A
@@ -147,7 +187,8 @@ ours() {
   done
   # shellcheck disable=SC2086
   if [[ -n "${BROKER_PIDS:-}" ]]; then disk_quiet $BROKER_PIDS; fi
-  local before="" wrote=0 ticks=0
+  local before="" wrote=0 ticks=0 dev
+  dev="$(device_written)"
   if [[ -n "${METRICS_PORTS:-}" ]]; then before="$(raft_scrape $METRICS_PORTS)"; fi
   # shellcheck disable=SC2086
   if [[ -n "${BROKER_PIDS:-}" ]]; then wrote="$(written_bytes $BROKER_PIDS)"; ticks="$(cpu_ticks $BROKER_PIDS)"; fi
@@ -158,6 +199,8 @@ ours() {
   if [[ -n "${BROKER_PIDS:-}" && -n "${TPS[$1]:-}" ]]; then
     WROTE[$1]="$(awk -v w="$(($(written_bytes $BROKER_PIDS) - wrote))" -v t="${TPS[$1]}" -v d="${DURATION%s}" -v s="$SIZE" \
       'BEGIN { if (t * d * s > 0) printf "%.2f", w / (t * d * s); else printf "-" }')"
+    DEV[$1]="$(awk -v w="$(($(device_written) - dev))" -v t="${TPS[$1]}" -v d="${DURATION%s}" -v s="$SIZE" \
+      'BEGIN { if (t * d * s > 0 && w > 0) printf "%.2f", w / (t * d * s); else printf "-" }')"
     CPU[$1]="$(awk -v c="$(($(cpu_ticks $BROKER_PIDS) - ticks))" -v hz="$(getconf CLK_TCK)" -v t="${TPS[$1]}" -v d="${DURATION%s}" \
       'BEGIN { if (t * d > 0) printf "%.0f", c / hz * 1e6 / (t * d); else printf "-" }')"
   fi
@@ -286,6 +329,12 @@ echo "x msgs/s, x p99: ours divided by the matching NATS row (above 1: more mess
 # counts each time: a measure of page re-dirtying rather than of bytes reaching the disk.
 for k in async sync ms raft raft-async; do
   if [[ -n "${WROTE[$k]:-}" ]]; then printf '%-16s bytes of pages dirtied per body byte acknowledged: %s\n' "$k" "${WROTE[$k]}"; fi
+done
+# Bytes the block device holding the data wrote during the measured run (/sys/class/block, every process)
+# per byte of message body acknowledged: records with their headers, each node's copy, the ConsumeQueues and
+# index, the zeros written ahead (store/warm.go) and whatever a sync writes again.
+for k in async sync ms raft raft-async; do
+  if [[ -n "${DEV[$k]:-}" ]]; then printf '%-16s device bytes written per body byte acknowledged: %s\n' "$k" "${DEV[$k]}"; fi
 done
 # /proc/PID/stat user + system time of our brokers during the measured run (all nodes of a row) per message
 # acknowledged: what a message costs the servers in CPU, whatever else the machine runs (its load changes

@@ -124,10 +124,7 @@ func (c *commitLog) prepare(msgs []*message.Message, enc []message.Encoded) (int
 
 // isTransactionSkipped reports the prepared and rolled-back messages: they get queue offset 0,
 // do not advance the queue and are not dispatched to a ConsumeQueue.
-func isTransactionSkipped(sysFlag int32) bool {
-	t := sysFlag & message.SysFlagTransactionMask
-	return t == message.SysFlagTransactionPrepared || t == message.SysFlagTransactionRollback
-}
+func isTransactionSkipped(sysFlag int32) bool { return !message.TakesQueueOffset(sysFlag) }
 
 // append writes enc (one message, or a batch for one topic/queue) as consecutive records.
 // On an error nothing of enc is written. A write fault in the mapping (file truncated under

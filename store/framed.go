@@ -247,8 +247,9 @@ type AssignedOffset struct {
 
 // DispatchMessages dispatches the stored-message records lying back to back in [from, to) of
 // the CommitLog (one framed entry's records, within one file, written before): each record is
-// given the next queue offset of its topic and queue, written into the record in place (not
-// for prepared or rolled-back transaction messages, which keep 0 and take none), then gets its
+// given the next queue offset of its topic and queue, written into the record in place unless
+// the record carries that offset already (prepared and rolled-back transaction messages get 0
+// and take none; Stats.QueueOffsetsWritten counts the records written), then gets its
 // ConsumeQueue unit, index entries and arrival notice. With assign=false the records keep the
 // queue offsets they carry (a log copied from another replica) and the next queue offsets are
 // raised past them. The dispatched position then moves to end, the end of the entry (>= to),
@@ -290,32 +291,37 @@ func (s *Store) DispatchMessages(from, to, end int64, assign bool, out []Assigne
 		}
 		return out, err
 	}
-	s.markInPlaceWrites(from)
 	s.advanceDispatchLocked(end)
 	return out, nil
 }
 
 // dispatchFramed is DispatchMessages over the positions [pos, stop) of f. reput.mu held.
 //
-// With pwrite writes (SYNC_FLUSH) the queue offsets go into a copy of the records, written
-// back with one pwrite once the entry is dispatched (still before the dispatched position and
-// the read limit move, so no reader sees a record without its queue offset): the pages were
-// just written with pwrite and synced, so a store through the mapping takes a write-protect
-// fault per page (ext4's page_mkwrite), measured at 12 % (leader) to 16 % (followers) of a
-// Raft node's CPU in the bench-compare raft row; the pwrite dirties the same pages.
+// With assign, a record that carries its queue offset already (the Raft log store writes the
+// offsets it predicts before the entry's sync) is left as it is; only a record that does not
+// is written, and counted in Stats.QueueOffsetsWritten. The dispatch's own counters decide
+// either way: a record never keeps an offset they did not give it. With pwrite writes
+// (SYNC_FLUSH) the offsets go into a copy of the records from the first one written, put back
+// with one pwrite once the entry is dispatched (still before the dispatched position and the
+// read limit move, so no reader sees a record without its queue offset): the pages were just
+// written with pwrite and synced, so a store through the mapping takes a write-protect fault
+// per page (ext4's page_mkwrite), measured at 12 % (leader) to 16 % (followers) of a Raft
+// node's CPU in the bench-compare raft row; the pwrite dirties the same pages again, and the
+// next sync writes them a second time.
 func (s *Store) dispatchFramed(f *mappedFile, pos, stop int64, assign bool, out []AssignedOffset) (_ []AssignedOffset, err error) {
 	cl := s.commitLog
-	start := pos
 	var patch []byte
-	if assign && cl.writeWithoutMmap {
-		patch = append(s.reput.patch[:0], f.data[start:stop]...)
-		defer func() {
-			s.reput.patch = patch[:0]
-			if _, werr := f.file.WriteAt(patch[:pos-start], start); werr != nil && err == nil {
-				err = fmt.Errorf("%w: write queue offsets into %s at %d: %v", errWriteFault, f.path, start, werr)
-			}
-		}()
-	}
+	patchAt := int64(-1)
+	defer func() {
+		if patch == nil {
+			return
+		}
+		s.reput.patch = patch[:0]
+		if _, werr := f.file.WriteAt(patch[:pos-patchAt], patchAt); werr != nil && err == nil {
+			err = fmt.Errorf("%w: write queue offsets into %s at %d: %v", errWriteFault, f.path, patchAt, werr)
+		}
+		s.markInPlaceWrites(f.from + patchAt) // after the write: a flush that clears the mark covers it
+	}()
 	for pos < stop {
 		v, err := message.ParseRecord(f.data[pos:stop])
 		if err != nil {
@@ -323,14 +329,24 @@ func (s *Store) dispatchFramed(f *mappedFile, pos, stop int64, assign bool, out 
 		}
 		phy := f.from + pos
 		if assign {
-			v.QueueOffset = 0
+			want := int64(0)
 			if !isTransactionSkipped(v.SysFlag) {
-				v.QueueOffset = cl.takeQueueOffset(queueKey{s.reput.topicString(v.Topic), v.QueueID})
+				want = cl.takeQueueOffset(queueKey{s.reput.topicString(v.Topic), v.QueueID})
 			}
-			if patch != nil {
-				binary.BigEndian.PutUint64(patch[pos-start+message.OffQueueOffset:], uint64(v.QueueOffset))
-			} else {
-				binary.BigEndian.PutUint64(f.data[pos+message.OffQueueOffset:], uint64(v.QueueOffset))
+			if v.QueueOffset != want {
+				switch {
+				case cl.writeWithoutMmap && patch == nil:
+					patchAt = pos
+					patch = append(s.reput.patch[:0], f.data[pos:stop]...)
+					fallthrough
+				case patch != nil:
+					binary.BigEndian.PutUint64(patch[pos-patchAt+message.OffQueueOffset:], uint64(want))
+				default:
+					binary.BigEndian.PutUint64(f.data[pos+message.OffQueueOffset:], uint64(want))
+					s.markInPlaceWrites(phy)
+				}
+				s.stats.queueOffsetsWritten.Add(1)
+				v.QueueOffset = want
 			}
 		} else if !isTransactionSkipped(v.SysFlag) {
 			cl.raiseQueueOffset(queueKey{s.reput.topicString(v.Topic), v.QueueID}, v.QueueOffset+1)

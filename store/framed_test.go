@@ -74,10 +74,21 @@ type framedEntry struct {
 // it does not fit) and returns where it went.
 func appendFramed(t *testing.T, s *Store, msgs ...*message.Message) framedEntry {
 	t.Helper()
+	return appendFramedCarrying(t, s, nil, msgs...)
+}
+
+// appendFramedCarrying is appendFramed with records carrying queue offsets (queueOffsets[i]
+// for msgs[i]; nil: 0), as the Raft log store writes its predictions.
+func appendFramedCarrying(t *testing.T, s *Store, queueOffsets []int64, msgs ...*message.Message) framedEntry {
+	t.Helper()
 	var recs []byte
-	for _, m := range msgs {
+	for i, m := range msgs {
 		var err error
-		recs, err = message.EncodeRecord(recs, &message.MessageExt{Message: *m, StoreHost: testStoreHost, StoreTimestamp: 1700000000001})
+		ext := &message.MessageExt{Message: *m, StoreHost: testStoreHost, StoreTimestamp: 1700000000001}
+		if queueOffsets != nil {
+			ext.QueueOffset = queueOffsets[i]
+		}
+		recs, err = message.EncodeRecord(recs, ext)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,6 +181,67 @@ func TestFramedDispatchAssignsQueueOffsets(t *testing.T) {
 			t.Fatalf("QueryMessage: %d records, %v", len(r.Records), err)
 		}
 		r.Release()
+	})
+}
+
+// TestFramedDispatchChecksCarriedQueueOffsets: records that carry the queue offset dispatch
+// gives them are left as they are; records that carry another one (missing or wrong
+// predictions) get the right one written, counted in Stats.QueueOffsetsWritten, durable after
+// a Flush and kept by a restart.
+func TestFramedDispatchChecksCarriedQueueOffsets(t *testing.T) {
+	forEachFlush(t, func(t *testing.T, cfg Config) {
+		s := openFramed(t, cfg)
+		next := map[int32]int64{}
+		wrong := 0
+		var want []AssignedOffset
+		for i := range 30 {
+			var msgs []*message.Message
+			var carried []int64
+			for j := range 1 + i%4 {
+				q := int32(j % 2)
+				msgs = append(msgs, testMessage("T", q, bodyOf(i*10+j, 200), nil))
+				qo := next[q]
+				next[q]++
+				switch {
+				case i%7 == 3 && j == 0: // a missing prediction
+					if qo != 0 {
+						wrong++
+					}
+					qo = 0
+				case i%5 == 4: // a wrong one, in every record of the entry
+					qo += 100
+					wrong++
+				}
+				carried = append(carried, qo)
+			}
+			e := appendFramedCarrying(t, s, carried, msgs...)
+			want = append(want, dispatchFramed(t, s, e)...)
+		}
+		if got := s.Stats().QueueOffsetsWritten; got != int64(wrong) {
+			t.Fatalf("QueueOffsetsWritten = %d, want %d (the records that carried another offset)", got, wrong)
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		check := func(s *Store, when string) {
+			seen := map[int32]int64{}
+			for _, a := range want {
+				m, err := s.LookMessageByOffset(a.PhysicalOffset)
+				if err != nil {
+					t.Fatalf("%s: LookMessageByOffset(%d): %v", when, a.PhysicalOffset, err)
+				}
+				if m.QueueOffset != seen[m.QueueID] || a.QueueOffset != m.QueueOffset {
+					t.Fatalf("%s: record at %d carries queue offset %d (dispatch said %d), want %d", when, a.PhysicalOffset,
+						m.QueueOffset, a.QueueOffset, seen[m.QueueID])
+				}
+				seen[m.QueueID]++
+			}
+		}
+		check(s, "after dispatch")
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		check(openFramed(t, cfg), "after a restart")
 	})
 }
 

@@ -37,6 +37,16 @@ func (s *Store) QueueOffsetTable() []QueueNext {
 	return out
 }
 
+// DispatchedQueueOffsets returns QueueOffsetTable and DispatchedOffset as of one moment:
+// the table is the one of the last entry dispatched before that position. Framed mode; safe
+// concurrently with DispatchMessages (it waits for a dispatch in progress). The Raft log store
+// predicts the queue offsets of the entries it stores from them.
+func (s *Store) DispatchedQueueOffsets() ([]QueueNext, int64) {
+	s.reput.mu.Lock()
+	defer s.reput.mu.Unlock()
+	return s.QueueOffsetTable(), s.DispatchedOffset()
+}
+
 // SeedQueueOffsets makes the next queue offset of each queue in table at least its Next. A
 // queue whose ConsumeQueue ends below Next is filled with filler units up to it (an empty one
 // gets its first file where Next lies), as a queue whose records all expired ends: its

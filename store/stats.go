@@ -84,6 +84,8 @@ type storeStats struct {
 	getFound      atomic.Int64
 	getMiss       atomic.Int64
 	diskRatioBits atomic.Uint64
+	// queueOffsetsWritten counts the records framed dispatch wrote a queue offset into.
+	queueOffsetsWritten atomic.Int64
 }
 
 func (st *storeStats) recordPut(count, bytes int, d time.Duration) {
@@ -139,6 +141,11 @@ type Stats struct {
 	// ColdReadNoBuffer the cold chunks read through the mapping because every buffer was held,
 	// ColdReadFailures the direct reads that failed (the mapping served them).
 	ColdReadChunks, ColdReadBytes, ColdReadNoBuffer, ColdReadFailures int64
+	// QueueOffsetsWritten counts the records framed dispatch (DispatchMessages with assign)
+	// wrote their queue offset into because they did not carry it already: in Raft mode the
+	// log store writes the offsets it predicts before the entry's sync, so this stays 0 unless
+	// a prediction was missing or wrong (raftlog/queue_predict.go).
+	QueueOffsetsWritten int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -166,6 +173,7 @@ func (s *Store) Stats() Stats {
 		TransientPoolFree:   -1,
 		WarmBytes:           s.commitLog.warmBytes.Load(),
 		WarmStalls:          s.commitLog.warmStalls.Load(),
+		QueueOffsetsWritten: st.queueOffsetsWritten.Load(),
 	}
 	if s.pool != nil {
 		out.TransientPoolFree = s.pool.available()
