@@ -352,9 +352,12 @@
 // this node), and the node shuts its Raft down, after answering the puts it has in flight
 // while Raft still runs (each fails: an entry the state machine gets answers the sync error, one
 // Raft gives up answers lost leadership), as Close does: Raft leaves a future it took and never
-// answered waiting for ever once shut down, and Close would wait for it; the next StoreLogs
-// fails too, so Raft steps down. Open syncs what recovery found, which after a process crash may be in the page cache
-// only, before the node acknowledges any of it. Followers, and leaders with ASYNC_FLUSH or a
+// answered waiting for ever once shut down, and Close would wait for it (the node's own
+// goroutines that Close waits for, the new leader's barrier, a hand-over to the preferred
+// leader, a membership change's wait, take Raft's answers through Node.await, which gives up
+// when Close stops the node); the next StoreLogs fails too, so Raft steps down. Open syncs
+// what recovery found, which after a process crash may be in the page cache only, before the
+// node acknowledges any of it. Followers, and leaders with ASYNC_FLUSH or a
 // transport without pre-vote, store as before (sync inside StoreLogs). The stage "store" of
 // the send metrics is then the leader's write, and its sync runs inside "replicate".
 // Not covered: entries that never reach the state machine. A membership change (AddVoter,

@@ -146,7 +146,7 @@ func (n *Node) roleLoop() {
 func (n *Node) runBarrier(term uint64) {
 	defer n.wg.Done()
 	f := n.rf().Barrier(0)
-	err := f.Error()
+	err := n.await(f)
 	idx, ok := f.(raft.IndexFuture)
 	if ok && err == nil {
 		if p, ok := n.log.Position(idx.Index()); ok {
@@ -162,7 +162,7 @@ func (n *Node) runBarrier(term uint64) {
 		// The followers never see the barrier either: an empty metadata command after it
 		// moves their dispatched position over the frames before it (MetaApplier does not
 		// get it). Its fate does not matter.
-		_ = n.rf().Apply([]byte{KindMeta}, 0).Error()
+		_ = n.await(n.rf().Apply([]byte{KindMeta}, 0))
 	}
 }
 
@@ -258,7 +258,7 @@ func (n *Node) balance() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := n.rf().LeadershipTransferToServer(raft.ServerID(pref), addr).Error(); err != nil {
+		if err := n.await(n.rf().LeadershipTransferToServer(raft.ServerID(pref), addr)); err != nil {
 			n.lg.Warn("leadership transfer to the preferred leader failed", "to", pref, "err", err)
 		}
 	}()
@@ -337,6 +337,28 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	return n.waitFuture(ctx, n.rf().RemoveServer(raft.ServerID(id), 0, 0), "remove server "+id)
 }
 
+// await returns f's error, or ErrShutdown once the node stops (Close, n.stop). A goroutine
+// Close waits for (n.wg) must not wait on a Raft future alone: hashicorp/raft leaves a future it
+// took and never answered waiting for ever once it is shut down (a committed entry or barrier
+// still queued for the state machine is dropped), and the node's Raft may already be shut down
+// when Close runs (a failed log sync stops it, node.go). The goroutine left waiting on such a
+// future stays parked: one per stranded future, only after a shutdown.
+func (n *Node) await(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.stop:
+		select {
+		case err := <-done: // answered meanwhile
+			return err
+		default:
+			return fmt.Errorf("%w: the node stopped before Raft answered", ErrShutdown)
+		}
+	}
+}
+
 // waitFuture waits for a configuration change. The future resolves while Raft runs (applied,
 // or failed on a leadership change); ctx only bounds this caller's wait.
 func (n *Node) waitFuture(ctx context.Context, f raft.IndexFuture, what string) error {
@@ -344,7 +366,7 @@ func (n *Node) waitFuture(ctx context.Context, f raft.IndexFuture, what string) 
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		done <- f.Error()
+		done <- n.await(f)
 	}()
 	select {
 	case err := <-done:

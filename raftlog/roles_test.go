@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/rocketraft/rocketraft/message"
 )
 
@@ -103,4 +104,30 @@ func TestAddAndRemoveVoter(t *testing.T) {
 	if err := f.AddVoter(ctx, "x", "y"); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("AddVoter on a follower = %v, want ErrNotLeader", err)
 	}
+}
+
+// strandedFuture is a Raft future that is never answered, as hashicorp/raft leaves one it took
+// when it shuts down (a committed barrier still queued for the state machine).
+type strandedFuture struct{ answer chan error }
+
+func (f strandedFuture) Error() error { return <-f.answer }
+
+// TestAwaitGivesUpWhenTheNodeStops: the goroutines Close waits for wait on Raft futures through
+// await, which returns ErrShutdown once the node stops even if Raft never answers (otherwise
+// Close would hang after a failed sync stopped Raft), and the future's own answer otherwise.
+func TestAwaitGivesUpWhenTheNodeStops(t *testing.T) {
+	n := &Node{stop: make(chan struct{})}
+	answered := strandedFuture{answer: make(chan error, 1)}
+	answered.answer <- raft.ErrLeadershipLost
+	if err := n.await(answered); !errors.Is(err, raft.ErrLeadershipLost) {
+		t.Fatalf("await of an answered future = %v, want its error", err)
+	}
+	stranded := strandedFuture{answer: make(chan error)}
+	got := make(chan error, 1)
+	go func() { got <- n.await(stranded) }()
+	close(n.stop)
+	if err := <-got; !errors.Is(err, ErrShutdown) {
+		t.Fatalf("await of a stranded future after the stop = %v, want ErrShutdown", err)
+	}
+	close(stranded.answer) // lets the parked goroutine go
 }
