@@ -282,6 +282,34 @@
 // MaxAppendEntries still never binds (1.04 entries per follower append; 1.33 with
 // ASYNC_FLUSH), so it stays 256.
 //
+// Where a round's time goes now (2026-12-04, bench-compare ROWS="raft", 20 s, load 2-5, at
+// 7,000-8,800 msgs/s): stage means queue 0.3, store 0.03, replicate 0.9-1.1, apply 0.06-0.1,
+// answer 0.03 ms, of which the follower's StoreLogs (write and sync) is 0.53-0.67 and its sync
+// 0.5-0.66, against 0.18 ms for one 12 KiB write and sync alone on this disk (0.45 ms with
+// three writers syncing at once). Two experiments (builds not kept) bound what the leader's
+// side and the grouping can still give:
+//
+//   - The leader not syncing at all, and applying without waiting for it (unsafe, for the
+//     bound only): 8,636 and 8,950 msgs/s against 8,562 and 8,411 for this build in the same
+//     rounds, the followers' StoreLogs no faster (0.61 against 0.55 ms). The leader's sync is
+//     not on the critical path any more (it overlaps, see below), so counting the two
+//     followers as a majority without it (the thesis allows it) would gain about 5 % at most;
+//     not done, as it would need each follower's acknowledgements tracked outside Raft.
+//   - Lingering for every producer (the target 16 rather than the last entry's puts, and up to
+//     half or all of the round rather than a quarter): 14.8-15.8 messages per entry and 0.19-0.20
+//     fsyncs per message against 11.6-12.0 and 0.25-0.26, but msgs/s within the noise (9,435
+//     and 9,056 against 8,822 in one round, 7,347 and 6,463 against 7,080 in the next): what a
+//     bigger entry saves in rounds, the longer linger adds to each round, since the producers
+//     answered by an entry take about half a millisecond to send again.
+//
+// So a round is bound by one follower's write and sync plus the hand-offs between the three
+// processes on two cores (about 0.35 ms of replicate besides the follower's StoreLogs), and the
+// tail by the syncs': 1 % of the syncs of a run took over 4 ms (0.2 % over 8), and a round
+// waits for two of them (the leader's and the faster follower's); the p99 of a send (8-11 ms)
+// follows. Writing the warm-up zeros (store/warm.go) in 256 or 64 KiB pieces instead of 1 MiB
+// took the tail of three syncing writers down in a stand-alone test (p99.9 6.5 -> 2.7-3.9 ms)
+// but did not move the raft row's p99 (9.2-10.8 ms in all three builds), so it was not changed.
+//
 // # Queue offsets written before the sync (queue_predict.go)
 //
 // Each record's QUEUEOFFSET is written by StoreLogs, with the rest of the entry and before its
