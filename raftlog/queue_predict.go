@@ -38,8 +38,6 @@ type queuePrediction struct {
 	// next[topic][queueID] is the next queue offset as of the end of the log; nil while the
 	// table is not known (then StoreLogs writes zeros).
 	next map[string][]int64
-	// rebuilds counts the rebuilds (tests).
-	rebuilds int
 }
 
 // maxPredictedQueueID bounds the queue ids the table keeps in a slice; a record of a higher
@@ -99,7 +97,6 @@ func (s *Store) preparePrediction(end int64) {
 	if !p.stale.Swap(false) {
 		return
 	}
-	p.rebuilds++
 	table, at := s.cl.DispatchedQueueOffsets()
 	p.next = make(map[string][]int64, len(table))
 	for _, q := range table {
