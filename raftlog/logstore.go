@@ -334,7 +334,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 			return fmt.Errorf("raftlog: cut what a failed append left at %d: %w", st.end, err)
 		}
 	}
-	s.preparePrediction(st.end)
+	s.preparePrediction()
 	next, err := s.appendFrames(st.end, logs)
 	if err != nil {
 		s.pred.stale.Store(true) // it counted records that are not stored

@@ -1,7 +1,6 @@
 package raftlog
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 
@@ -54,16 +53,13 @@ func (p *queuePrediction) take(v *message.RecordView) int64 {
 		p.next = nil
 		return 0
 	}
-	q, ok := p.next[string(v.Topic)]
+	q := p.next[string(v.Topic)] // no allocation for the lookup
 	if int(v.QueueID) >= len(q) {
-		q = append(q, make([]int64, int(v.QueueID)+1-len(q))...)
-		ok = false
+		q = growQueues(q, v.QueueID)
+		p.next[string(v.Topic)] = q
 	}
 	n := q[v.QueueID]
 	q[v.QueueID] = n + 1
-	if !ok {
-		p.next[string(v.Topic)] = q
-	}
 	return n
 }
 
@@ -72,13 +68,18 @@ func (p *queuePrediction) set(topic string, id int32, next int64) bool {
 	if id < 0 || id >= maxPredictedQueueID {
 		return false
 	}
-	q := p.next[topic]
-	if int(id) >= len(q) {
-		q = append(q, make([]int64, int(id)+1-len(q))...)
-	}
+	q := growQueues(p.next[topic], id)
 	q[id] = next
 	p.next[topic] = q
 	return true
+}
+
+// growQueues returns q long enough to hold queue id.
+func growQueues(q []int64, id int32) []int64 {
+	if int(id) < len(q) {
+		return q
+	}
+	return append(q, make([]int64, int(id)+1-len(q))...)
 }
 
 // queueOffset is take as PatchRecordsWith's callback, nil without a table.
@@ -89,10 +90,9 @@ func (p *queuePrediction) queueOffset() func(v *message.RecordView) int64 {
 	return p.take
 }
 
-// preparePrediction rebuilds the table before StoreLogs writes at end when it is stale. wmu
-// held. A rebuild that fails leaves no table: the entries are stored with zeros, as before,
+// preparePrediction rebuilds the table before StoreLogs writes when it is stale. wmu held. A rebuild that fails leaves no table: the entries are stored with zeros, as before,
 // and the next staleness tries again.
-func (s *Store) preparePrediction(end int64) {
+func (s *Store) preparePrediction() {
 	p := &s.pred
 	if !p.stale.Swap(false) {
 		return
@@ -105,59 +105,59 @@ func (s *Store) preparePrediction(end int64) {
 			return
 		}
 	}
-	if err := s.walkMessageRecords(at, end, func(v *message.RecordView) { p.take(v) }); err != nil {
+	if err := s.walkMessageRecords(at, func(v *message.RecordView) { p.take(v) }); err != nil {
 		p.next = nil
 		s.log.Warn("queue offsets are written at apply until the next rebuild", "err", err)
 	}
 }
 
-// walkMessageRecords calls fn, in log order, for every record of the message entries in the
-// CommitLog [from, to) (from a unit boundary).
-func (s *Store) walkMessageRecords(from, to int64, fn func(v *message.RecordView)) error {
-	if from > to {
-		return fmt.Errorf("raftlog: predict queue offsets: dispatched position %d is past the log end %d", from, to)
-	}
-	for pos := from; pos < to; {
-		head, release, err := s.cl.ReadCommitLog(pos, blankHeaderSize)
-		if err != nil {
-			return fmt.Errorf("raftlog: predict queue offsets: read at %d: %w", pos, err)
+// walkMessageRecords calls fn, in log order, for every record of the message entries that
+// start at or after from (the dispatched position), found through the dense index.
+func (s *Store) walkMessageRecords(from int64, fn func(v *message.RecordView)) error {
+	s.mu.RLock()
+	st := s.mu.state
+	s.mu.RUnlock()
+	first := st.last + 1
+	for i := st.last; i >= st.first && i > 0; i-- {
+		sl, ok := s.idx.get(i)
+		if !ok {
+			return fmt.Errorf("raftlog: predict queue offsets: entry %d has no index slot", i)
 		}
-		size := int64(binary.BigEndian.Uint32(head))
-		magic := int32(binary.BigEndian.Uint32(head[4:]))
-		release()
-		if magic == message.BlankMagicCode {
-			pos += size
+		if sl.pos < from {
+			break
+		}
+		first = i
+	}
+	for i := first; i <= st.last; i++ {
+		p, ok := s.Position(i)
+		if !ok {
+			return fmt.Errorf("raftlog: predict queue offsets: entry %d is not in the log", i)
+		}
+		if p.Kind != KindMessages || p.Type != raft.LogCommand {
 			continue
 		}
-		h, err := s.headerAt(pos)
+		data, release, err := s.cl.ReadCommitLog(p.Data, int(p.End-p.Data))
 		if err != nil {
-			return fmt.Errorf("raftlog: predict queue offsets: %w", err)
+			return fmt.Errorf("raftlog: predict queue offsets: read entry %d at %d: %w", i, p.Pos, err)
 		}
-		if h.kind == KindMessages && h.typ == raft.LogCommand {
-			if err := s.walkFrameRecords(&h, fn); err != nil {
-				return err
-			}
+		err = eachRecord(data, int(p.End-p.Data), fn)
+		release()
+		if err != nil {
+			return fmt.Errorf("raftlog: predict queue offsets: entry %d at %d: %w", i, p.Pos, err)
 		}
-		pos = h.end()
 	}
 	return nil
 }
 
-// walkFrameRecords calls fn for every record of the message frame h.
-func (s *Store) walkFrameRecords(h *frameHeader, fn func(v *message.RecordView)) error {
-	f, release, err := s.cl.ReadCommitLog(h.pos, int(h.size))
-	if err != nil {
-		return fmt.Errorf("raftlog: predict queue offsets: read entry %d at %d: %w", h.index, h.pos, err)
+// eachRecord calls fn for every record of data, which must hold want bytes.
+func eachRecord(data []byte, want int, fn func(v *message.RecordView)) error {
+	if len(data) != want {
+		return fmt.Errorf("%d of %d bytes readable", len(data), want)
 	}
-	defer release()
-	if int64(len(f)) != h.size {
-		return fmt.Errorf("raftlog: predict queue offsets: entry %d at %d: %d of %d bytes readable", h.index, h.pos, len(f), h.size)
-	}
-	data := f[h.dataOffset():]
 	for off := 0; off < len(data); {
 		v, err := message.ParseRecord(data[off:])
 		if err != nil {
-			return fmt.Errorf("raftlog: predict queue offsets: entry %d at %d: %w", h.index, h.pos, err)
+			return err
 		}
 		fn(&v)
 		off += v.Size

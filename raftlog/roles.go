@@ -343,12 +343,17 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 // still queued for the state machine is dropped), and the node's Raft may already be shut down
 // when Close runs (a failed log sync stops it, node.go). The goroutine left waiting on such a
 // future stays parked: one per stranded future, only after a shutdown.
-func (n *Node) await(f raft.Future) error {
+func (n *Node) await(f raft.Future) error { return n.awaitCtx(context.Background(), f) }
+
+// awaitCtx is await that also gives up, with ctx's error, when ctx is done.
+func (n *Node) awaitCtx(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
 		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	case <-n.stop:
 		select {
 		case err := <-done: // answered meanwhile
@@ -362,21 +367,12 @@ func (n *Node) await(f raft.Future) error {
 // waitFuture waits for a configuration change. The future resolves while Raft runs (applied,
 // or failed on a leadership change); ctx only bounds this caller's wait.
 func (n *Node) waitFuture(ctx context.Context, f raft.IndexFuture, what string) error {
-	done := make(chan error, 1)
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		done <- n.await(f)
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("raftlog: %s: %w", what, n.proposalError(err))
-		}
+	err := n.awaitCtx(ctx, f)
+	switch {
+	case err == nil:
 		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("raftlog: %s: %w: %w", what, ErrProposalTimeout, ctx.Err())
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("raftlog: %s: %w: %w", what, ErrProposalTimeout, err)
 	}
+	return fmt.Errorf("raftlog: %s: %w", what, n.proposalError(err))
 }
-
-var _ = errors.New
