@@ -278,12 +278,13 @@ func (s *indexService) load() error {
 		mf, _, err := openMappedFile(path, 0, size, sizeMustMatch)
 		if err == nil {
 			f := &indexFile{mf: mf, slots: s.slots, entries: s.entries}
-			if c := f.indexCount(); c >= 1 && int(c) <= s.entries {
+			c := f.indexCount()
+			if c >= 1 && int(c) <= s.entries {
 				s.files = append(s.files, f)
 				continue
 			}
-			_ = mf.destroy(false)
-			err = fmt.Errorf("header index count %d outside 1..%d", f.indexCount(), s.entries)
+			_ = mf.destroy(false) // unmaps: the count was read before
+			err = fmt.Errorf("header index count %d outside 1..%d", c, s.entries)
 		}
 		s.log.Warn("dropping a damaged index file; it is rebuilt from the commitlog", "file", path, "err", err)
 		s.damaged = true

@@ -211,3 +211,32 @@ func TestIndexFileAllocatedAhead(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexDropsFileWithoutHeader: an index file of the right size whose header was never
+// written (the process died between making the file and its first entry; raftlog's crash copies
+// caught it so) is dropped at Open and the index rebuilt, rather than failing Open. Open read the
+// header's count again after unmapping the file, a panic reported as a write fault.
+func TestIndexDropsFileWithoutHeader(t *testing.T) {
+	cfg := smallConfig(t)
+	s := openStore(t, cfg, testOptions(t))
+	mustPut(t, s, testMessage("T", 0, "b", map[string]string{message.PropertyKeys: "k1"}))
+	waitDispatched(t, s)
+	path := s.index.files[0].mf.path
+	size := s.index.files[0].mf.size
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, size); err != nil { // the right size, all zeros: index count 0
+		t.Fatal(err)
+	}
+	again := openStore(t, cfg, testOptions(t))
+	waitDispatched(t, again)
+	r, err := again.QueryMessage("T", "k1", 4, 0, 1<<62)
+	if err != nil || len(r.Records) != 1 {
+		t.Fatalf("QueryMessage after the rebuild: %d records, %v", len(r.Records), err)
+	}
+	r.Release()
+}
