@@ -211,15 +211,21 @@ func isSystem(topic, group, cluster string) bool {
 // Prometheus reads as a counter reset).
 func (b *Broker) collectInOut(ch chan<- prometheus.Metric) {
 	cluster := b.cfg.BrokerClusterName
-	b.stats.in.Range(func(k topicType, t *inStats) bool {
-		if b.topics.get(k.topic) == nil {
-			b.stats.in.Delete(k)
+	b.stats.items.topics.Range(func(topic string, p *topicPuts) bool {
+		if b.topics.get(topic) == nil {
+			b.stats.items.topics.Delete(topic) // with its put items: the topic is gone
 			return true
 		}
-		sys := strconv.FormatBool(isSystemTopic(k.topic, cluster))
-		ch <- metrics.Counter(messagesInDesc, float64(t.msgs.Load()), k.topic, k.messageType, sys)
-		ch <- metrics.Counter(throughputInDesc, float64(t.bytes.Load()), k.topic, k.messageType, sys)
-		ch <- valueHistogramMetric(messageSizeDesc, messageSizeBounds, &t.size, k.topic, k.messageType, sys)
+		sys := strconv.FormatBool(isSystemTopic(topic, cluster))
+		for typ := range numMessageTypes {
+			t := &p.in[typ]
+			if t.msgs.Load() == 0 {
+				continue // a series starts with the first message of its type
+			}
+			ch <- metrics.Counter(messagesInDesc, float64(t.msgs.Load()), topic, typ.String(), sys)
+			ch <- metrics.Counter(throughputInDesc, float64(t.bytes.Load()), topic, typ.String(), sys)
+			ch <- valueHistogramMetric(messageSizeDesc, messageSizeBounds, &t.size, topic, typ.String(), sys)
+		}
 		return true
 	})
 	b.stats.out.Range(func(k groupTopic, o *outStats) bool {

@@ -22,9 +22,10 @@ type brokerStats struct {
 	getCount atomic.Int64
 	getBytes atomic.Int64
 
-	in    metrics.PerKey[topicType, inStats]   // stored, by topic and message type
 	out   metrics.PerKey[groupTopic, outStats] // handed to consumers, by group and topic
-	items statsTable
+	items statsTable                           // with the stored messages' counters by topic (topicPuts)
+	// The holders of the two broker-wide items (key: the cluster), looked up once: never deleted.
+	brokerPut, brokerGet *atomic.Pointer[statsItem]
 	// dlq counts the messages moved to a dead letter queue, by group and original topic.
 	dlq metrics.PerKey[groupTopic, atomic.Int64]
 	// pulled is each queue's pull offset: the next offset after what was handed to a group (RocketMQ's
@@ -57,9 +58,6 @@ var createTimeBounds = []float64{10, 100, 1000, 3000, 5000}
 // 3 days.
 var delayLatencyBounds = []float64{60, 600, 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600}
 
-// topicType keys the counters of stored messages.
-type topicType struct{ topic, messageType string }
-
 // groupTopic keys the per group and topic counters.
 type groupTopic struct{ group, topic string }
 
@@ -69,7 +67,7 @@ type groupQueue struct {
 	queueID      int32
 }
 
-// inStats are the stored messages of one topic and type: count, record bytes, and the message size
+// inStats are the stored messages of one topic and message type: count, record bytes, and the message size
 // histogram (rocketmq_message_size).
 type inStats struct {
 	msgs, bytes atomic.Int64
@@ -94,23 +92,33 @@ func (h *valueHistogram) observe(bounds []float64, v int64) {
 }
 
 func newBrokerStats(cluster string) *brokerStats {
-	return &brokerStats{boot: time.Now(), cluster: cluster}
+	s := &brokerStats{boot: time.Now(), cluster: cluster}
+	s.brokerPut = s.items.holder(statsBrokerPutNums, cluster)
+	s.brokerGet = s.items.holder(statsBrokerGetNums, cluster)
+	return s
 }
 
 // messageSizeBounds are rocketmq_message_size's buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
 var messageSizeBounds = []float64{1 << 10, 4 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20}
 
-// The message types of RocketMQ 5's message_type label.
+// messageType is RocketMQ 5's message_type label of a stored message.
+type messageType uint8
+
 const (
-	messageNormal      = "normal"
-	messageFIFO        = "fifo"
-	messageDelay       = "delay"
-	messageTransaction = "transaction"
+	messageNormal messageType = iota
+	messageFIFO
+	messageDelay
+	messageTransaction
+	numMessageTypes
 )
+
+var messageTypeNames = [numMessageTypes]string{"normal", "fifo", "delay", "transaction"}
+
+func (t messageType) String() string { return messageTypeNames[t] }
 
 // messageTypeOf is RocketMQ's TopicMessageType of a send: transaction when prepared, fifo with a sharding
 // key, delay with any delivery-time property, else normal.
-func messageTypeOf(props string) string {
+func messageTypeOf(props string) messageType {
 	if v, _ := propValue(props, message.PropertyTransactionPrepared); v == "true" {
 		return messageTransaction
 	}
@@ -130,19 +138,21 @@ func isRetryOrDLQ(topic string) bool {
 	return strings.HasPrefix(topic, RetryGroupPrefix) || strings.HasPrefix(topic, DLQGroupPrefix)
 }
 
-// recordPut counts one stored put of n messages (a batch is one put) of one message type.
-func (s *brokerStats) recordPut(topic, messageType string, n, bytes int) {
+// recordPut counts one stored put of n messages (a batch is one put) of one message type: one map read
+// (the topic's record) and atomic adds.
+func (s *brokerStats) recordPut(topic string, typ messageType, n, bytes int) {
 	s.putCount.Add(int64(n))
 	s.putBytes.Add(int64(bytes))
+	p := s.items.topics.Get(topic)
 	if !isRetryOrDLQ(topic) && n > 0 {
-		t := s.in.Get(topicType{topic, messageType})
+		t := &p.in[typ]
 		t.msgs.Add(int64(n))
 		t.bytes.Add(int64(bytes))
 		t.size.observe(messageSizeBounds, int64(bytes/n)) // RocketMQ: the put's bytes per message
 	}
-	s.items.add(statsTopicPutNums, topic, int64(n), 1)
-	s.items.add(statsTopicPutSize, topic, int64(bytes), 1)
-	s.items.add(statsBrokerPutNums, s.cluster, int64(n), 0)
+	addToItem(&p.nums, int64(n), 1)
+	addToItem(&p.size, int64(bytes), 1)
+	addToItem(s.brokerPut, int64(n), 0)
 }
 
 // recordGet counts one pull answer of n messages of queue to group, which continues at next.
@@ -158,7 +168,7 @@ func (s *brokerStats) recordGet(topic, group string, queueID int32, n, bytes int
 	key := statsItemKey(topic, group)
 	s.items.add(statsGroupGetNums, key, int64(n), 1)
 	s.items.add(statsGroupGetSize, key, int64(bytes), 1)
-	s.items.add(statsBrokerGetNums, s.cluster, int64(n), 0)
+	addToItem(s.brokerGet, int64(n), 0)
 }
 
 // pullOffset is the group's pull offset on a queue, -1 when it never pulled messages there.

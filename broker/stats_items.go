@@ -124,13 +124,49 @@ func (it *statsItem) sample(now time.Time) {
 }
 
 // statsTable is the broker's BrokerStatsManager: items created on first use, one lock-free map read per
-// add once created. Every method may be called concurrently.
+// add once created. The two items a put adds to (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE) live in the topic's
+// topicPuts record, beside its RocketMQ 5 in counters, so that a put to one of thousands of topics reads
+// one map (keyed by the topic's name) instead of four (measured: the four reads were 1.7 of the broker's
+// 21 CPU seconds with 1,000 topics x 8 queues, against 0.3 with one topic). Every method may be called
+// concurrently.
 type statsTable struct {
-	items metrics.PerKey[statsKey, atomic.Pointer[statsItem]]
+	items  metrics.PerKey[statsKey, atomic.Pointer[statsItem]] // every item but the topics' put items
+	topics metrics.PerKey[string, topicPuts]
+}
+
+// topicPuts is everything a put to one topic counts: the in counters by message type, and the
+// TOPIC_PUT_NUMS and TOPIC_PUT_SIZE items (nil until the first put).
+type topicPuts struct {
+	in         [numMessageTypes]inStats
+	nums, size atomic.Pointer[statsItem]
+}
+
+// topicPutItem is the holder of a topic's put item named name, or nil for the other names.
+func (p *topicPuts) item(name string) *atomic.Pointer[statsItem] {
+	switch name {
+	case statsTopicPutNums:
+		return &p.nums
+	case statsTopicPutSize:
+		return &p.size
+	}
+	return nil
 }
 
 func (t *statsTable) add(name, key string, value, times int64) {
-	p := t.items.Get(statsKey{name, key})
+	addToItem(t.holder(name, key), value, times)
+}
+
+// holder is where the item of name and key is kept, made (empty) on first use; the pointer stays valid
+// until the item's topic is forgotten (sample), and for ever for the broker-wide items.
+func (t *statsTable) holder(name, key string) *atomic.Pointer[statsItem] {
+	if name == statsTopicPutNums || name == statsTopicPutSize {
+		return t.topics.Get(key).item(name)
+	}
+	return t.items.Get(statsKey{name, key})
+}
+
+// addToItem adds to the item in p, creating the item on the first add.
+func addToItem(p *atomic.Pointer[statsItem], value, times int64) {
 	it := p.Load()
 	if it == nil {
 		p.CompareAndSwap(nil, newStatsItem(time.Now())) // a concurrent first add may win; its item is used
@@ -142,6 +178,12 @@ func (t *statsTable) add(name, key string, value, times int64) {
 // get returns the item, or nil when nothing was ever added under name and key (RocketMQ then answers "not
 // exist").
 func (t *statsTable) get(name, key string) *statsItem {
+	if name == statsTopicPutNums || name == statsTopicPutSize {
+		if p, ok := t.topics.Lookup(key); ok {
+			return p.item(name).Load()
+		}
+		return nil
+	}
 	p, ok := t.items.Lookup(statsKey{name, key})
 	if !ok {
 		return nil
@@ -149,19 +191,40 @@ func (t *statsTable) get(name, key string) *statsItem {
 	return p.Load()
 }
 
-// sample snapshots every item, and forgets those whose topic no longer exists (items keyed by topic or by
-// topic@group; the cluster-wide items stay).
-func (t *statsTable) sample(now time.Time, topicExists func(string) bool) {
+// each calls f for every item that was added to, in no particular order.
+func (t *statsTable) each(f func(k statsKey, it *statsItem)) {
 	t.items.Range(func(k statsKey, p *atomic.Pointer[statsItem]) bool {
-		if k.name != statsBrokerPutNums && k.name != statsBrokerGetNums && !topicExists(statsTopicOf(k)) {
-			t.items.Delete(k)
-			return true
-		}
 		if it := p.Load(); it != nil {
-			it.sample(now)
+			f(k, it)
 		}
 		return true
 	})
+	t.topics.Range(func(topic string, p *topicPuts) bool {
+		for _, name := range [...]string{statsTopicPutNums, statsTopicPutSize} {
+			if it := p.item(name).Load(); it != nil {
+				f(statsKey{name, topic}, it)
+			}
+		}
+		return true
+	})
+}
+
+// sample snapshots every item, and forgets those whose topic no longer exists (items keyed by topic or by
+// topic@group, and the topics' records with their in counters; the cluster-wide items stay).
+func (t *statsTable) sample(now time.Time, topicExists func(string) bool) {
+	t.items.Range(func(k statsKey, _ *atomic.Pointer[statsItem]) bool {
+		if k.name != statsBrokerPutNums && k.name != statsBrokerGetNums && !topicExists(statsTopicOf(k)) {
+			t.items.Delete(k)
+		}
+		return true
+	})
+	t.topics.Range(func(topic string, _ *topicPuts) bool {
+		if !topicExists(topic) {
+			t.topics.Delete(topic)
+		}
+		return true
+	})
+	t.each(func(_ statsKey, it *statsItem) { it.sample(now) })
 }
 
 // statsTopicOf is the topic an item counts for: its key, or the part before the last '@' of a topic@group key.

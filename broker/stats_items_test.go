@@ -42,6 +42,18 @@ func TestStatsTable(t *testing.T) {
 	if it := tab.get(statsGroupGetNums, "T@G"); it == nil || it.value.Load() != 2 {
 		t.Fatalf("T@G item %v", it)
 	}
+	// The put items live in the topic's record: found by name, and the other one stays absent.
+	if it := tab.get(statsTopicPutNums, "T"); it == nil || it.value.Load() != 3 || it.times.Load() != 1 {
+		t.Fatalf("T's put nums item %v", it)
+	}
+	if tab.get(statsTopicPutSize, "T") != nil {
+		t.Fatal("T's put size item exists though nothing was added to it")
+	}
+	seen := map[statsKey]int64{}
+	tab.each(func(k statsKey, it *statsItem) { seen[k] = it.value.Load() })
+	if len(seen) != 3 || seen[statsKey{statsTopicPutNums, "T"}] != 3 || seen[statsKey{statsBrokerPutNums, "DefaultCluster"}] != 3 {
+		t.Fatalf("each saw %v", seen)
+	}
 	tab.sample(time.Now(), func(topic string) bool { return topic != "T" })
 	if tab.get(statsTopicPutNums, "T") != nil || tab.get(statsGroupGetNums, "T@G") != nil {
 		t.Error("items of a deleted topic survive a sample")

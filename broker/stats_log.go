@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/logging"
@@ -57,11 +56,8 @@ func (b *Broker) printStats(log *slog.Logger, elapsed time.Duration, prev map[st
 		return prev
 	}
 	cur := map[statsKey]statsLogCount{}
-	b.stats.items.items.Range(func(k statsKey, p *atomic.Pointer[statsItem]) bool {
-		if it := p.Load(); it != nil {
-			cur[k] = statsLogCount{it.value.Load(), it.times.Load()}
-		}
-		return true
+	b.stats.items.each(func(k statsKey, it *statsItem) {
+		cur[k] = statsLogCount{it.value.Load(), it.times.Load()}
 	})
 	keys := make([]statsKey, 0, len(cur))
 	for k := range cur {
