@@ -2,6 +2,7 @@ package broker
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,7 +60,7 @@ func (t *versionedTable[T]) lookup(name string) (T, bool) {
 func (t *versionedTable[T]) put(name string, v *T) {
 	c := *v
 	t.mu.Lock()
-	t.table[name] = &c
+	t.table[strings.Clone(name)] = &c // not the request's bytes: the key outlives it
 	t.noteLocked(name)
 	nextVersion(&t.version, time.Now())
 	t.mu.Unlock()
@@ -112,7 +113,7 @@ func (t *versionedTable[T]) putIfAbsent(name string, mk func() *T) (*T, bool) {
 	v, ok := t.table[name]
 	if !ok {
 		v = mk()
-		t.table[name] = v
+		t.table[strings.Clone(name)] = v
 		t.noteLocked(name)
 		nextVersion(&t.version, time.Now())
 	}

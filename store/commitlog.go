@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,8 +68,11 @@ type commitLog struct {
 		// stage holds the records not yet written to their file (staged).
 		stage stagedWrites
 		// queueOffsets is the next queue offset to assign per topic/queue (RocketMQ's
-		// topicQueueTable).
-		queueOffsets map[queueKey]int64
+		// topicQueueTable), behind a pointer made once per queue (queueNextLocked): an
+		// assignment to a map replaces a string key with the one assigned, so writing the
+		// value back would keep the last request's topic as the key (its whole frame alive,
+		// and a cache miss to compare with at the next lookup) instead of the queue's own copy.
+		queueOffsets map[queueKey]*int64
 	}
 	// lockedSince is when the append holding putMu took it (unix nanoseconds), 0 while no append holds
 	// it: RocketMQ's beginTimeInLock, behind pageCacheLockTimeMills.
@@ -84,7 +88,7 @@ func newCommitLog(cfg Config, storeHost netip.AddrPort, clock Clock, q *mappedFi
 		log:           slog.Default()}
 	var hb [message.HostV6Length]byte
 	c.hostBytes = append([]byte(nil), hb[:message.PutHost(hb[:], storeHost)]...)
-	c.putMu.queueOffsets = make(map[queueKey]int64)
+	c.putMu.queueOffsets = make(map[queueKey]*int64)
 	c.readLimit.Store(math.MaxInt64)
 	return c
 }
@@ -154,8 +158,8 @@ func (c *commitLog) append(enc []message.Encoded, total int) (res appendResult, 
 	}
 	now := c.clock.Now().UnixMilli()
 	first := enc[0].Msg
-	key := queueKey{first.Topic, first.QueueID}
-	next := c.putMu.queueOffsets[key]
+	nextp := c.queueNextLocked(queueKey{first.Topic, first.QueueID})
+	next := *nextp
 	res = appendResult{physicalOffset: f.from + pos, queueOffset: next, wroteBytes: total, count: len(enc), storeTimestamp: now}
 	buf := c.reserveLocked(f, pos, total)
 	off := 0
@@ -175,7 +179,7 @@ func (c *commitLog) append(enc []message.Encoded, total int) (res appendResult, 
 	if err := c.finishLocked(f, pos, buf, pos+int64(total)); err != nil {
 		return appendResult{}, err
 	}
-	c.putMu.queueOffsets[key] = next
+	*nextp = next
 	f.storeTimestamp.Store(now)
 	return res, nil
 }
@@ -410,15 +414,27 @@ func (c *commitLog) setQueueOffset(key queueKey, next int64, remove bool) {
 		delete(c.putMu.queueOffsets, key)
 		return
 	}
-	c.putMu.queueOffsets[key] = next
+	*c.queueNextLocked(key) = next
+}
+
+// queueNextLocked is where the next queue offset of key is kept, made (0) with a copy of the
+// topic for the key on the queue's first use. putMu held.
+func (c *commitLog) queueNextLocked(key queueKey) *int64 {
+	p := c.putMu.queueOffsets[key]
+	if p == nil {
+		p = new(int64)
+		key.topic = strings.Clone(key.topic)
+		c.putMu.queueOffsets[key] = p
+	}
+	return p
 }
 
 // raiseQueueOffset makes the next queue offset of key at least next.
 func (c *commitLog) raiseQueueOffset(key queueKey, next int64) {
 	c.putMu.Lock()
 	defer c.putMu.Unlock()
-	if c.putMu.queueOffsets[key] < next {
-		c.putMu.queueOffsets[key] = next
+	if p := c.queueNextLocked(key); *p < next {
+		*p = next
 	}
 }
 

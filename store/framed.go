@@ -365,8 +365,9 @@ func (s *Store) dispatchFramed(f *mappedFile, pos, stop int64, assign bool, out 
 func (c *commitLog) takeQueueOffset(key queueKey) int64 {
 	c.putMu.Lock()
 	defer c.putMu.Unlock()
-	next := c.putMu.queueOffsets[key]
-	c.putMu.queueOffsets[key] = next + 1
+	p := c.queueNextLocked(key)
+	next := *p
+	*p = next + 1
 	return next
 }
 

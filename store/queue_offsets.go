@@ -25,8 +25,8 @@ func (s *Store) QueueOffsetTable() []QueueNext {
 	cl := s.commitLog
 	cl.putMu.Lock()
 	out := make([]QueueNext, 0, len(cl.putMu.queueOffsets))
-	for k, next := range cl.putMu.queueOffsets {
-		if next > 0 {
+	for k, p := range cl.putMu.queueOffsets {
+		if next := *p; next > 0 {
 			out = append(out, QueueNext{Topic: k.topic, QueueID: k.queueID, Next: next})
 		}
 	}

@@ -86,7 +86,7 @@ func sameQueueOffsets(t *testing.T, master, slave *Store) {
 	master.commitLog.putMu.Lock()
 	want := make(map[queueKey]int64, len(master.commitLog.putMu.queueOffsets))
 	for k, v := range master.commitLog.putMu.queueOffsets {
-		want[k] = v
+		want[k] = *v
 	}
 	master.commitLog.putMu.Unlock()
 	slave.commitLog.putMu.Lock()
@@ -95,7 +95,11 @@ func sameQueueOffsets(t *testing.T, master, slave *Store) {
 		if slave.MaxOffsetInQueue(k.topic, k.queueID) == 0 {
 			continue
 		}
-		if got := slave.commitLog.putMu.queueOffsets[k]; got != v {
+		var got int64
+		if p := slave.commitLog.putMu.queueOffsets[k]; p != nil {
+			got = *p
+		}
+		if got != v {
 			t.Errorf("%s/%d: slave's next queue offset %d, master's %d", k.topic, k.queueID, got, v)
 		}
 	}

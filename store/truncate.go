@@ -79,8 +79,8 @@ func (s *Store) truncateCommitLog(offset int64) (cut bool, _ error) {
 		return true, fmt.Errorf("%w: truncate %s: %v", ErrNotWritable, cl.describeOffset(offset), err)
 	}
 	for key, next := range lowest {
-		if cur, ok := cl.putMu.queueOffsets[key]; ok && cur > next {
-			cl.putMu.queueOffsets[key] = next
+		if p := cl.putMu.queueOffsets[key]; p != nil && *p > next {
+			*p = next
 		}
 	}
 	var errs []error
