@@ -165,7 +165,9 @@
 // VIEW_BROKER_STATS_DATA, admin_runtime*.go the GET_BROKER_RUNTIME_INFO table rocketmq-exporter parses, and
 // admin_exporter.go answers 315 and 328. metrics.go serves Prometheus: RocketMQ 5's series under the names
 // its OpenTelemetry exporter gives them (metrics_rmq5.go, metrics_lag.go) beside our own (metrics.go,
-// metrics_ha.go, the Raft series).
+// metrics_ha.go, the Raft series). A put counts through one record per topic (topicPuts: its in counters by
+// message type and its two put items), one map read on the send path; maps keyed by a topic keep their own
+// copy of the name, never the request's substring (which would keep the frame alive).
 // stats_log.go prints RocketMQ's per-minute stats.log lines from the stats items on a logger tagged
 // component=stats (mqbroker routes it to stats.log alone, internal/logging). A held pull of a connection the
 // client has closed is not re-run (broker.go rerunPull); the Go client closes its connection on Shutdown
