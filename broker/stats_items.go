@@ -141,7 +141,7 @@ type topicPuts struct {
 	nums, size atomic.Pointer[statsItem]
 }
 
-// topicPutItem is the holder of a topic's put item named name, or nil for the other names.
+// item is the holder of a topic's put item named name, or nil for the other names.
 func (p *topicPuts) item(name string) *atomic.Pointer[statsItem] {
 	switch name {
 	case statsTopicPutNums:
