@@ -141,6 +141,9 @@ type topicPuts struct {
 	nums, size atomic.Pointer[statsItem]
 }
 
+// isTopicPutItem reports the item names kept in a topic's topicPuts record rather than in items.
+func isTopicPutItem(name string) bool { return name == statsTopicPutNums || name == statsTopicPutSize }
+
 // item is the holder of a topic's put item named name, or nil for the other names.
 func (p *topicPuts) item(name string) *atomic.Pointer[statsItem] {
 	switch name {
@@ -159,7 +162,7 @@ func (t *statsTable) add(name, key string, value, times int64) {
 // holder is where the item of name and key is kept, made (empty) on first use; the pointer stays valid
 // until the item's topic is forgotten (sample), and for ever for the broker-wide items.
 func (t *statsTable) holder(name, key string) *atomic.Pointer[statsItem] {
-	if name == statsTopicPutNums || name == statsTopicPutSize {
+	if isTopicPutItem(name) {
 		return t.topics.Get(key).item(name)
 	}
 	return t.items.Get(statsKey{name, key})
@@ -178,7 +181,7 @@ func addToItem(p *atomic.Pointer[statsItem], value, times int64) {
 // get returns the item, or nil when nothing was ever added under name and key (RocketMQ then answers "not
 // exist").
 func (t *statsTable) get(name, key string) *statsItem {
-	if name == statsTopicPutNums || name == statsTopicPutSize {
+	if isTopicPutItem(name) {
 		if p, ok := t.topics.Lookup(key); ok {
 			return p.item(name).Load()
 		}

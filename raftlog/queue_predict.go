@@ -90,8 +90,9 @@ func (p *queuePrediction) queueOffset() func(v *message.RecordView) int64 {
 	return p.take
 }
 
-// preparePrediction rebuilds the table before StoreLogs writes when it is stale. wmu held. A rebuild that fails leaves no table: the entries are stored with zeros, as before,
-// and the next staleness tries again.
+// preparePrediction rebuilds the table before StoreLogs writes when it is stale. wmu held. A
+// rebuild that fails leaves no table: the entries are stored with zeros, as before, and the
+// next staleness tries again.
 func (s *Store) preparePrediction() {
 	p := &s.pred
 	if !p.stale.Swap(false) {
