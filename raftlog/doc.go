@@ -310,6 +310,31 @@
 // took the tail of three syncing writers down in a stand-alone test (p99.9 6.5 -> 2.7-3.9 ms)
 // but did not move the raft row's p99 (9.2-10.8 ms in all three builds), so it was not changed.
 //
+// What a follower's sync is made of (2026-12-04; the kernel's tracepoints block_rq_issue and
+// block_rq_complete, fdatasync's entry and exit and sched_wakeup, recorded with perf for 4 s of a
+// raft row, 6,354 syncs of the three nodes): 0.54-0.72 ms on average per node (p50 0.36-0.57, p99
+// 3.7-4.0), of which handing the pages to the device 0.04, their write 0.09, the device's cache
+// flush 0.27 (p99 1.5), the syncing thread's wake-up 0.06-0.08 (p99 0.65-0.82) and, in 46 % of the
+// syncs, a write of the inode's block (0.09): this machine's ext4 has no journal, and there a
+// changed mtime (once per clock tick: the writes change it) makes fdatasync write the inode; a
+// journalled ext4 leaves it to the journal. The syncs over 2 ms (2.4 %) spent it in the flush,
+// the device's tail that the three nodes share; a quarter of them overlapped a 1 MiB warm-up
+// write of the same node. Two experiments that gave nothing: a 100 us EEVDF slice for every broker
+// thread (sched_setattr; fewer msgs/s in both Raft rows), and two entries in flight with
+// SYNC_FLUSH instead of one (six alternating pairs of the raft row: 48,429 against 46,912 msgs/s
+// summed, ahead in 4 of 6: within the noise, so it stays 1).
+//
+// The nodes' Go runtimes (2026-12-04): three brokers on a 2-core machine, each with GOMAXPROCS 2
+// (Go's default, the cores), spend CPU on processors that look for work and wake each other's
+// threads (runtime.findRunnable 13 % and futex 8 % of a leader's CPU profile with ASYNC_FLUSH).
+// Each node with GOMAXPROCS 1, its share of the cores, as bench-compare now runs them
+// (scripts/bench-compare.sh, node_procs; NODE_PROCS=0 gives the default back), measured in runs
+// of 20 s alternating with the default within the hour: ASYNC_FLUSH 21,460 msgs/s on average over
+// five runs against 16,781 over four (+28 %), 53 against 75 CPU us per message; SYNC_FLUSH 8,561
+// over nine against 8,195 over eight (+4 %, within the noise), 130 against 147 CPU us per message,
+// p99 8.8 against 9.6 ms (medians). A node of a group that shares a host with the others should
+// be run that way; on its own machine it keeps Go's default.
+//
 // # Queue offsets written before the sync (queue_predict.go)
 //
 // Each record's QUEUEOFFSET is written by StoreLogs, with the rest of the entry and before its

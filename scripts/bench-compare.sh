@@ -25,7 +25,15 @@
 # "async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always"; they run in that order),
 # KEEP=1 (keep the temp folder and logs), PROFILE=1 (a CPU profile of every broker of our rows, its top
 # printed at the end; kept in the temp folder with KEEP=1), RAFT_ARGS (more --key=value for the Raft nodes),
-# BROKER_ARGS (more --key=value for the brokers of the async and sync rows).
+# BROKER_ARGS (more --key=value for the brokers of the async and sync rows), NODE_PROCS (GOMAXPROCS of each
+# broker of a row that runs several on this machine, see node_procs; 0 leaves the Go runtime's default).
+#
+# Sharing the cores: a row of one broker gets the machine; the brokers of the ms row (two) and of the Raft rows
+# (three) run with GOMAXPROCS set to their share of the cores (node_procs), as a container with that CPU limit
+# would give them (Go sizes GOMAXPROCS to the cgroup's CPU limit). NATS's three servers run in one process
+# (natsbench serve), so they share one Go runtime of GOMAXPROCS = the cores. With each of three brokers
+# sized for the whole machine, their idle processors spin and wake each other across the processes: on 2
+# cores the raft-async row then used 42 % more CPU per message (NODE_PROCS=0 shows it; raftlog/doc.go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/common.sh
@@ -39,10 +47,22 @@ ROWS="${ROWS:-async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-
 PROFILE="${PROFILE:-}"
 read -r -a RAFT_EXTRA <<<"${RAFT_ARGS:-}"
 read -r -a BROKER_EXTRA <<<"${BROKER_ARGS:-}"
+if [[ -n "${NODE_PROCS:-}" && ! "$NODE_PROCS" =~ ^[0-9]+$ ]]; then
+  echo "NODE_PROCS=$NODE_PROCS: want a whole number of processors per broker (0: Go's default, all cores)" >&2
+  exit 2
+fi
 
 bench_init bench-compare natsbench diskbench
 
 want() { [[ " $ROWS " == *" $1 "* ]]; }
+
+# node_procs NODES: the GOMAXPROCS for each of NODES brokers of one row: NODE_PROCS when set (0 prints nothing:
+# the runtime's default), else the cores divided among the nodes, at least 1.
+node_procs() {
+  local n="${NODE_PROCS:-$(( $(nproc) / $1 ))}"
+  if [[ "$n" == 0 && -n "${NODE_PROCS:-}" ]]; then return; fi
+  echo $(( n < 1 ? 1 : n ))
+}
 
 # Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
 declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU
@@ -210,8 +230,9 @@ ours() {
 # raft KEY FLUSH: the workload against a fresh Raft group of three brokers (RocketMQ's DLedger keys,
 # ARCHITECTURE.md; the leader registers as master), each with a metrics endpoint scraped around the run.
 raft() {
-  local key="$1" flush="$2" i peers="" rpids=()
+  local key="$1" flush="$2" i peers="" rpids=() procs
   local -a rport bport mport
+  procs="$(node_procs 3)"
   for i in 0 1 2; do
     rport[i]="$(free_port)"
     bport[i]="$(free_port)"
@@ -220,7 +241,8 @@ raft() {
   done
   for i in 0 1 2; do
     # shellcheck disable=SC2046
-    start_broker "bench-$key" "$work/$key-n$i" "${bport[i]}" --flushDiskType="$flush" --enableDLegerCommitLog=true \
+    GOMAXPROCS="${procs:-${GOMAXPROCS:-}}" start_broker "bench-$key" "$work/$key-n$i" "${bport[i]}" \
+      --flushDiskType="$flush" --enableDLegerCommitLog=true \
       --dLegerGroup="bench-$key" --dLegerPeers="$peers" --dLegerSelfId="n$i" --metricsPort="${mport[i]}" \
       $(profile_args "$key-n$i") "${RAFT_EXTRA[@]}"
     rpids+=("$LAST_PID")
@@ -251,6 +273,10 @@ nats() {
 
 echo "$(machine_line) at start"
 echo "workload: ${SIZE}-byte messages, $THREADS producer goroutines, sync sends (each waits for its ack), $DURATION per row"
+ms_procs="$(node_procs 2)"
+raft_procs="$(node_procs 3)"
+echo "GOMAXPROCS of each broker (NODE_PROCS): one-broker rows ${GOMAXPROCS:-all cores}," \
+  "ms ${ms_procs:-${GOMAXPROCS:-all cores}}, raft ${raft_procs:-${GOMAXPROCS:-all cores}}"
 echo "== disk" >&2
 disk="$(./bin/diskbench --dir "$work" --size "$DISK_SIZE" --json)"
 
@@ -270,9 +296,12 @@ if want async || want sync; then
   done
 fi
 if want ms; then
-  start_broker bench-ms "$work/ms-master" "$(free_port)" --brokerRole=SYNC_MASTER --flushDiskType=SYNC_FLUSH
+  procs="$(node_procs 2)"
+  GOMAXPROCS="${procs:-${GOMAXPROCS:-}}" start_broker bench-ms "$work/ms-master" "$(free_port)" \
+    --brokerRole=SYNC_MASTER --flushDiskType=SYNC_FLUSH
   mpid=$LAST_PID
-  start_broker bench-ms "$work/ms-slave" "$(free_port)" --brokerId=1 --brokerRole=SLAVE --flushDiskType=SYNC_FLUSH
+  GOMAXPROCS="${procs:-${GOMAXPROCS:-}}" start_broker bench-ms "$work/ms-slave" "$(free_port)" \
+    --brokerId=1 --brokerRole=SLAVE --flushDiskType=SYNC_FLUSH
   spid=$LAST_PID
   wait_log "$work/ms-master.log" "slave requests replication"
   BROKER_PIDS="$mpid $spid" ours ms bench_ms
