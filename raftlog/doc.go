@@ -321,8 +321,9 @@
 // the device's tail that the three nodes share; a quarter of them overlapped a 1 MiB warm-up
 // write of the same node. Two experiments that gave nothing: a 100 us EEVDF slice for every broker
 // thread (sched_setattr; fewer msgs/s in both Raft rows), and two entries in flight with
-// SYNC_FLUSH instead of one (six alternating pairs of the raft row: 48,429 against 46,912 msgs/s
-// summed, ahead in 4 of 6: within the noise, so it stays 1).
+// SYNC_FLUSH instead of one (ten alternating pairs of the raft row in two series; in the second,
+// six pairs, 48,429 against 46,912 msgs/s summed, ahead in 4 of 6; the first four were mixed:
+// within the noise, so it stays 1).
 //
 // The nodes' Go runtimes (2026-12-04): three brokers on a 2-core machine, each with GOMAXPROCS 2
 // (Go's default, the cores), spend CPU on processors that look for work and wake each other's
