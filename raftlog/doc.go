@@ -333,8 +333,9 @@
 // of 20 s alternating with the default within the hour: ASYNC_FLUSH 21,460 msgs/s on average over
 // five runs against 16,781 over four (+28 %), 53 against 75 CPU us per message; SYNC_FLUSH 8,561
 // over nine against 8,195 over eight (+4 %, within the noise), 130 against 147 CPU us per message,
-// p99 8.8 against 9.6 ms (medians). A node of a group that shares a host with the others should
-// be run that way; on its own machine it keeps Go's default.
+// p99 8.8 against 9.6 ms (medians). (The ms row's two SYNC_FLUSH brokers, GOMAXPROCS 1 each: 5 %
+// fewer msgs/s in three pairs, p99 a little lower.) A node of a group that shares a host with the
+// others should be run that way; on its own machine it keeps Go's default.
 //
 // # Queue offsets written before the sync (queue_predict.go)
 //
