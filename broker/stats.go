@@ -143,12 +143,7 @@ func isRetryOrDLQ(topic string) bool {
 func (s *brokerStats) recordPut(topic string, typ messageType, n, bytes int) {
 	s.putCount.Add(int64(n))
 	s.putBytes.Add(int64(bytes))
-	p, ok := s.items.topics.Lookup(topic)
-	if !ok {
-		// The record keeps its own copy of the name, not the request's (whose frame it would keep
-		// alive, and whose bytes every later lookup would compare from a cold line).
-		p = s.items.topics.Get(strings.Clone(topic))
-	}
+	p := s.items.topicRecord(topic)
 	if !isRetryOrDLQ(topic) && n > 0 {
 		t := &p.in[typ]
 		t.msgs.Add(int64(n))

@@ -163,9 +163,19 @@ func (t *statsTable) add(name, key string, value, times int64) {
 // until the item's topic is forgotten (sample), and for ever for the broker-wide items.
 func (t *statsTable) holder(name, key string) *atomic.Pointer[statsItem] {
 	if isTopicPutItem(name) {
-		return t.topics.Get(key).item(name)
+		return t.topicRecord(key).item(name)
 	}
 	return t.items.Get(statsKey{name, key})
+}
+
+// topicRecord is the topic's record, made on first use with its own copy of the name, not the
+// caller's (a request's substring: the key would keep its frame alive, and every later lookup
+// would compare with its bytes from a cold line).
+func (t *statsTable) topicRecord(topic string) *topicPuts {
+	if p, ok := t.topics.Lookup(topic); ok {
+		return p
+	}
+	return t.topics.Get(strings.Clone(topic))
 }
 
 // addToItem adds to the item in p, creating the item on the first add.

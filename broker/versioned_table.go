@@ -59,8 +59,9 @@ func (t *versionedTable[T]) lookup(name string) (T, bool) {
 // put stores a copy of v under name and moves the version.
 func (t *versionedTable[T]) put(name string, v *T) {
 	c := *v
+	name = strings.Clone(name) // not the request's bytes: the keys outlive it
 	t.mu.Lock()
-	t.table[strings.Clone(name)] = &c // not the request's bytes: the key outlives it
+	t.table[name] = &c
 	t.noteLocked(name)
 	nextVersion(&t.version, time.Now())
 	t.mu.Unlock()
@@ -113,7 +114,8 @@ func (t *versionedTable[T]) putIfAbsent(name string, mk func() *T) (*T, bool) {
 	v, ok := t.table[name]
 	if !ok {
 		v = mk()
-		t.table[strings.Clone(name)] = v
+		name = strings.Clone(name)
+		t.table[name] = v
 		t.noteLocked(name)
 		nextVersion(&t.version, time.Now())
 	}

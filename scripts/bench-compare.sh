@@ -230,9 +230,8 @@ ours() {
 # raft KEY FLUSH: the workload against a fresh Raft group of three brokers (RocketMQ's DLedger keys,
 # ARCHITECTURE.md; the leader registers as master), each with a metrics endpoint scraped around the run.
 raft() {
-  local key="$1" flush="$2" i peers="" rpids=() procs
+  local key="$1" flush="$2" i peers="" rpids=()
   local -a rport bport mport
-  procs="$(node_procs 3)"
   for i in 0 1 2; do
     rport[i]="$(free_port)"
     bport[i]="$(free_port)"
@@ -241,7 +240,7 @@ raft() {
   done
   for i in 0 1 2; do
     # shellcheck disable=SC2046
-    GOMAXPROCS="${procs:-${GOMAXPROCS:-}}" start_broker "bench-$key" "$work/$key-n$i" "${bport[i]}" \
+    GOMAXPROCS="${raft_procs:-${GOMAXPROCS:-}}" start_broker "bench-$key" "$work/$key-n$i" "${bport[i]}" \
       --flushDiskType="$flush" --enableDLegerCommitLog=true \
       --dLegerGroup="bench-$key" --dLegerPeers="$peers" --dLegerSelfId="n$i" --metricsPort="${mport[i]}" \
       $(profile_args "$key-n$i") "${RAFT_EXTRA[@]}"
@@ -273,6 +272,7 @@ nats() {
 
 echo "$(machine_line) at start"
 echo "workload: ${SIZE}-byte messages, $THREADS producer goroutines, sync sends (each waits for its ack), $DURATION per row"
+# GOMAXPROCS of each broker of the ms row and of the Raft rows (empty: the runtime's default).
 ms_procs="$(node_procs 2)"
 raft_procs="$(node_procs 3)"
 echo "GOMAXPROCS of each broker (NODE_PROCS): one-broker rows ${GOMAXPROCS:-all cores}," \
@@ -296,11 +296,10 @@ if want async || want sync; then
   done
 fi
 if want ms; then
-  procs="$(node_procs 2)"
-  GOMAXPROCS="${procs:-${GOMAXPROCS:-}}" start_broker bench-ms "$work/ms-master" "$(free_port)" \
+  GOMAXPROCS="${ms_procs:-${GOMAXPROCS:-}}" start_broker bench-ms "$work/ms-master" "$(free_port)" \
     --brokerRole=SYNC_MASTER --flushDiskType=SYNC_FLUSH
   mpid=$LAST_PID
-  GOMAXPROCS="${procs:-${GOMAXPROCS:-}}" start_broker bench-ms "$work/ms-slave" "$(free_port)" \
+  GOMAXPROCS="${ms_procs:-${GOMAXPROCS:-}}" start_broker bench-ms "$work/ms-slave" "$(free_port)" \
     --brokerId=1 --brokerRole=SLAVE --flushDiskType=SYNC_FLUSH
   spid=$LAST_PID
   wait_log "$work/ms-master.log" "slave requests replication"
