@@ -215,7 +215,10 @@ func (c *commitLog) finishLocked(f *mappedFile, pos int64, buf []byte, end int64
 			return fmt.Errorf("%w: write %s at %d: %v", errWriteFault, f.path, pos, err)
 		}
 	default:
+		// Published first: the populate service reads the write position this wake is about.
+		f.publish(end)
 		c.wakePopulateLocked(f, end)
+		return nil
 	}
 	f.publish(end)
 	return nil
