@@ -295,6 +295,11 @@
 //     not on the critical path any more (it overlaps, see below), so counting the two
 //     followers as a majority without it (the thesis allows it) would gain about 5 % at most;
 //     not done, as it would need each follower's acknowledgements tracked outside Raft.
+//     Nor would it shorten the tail: the leader syncing as now but neither waiting for its
+//     sync before the apply nor clamping the commit index (unsafe, for the bound only; what
+//     the two followers as a majority could give at best, 2026-12-04, ROWS="raft", four
+//     alternating pairs, load 2.8-4.2) ran 9,168 8,906 9,235 8,586 msgs/s, p99 8.57 8.26 7.55
+//     9.21 ms, against 9,883 8,824 10,713 9,626 and 8.97 8.07 8.79 8.06 for this build.
 //   - Lingering for every producer (the target 16 rather than the last entry's puts, and up to
 //     half or all of the round rather than a quarter): 14.8-15.8 messages per entry and 0.19-0.20
 //     fsyncs per message against 11.6-12.0 and 0.25-0.26, but msgs/s within the noise (9,435
