@@ -280,7 +280,11 @@
 // (CPU us/msg: the three nodes' user and system time per message acknowledged, the figure the
 // machine's load moves least.) ASYNC_FLUSH pays no sync per entry and loses a little with 1.
 // MaxAppendEntries still never binds (1.04 entries per follower append; 1.33 with
-// ASYNC_FLUSH), so it stays 256.
+// ASYNC_FLUSH), so it stays 256. The transport's pipelining stays at two RPCs in flight:
+// without it (MaxRPCsInFlight 1, a temporary build; 2026-12-04, ROWS="raft-async raft", three
+// alternating pairs, load 2.8-4.4) ASYNC_FLUSH ran 20,170 18,114 20,868 msgs/s against 21,250
+// 20,244 21,784 and SYNC_FLUSH 7,922 8,673 7,805 against 8,275 9,265 9,511, behind in every pair,
+// with the followers' appends no bigger (1.05 entries per append against 1.02).
 //
 // Where a round's time goes now (2026-12-04, bench-compare ROWS="raft", 20 s, load 2-5, at
 // 7,000-8,800 msgs/s): stage means queue 0.3, store 0.03, replicate 0.9-1.1, apply 0.06-0.1,
