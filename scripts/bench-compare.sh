@@ -15,7 +15,7 @@
 # nodes' rocketmq_raft_* series are scraped before and after the measured run: messages per Raft entry,
 # fsyncs per message (all three nodes), entries per follower append, and the mean of each stage of a send
 # on the leader (queue, dispatch, leader store, replicate, apply, answer), the mean follower StoreLogs
-# (write and sync) and log sync of the nodes (ms), and the MiB of zeros written to keep
+# (write and sync) and log sync of the nodes (ms), the share of them over 4 and over 8 ms, and the MiB of zeros written to keep
 # the CommitLogs warm ahead of the writes with the flushes that had to warm first (store/warm.go).
 #
 # NATS (github.com/nats-io/nats-server/v2, embedded by bench/cmd/natsbench, a module of its own under bench/)
@@ -104,6 +104,17 @@ raft_p99() {
     function bound(x) { return x == "+Inf" ? 1e99 : x + 0 }' <(echo "$1") <(echo "$2")
 }
 
+# raft_over BEFORE AFTER PREFIX BOUND: the percentage of the samples between the scrapes, of the histogram whose
+# series start with PREFIX, above BOUND seconds (one of the histogram's bucket bounds; "?" when it is not one).
+raft_over() {
+  awk -v k="$3" -v bound="$4" 'index($1, k) == 1 && match($1, /[{,]le="[^"]*"/) {
+      le = substr($1, RSTART + 5, RLENGTH - 6); if (NR == FNR) b[le] = $2; else a[le] = $2 }
+    END {
+      total = a["+Inf"] - b["+Inf"]; if (total <= 0) { printf "-"; exit }
+      for (le in a) if (le != "+Inf" && le + 0 == bound + 0) { printf "%.2f", 100 * (total - (a[le] - b[le])) / total; exit }
+      printf "?" }' <(echo "$1") <(echo "$2")
+}
+
 # raft_summary KEY BEFORE AFTER: the Raft row's figures from the scrapes around its measured run.
 raft_summary() {
   local b="$2" a="$3" msgs entries fsyncs fcalls fentries
@@ -138,6 +149,18 @@ raft_summary() {
   p99s+=" follower-store $(raft_p99 "$b" "$a" 'rocketmq_raft_store_seconds_bucket{role="follower",')"
   p99s+=" fsync $(raft_p99 "$b" "$a" 'rocketmq_raft_fsync_seconds_bucket{')"
   RAFT_LINE[$1]+="  p99 at most ms:$p99s"
+  # The tail: the share of the puts whose queue or replicate stage, of the follower appends and of the syncs
+  # that took over 4 and over 8 ms (where the p99 of a send comes from; raftlog/doc.go).
+  local over="" pre
+  for st in queue replicate; do
+    pre="rocketmq_raft_send_stage_seconds_bucket{stage=\"$st\","
+    over+=" $st $(raft_over "$b" "$a" "$pre" 0.004)/$(raft_over "$b" "$a" "$pre" 0.008)"
+  done
+  pre='rocketmq_raft_store_seconds_bucket{role="follower",'
+  over+=" follower-store $(raft_over "$b" "$a" "$pre" 0.004)/$(raft_over "$b" "$a" "$pre" 0.008)"
+  pre='rocketmq_raft_fsync_seconds_bucket{'
+  over+=" fsync $(raft_over "$b" "$a" "$pre" 0.004)/$(raft_over "$b" "$a" "$pre" 0.008)"
+  RAFT_LINE[$1]+="  % over 4/8 ms:$over"
   RAFT_LINE[$1]+="  queue offsets written at apply $(raft_delta "$b" "$a" rocketmq_storage_queue_offsets_written_total)"
   RAFT_LINE[$1]+="  warmed MiB $(awk -v w="$wbytes" 'BEGIN { printf "%.0f", w / 1048576 }') (flushes that warmed first: ${wstalls%.*})"
 }
