@@ -304,6 +304,10 @@
 //     the two followers as a majority could give at best, 2026-12-04, ROWS="raft", four
 //     alternating pairs, load 2.8-4.2) ran 9,168 8,906 9,235 8,586 msgs/s, p99 8.57 8.26 7.55
 //     9.21 ms, against 9,883 8,824 10,713 9,626 and 8.97 8.07 8.79 8.06 for this build.
+//     bench-compare's "% over 4/8 ms" says why: the leader's syncs and the followers' are slow
+//     alike (over 4 ms: 1.02 % of the follower appends and 1.03 % of all the syncs in one run,
+//     0.84 % and 0.84 % in another), the device's flush tail stalling every sync in flight, and
+//     1.3-1.5 % of the puts' replicate stages took over 4 ms; no quorum of the three avoids it.
 //   - Lingering for every producer (the target 16 rather than the last entry's puts, and up to
 //     half or all of the round rather than a quarter): 14.8-15.8 messages per entry and 0.19-0.20
 //     fsyncs per message against 11.6-12.0 and 0.25-0.26, but msgs/s within the noise (9,435
