@@ -15,8 +15,9 @@
 # nodes' rocketmq_raft_* series are scraped before and after the measured run: messages per Raft entry,
 # fsyncs per message (all three nodes), entries per follower append, and the mean of each stage of a send
 # on the leader (queue, dispatch, leader store, replicate, apply, answer), the mean follower StoreLogs
-# (write and sync) and log sync of the nodes (ms), the share of them over 4 and over 8 ms, and the MiB of zeros written to keep
-# the CommitLogs warm ahead of the writes with the flushes that had to warm first (store/warm.go).
+# (write and sync) and log sync of the nodes (ms), the share of them over 4 and over 8 ms, and the MiB of
+# zeros written to keep the CommitLogs warm ahead of the writes with the flushes that had to warm first
+# (store/warm.go).
 #
 # NATS (github.com/nats-io/nats-server/v2, embedded by bench/cmd/natsbench, a module of its own under bench/)
 # runs one server, or three clustered on 127.0.0.1, with file storage; its publisher goes through the same

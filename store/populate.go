@@ -59,7 +59,8 @@ func (s *Store) runPopulate(ctx context.Context) {
 }
 
 // wakePopulateLocked wakes the populate service when a write that ends at end in f has come
-// within half of populateAhead of f's populate frontier. Put lock held.
+// within half of populateAhead of f's populate frontier. Put lock held, and the write
+// published: the service moves the frontier from the write position it reads.
 func (c *commitLog) wakePopulateLocked(f *mappedFile, end int64) {
 	if c.populateAhead > 0 && !f.populateFailed.Load() {
 		c.wakeAheadLocked(f, end, c.populateAhead, f.populated.Load())
