@@ -423,7 +423,10 @@
 // answered waiting for ever once shut down, and Close would wait for it (the node's own
 // goroutines that Close waits for, the new leader's barrier, a hand-over to the preferred
 // leader, a membership change's wait, take Raft's answers through Node.await, which gives up
-// when Close stops the node); the next StoreLogs fails too, so Raft steps down. Open syncs
+// when Close stops the node or Raft is shut down; Close's own hand-over too, since a transfer
+// request Raft queued but had not read when the stop shut it down is never answered: Close
+// hung there in about 1 run of 40 of TestSyncFailureAnswersEveryPutInFlight under load); the
+// next StoreLogs fails too, so Raft steps down. Open syncs
 // what recovery found, which after a process crash may be in the page cache only, before the
 // node acknowledges any of it. Followers, and leaders with ASYNC_FLUSH or a
 // transport without pre-vote, store as before (sync inside StoreLogs). The stage "store" of

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,9 +223,13 @@ type Node struct {
 
 	failovers atomic.Uint64
 	stop      chan struct{}
-	wg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	// raftDown is closed once this node's Raft was told to shut down (shutdownRaft: Close, or the
+	// stop after a failed log sync), so that waits on Raft futures give up (awaitUntil).
+	raftDown     chan struct{}
+	raftDownOnce sync.Once
+	wg           sync.WaitGroup
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // OpenNode opens the log over cl (a framed store, not started: Open recovers it) and the
@@ -237,7 +242,7 @@ func OpenNode(cl CommitLog, cfg Config, opts NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, opts: opts, lg: opts.Logger.With("component", "raft", "self", cfg.SelfID), cl: cl,
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), raftDown: make(chan struct{})}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftlog: create %s: %w", opts.Dir, err)
 	}
@@ -343,7 +348,7 @@ func (n *Node) Start() error {
 			// a future it took and never answered waiting for ever once it is shut down, and Close
 			// would then wait for it (TestSyncFailureAnswersEveryPutInFlight).
 			n.prop.close()
-			_ = n.rf().Shutdown().Error()
+			_ = n.shutdownRaft().Error()
 		}
 		n.log.onSyncFailure.Store(&fail)
 	}
@@ -461,13 +466,15 @@ func (n *Node) Close() error {
 			n.prop.close()
 			close(n.stop)
 			if r.State() == raft.Leader && len(n.cfg.Peers) > 1 {
-				if err := r.LeadershipTransfer().Error(); err != nil {
+				// Not r.LeadershipTransfer().Error(): when the stop after a failed sync shuts
+				// Raft down meanwhile, the request can stay in Raft's queue unanswered for ever.
+				if err := n.awaitUntil(context.Background(), r.LeadershipTransfer(), nil); err != nil {
 					n.lg.Warn("leadership transfer before shutdown failed", "err", err)
 				}
 			}
 			n.wg.Wait()
 			done := reportSlow(n.lg, "raft shutdown", 30*time.Second)
-			f := r.Shutdown()
+			f := n.shutdownRaft()
 			if n.guard != nil {
 				n.guard.closePipelines() // frees a replication goroutine stuck in a pipeline (pipeline.go)
 			}
@@ -484,6 +491,14 @@ func (n *Node) Close() error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
+}
+
+// shutdownRaft tells Raft to shut down and marks it so (raftDown). The returned future resolves
+// once Raft's goroutines ended; a second call's resolves at once.
+func (n *Node) shutdownRaft() raft.Future {
+	f := n.rf().Shutdown()
+	n.raftDownOnce.Do(func() { close(n.raftDown) })
+	return f
 }
 
 // reportSlow logs, once, every goroutine's stack when the call it brackets has not returned within

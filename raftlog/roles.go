@@ -302,7 +302,7 @@ func (n *Node) TransferLeadership(toID string) error {
 		}
 		f = n.rf().LeadershipTransferToServer(raft.ServerID(toID), addr)
 	}
-	if err := f.Error(); err != nil {
+	if err := n.await(f); err != nil {
 		return fmt.Errorf("raftlog: transfer leadership to %q: %w", toID, n.proposalError(err))
 	}
 	return nil
@@ -337,16 +337,24 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	return n.waitFuture(ctx, n.rf().RemoveServer(raft.ServerID(id), 0, 0), "remove server "+id)
 }
 
-// await returns f's error, or ErrShutdown once the node stops (Close, n.stop). A goroutine
-// Close waits for (n.wg) must not wait on a Raft future alone: hashicorp/raft leaves a future it
-// took and never answered waiting for ever once it is shut down (a committed entry or barrier
-// still queued for the state machine is dropped), and the node's Raft may already be shut down
-// when Close runs (a failed log sync stops it, node.go). The goroutine left waiting on such a
-// future stays parked: one per stranded future, only after a shutdown.
+// await returns f's error, or ErrShutdown once the node stops (Close, n.stop) or its Raft is shut
+// down (raftDown). A goroutine Close waits for (n.wg) must not wait on a Raft future alone:
+// hashicorp/raft leaves a future it took and never answered waiting for ever once it is shut
+// down (a committed entry or barrier still queued for the state machine is dropped; a request
+// still in one of its queues, such as a leadership transfer, is never read), and the node's
+// Raft may already be shut down when Close runs (a failed log sync stops it, node.go). The
+// goroutine left waiting on such a future stays parked: one per stranded future, only after a
+// shutdown.
 func (n *Node) await(f raft.Future) error { return n.awaitCtx(context.Background(), f) }
 
 // awaitCtx is await that also gives up, with ctx's error, when ctx is done.
 func (n *Node) awaitCtx(ctx context.Context, f raft.Future) error {
+	return n.awaitUntil(ctx, f, n.stop)
+}
+
+// awaitUntil returns f's error; ctx's error when ctx is done first; ErrShutdown when stop is
+// closed (nil: never) or Raft is shut down (raftDown) before Raft answered.
+func (n *Node) awaitUntil(ctx context.Context, f raft.Future, stop <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
@@ -354,13 +362,14 @@ func (n *Node) awaitCtx(ctx context.Context, f raft.Future) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-n.stop:
-		select {
-		case err := <-done: // answered meanwhile
-			return err
-		default:
-			return fmt.Errorf("%w: the node stopped before Raft answered", ErrShutdown)
-		}
+	case <-stop:
+	case <-n.raftDown:
+	}
+	select {
+	case err := <-done: // answered meanwhile
+		return err
+	default:
+		return fmt.Errorf("%w: the node stopped before Raft answered", ErrShutdown)
 	}
 }
 

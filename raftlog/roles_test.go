@@ -131,3 +131,32 @@ func TestAwaitGivesUpWhenTheNodeStops(t *testing.T) {
 	}
 	close(stranded.answer) // lets the parked goroutine go
 }
+
+// TestAwaitUntilGivesUpWhenRaftShutsDown: Close hands leadership over through awaitUntil with
+// no stop channel (the node's is closed by then). When the stop after a failed log sync shuts
+// Raft down between Close's check that the node leads and Raft taking the transfer request,
+// the request stays in Raft's queue unanswered (hashicorp/raft v1.8.0 queues it in a channel
+// of one that the leader loop, gone, no longer reads), and Close waited on it for ever:
+// TestSyncFailureAnswersEveryPutInFlight timed out in Close in about 1 run of 40 with two
+// CPU-bound processes beside it. Once Raft is marked down, awaitUntil and await answer
+// ErrShutdown instead; an answered future still gives its own answer.
+func TestAwaitUntilGivesUpWhenRaftShutsDown(t *testing.T) {
+	n := &Node{stop: make(chan struct{}), raftDown: make(chan struct{})}
+	answered := strandedFuture{answer: make(chan error, 1)}
+	answered.answer <- raft.ErrLeadershipTransferInProgress
+	err := n.awaitUntil(context.Background(), answered, nil)
+	if !errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		t.Fatalf("awaitUntil of an answered future = %v, want its error", err)
+	}
+	stranded := strandedFuture{answer: make(chan error)}
+	got := make(chan error, 2)
+	go func() { got <- n.awaitUntil(context.Background(), stranded, nil) }()
+	go func() { got <- n.await(stranded) }()
+	n.raftDownOnce.Do(func() { close(n.raftDown) })
+	for range 2 {
+		if err := <-got; !errors.Is(err, ErrShutdown) {
+			t.Fatalf("a wait on a stranded future after Raft shut down = %v, want ErrShutdown", err)
+		}
+	}
+	close(stranded.answer)
+}
