@@ -479,6 +479,9 @@ func (n *Node) Close() error {
 				n.guard.closePipelines() // frees a replication goroutine stuck in a pipeline (pipeline.go)
 			}
 			errs = append(errs, f.Error())
+			if n.guard != nil {
+				n.guard.closeHeartbeats() // no heartbeat reaches Raft once the stores close (pipeline.go)
+			}
 			done()
 			r.DeregisterObserver(n.roles.obs)
 		} else {

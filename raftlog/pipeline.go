@@ -35,6 +35,17 @@ type pipelineGuard struct {
 	mu     sync.Mutex
 	pipes  map[*guardedPipeline]struct{}
 	closed bool
+
+	// hashicorp/raft answers heartbeats on the transport's connection goroutines
+	// (SetHeartbeatHandler), outside the goroutines Raft's Shutdown waits for, and a heartbeat
+	// with a newer term saves the term in the stable store: one that arrived while Close had
+	// closed that store panicked the node ("failed to save current term: database not open",
+	// seen in internal/admin's tests beside two CPU-bound processes). The guard runs the handler
+	// under hb's read lock; closeHeartbeats (Close, after Raft's shutdown, before the stores
+	// close) takes the write lock, so it waits for a heartbeat being handled and the later ones
+	// are refused with raft.ErrRaftShutdown.
+	hb       sync.RWMutex
+	hbClosed bool
 }
 
 // errGuardClosed refuses a pipeline after closePipelines: Raft replicates without one.
@@ -86,6 +97,31 @@ func (g *pipelineGuard) clampCommit(args *raft.AppendEntriesRequest) *raft.Appen
 		return &cp
 	}
 	return args
+}
+
+// SetHeartbeatHandler installs cb on the wrapped transport, run under the heartbeat lock.
+func (g *pipelineGuard) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	if cb == nil {
+		g.Transport.SetHeartbeatHandler(nil)
+		return
+	}
+	g.Transport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		g.hb.RLock()
+		defer g.hb.RUnlock()
+		if g.hbClosed {
+			rpc.Respond(nil, raft.ErrRaftShutdown)
+			return
+		}
+		cb(rpc)
+	})
+}
+
+// closeHeartbeats waits for a heartbeat being handled and refuses the later ones (Close, once
+// Raft is shut down, before the log and stable stores close).
+func (g *pipelineGuard) closeHeartbeats() {
+	g.hb.Lock()
+	g.hbClosed = true
+	g.hb.Unlock()
 }
 
 // closePipelines closes every pipeline handed out and refuses new ones (node shutdown).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,5 +76,59 @@ func TestPipelineGuardFreesStuckAppend(t *testing.T) {
 	}
 	if len(g.pipes) != 0 {
 		t.Fatalf("%d pipelines still tracked", len(g.pipes))
+	}
+}
+
+// heartbeatCapture is a transport that keeps the heartbeat handler it is given.
+type heartbeatCapture struct {
+	raft.Transport
+	cb func(rpc raft.RPC)
+}
+
+func (h *heartbeatCapture) SetHeartbeatHandler(cb func(rpc raft.RPC)) { h.cb = cb }
+
+// TestGuardClosesHeartbeats: hashicorp/raft handles heartbeats on the transport's goroutines,
+// which its Shutdown does not wait for; a heartbeat with a newer term then saved the term in a
+// stable store Close had closed, and the node panicked. closeHeartbeats waits for the heartbeat
+// being handled, and a heartbeat after it is answered raft.ErrRaftShutdown without reaching Raft.
+func TestGuardClosesHeartbeats(t *testing.T) {
+	inner := &heartbeatCapture{}
+	g := newPipelineGuard(inner, time.Minute, slog.New(slog.DiscardHandler))
+	entered, release := make(chan struct{}), make(chan struct{})
+	var handled, calls atomic.Int32
+	g.SetHeartbeatHandler(func(rpc raft.RPC) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		handled.Add(1)
+		rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+	})
+	heartbeat := func() (raft.RPC, chan raft.RPCResponse) {
+		resp := make(chan raft.RPCResponse, 1)
+		return raft.RPC{Command: &raft.AppendEntriesRequest{}, RespChan: resp}, resp
+	}
+	first, firstResp := heartbeat()
+	go inner.cb(first)
+	<-entered
+	closed := make(chan int32)
+	go func() {
+		g.closeHeartbeats()
+		closed <- handled.Load()
+	}()
+	close(release)
+	if n := <-closed; n != 1 {
+		t.Fatalf("closeHeartbeats returned with %d heartbeats handled, want it to wait for the one being handled", n)
+	}
+	if r := <-firstResp; r.Error != nil {
+		t.Fatalf("the heartbeat handled before the close was answered %v", r.Error)
+	}
+	late, lateResp := heartbeat()
+	inner.cb(late)
+	if r := <-lateResp; !errors.Is(r.Error, raft.ErrRaftShutdown) {
+		t.Fatalf("a heartbeat after the close was answered %v, want raft.ErrRaftShutdown", r.Error)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("Raft's handler ran %d times, want 1 (none after the close)", n)
 	}
 }
