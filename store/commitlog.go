@@ -214,13 +214,11 @@ func (c *commitLog) finishLocked(f *mappedFile, pos int64, buf []byte, end int64
 		if _, err := f.file.WriteAt(buf, pos); err != nil {
 			return fmt.Errorf("%w: write %s at %d: %v", errWriteFault, f.path, pos, err)
 		}
-	default:
-		// Published first: the populate service reads the write position this wake is about.
-		f.publish(end)
-		c.wakePopulateLocked(f, end)
-		return nil
 	}
 	f.publish(end)
+	// After the publish: the populate service reads the write position this wake is about. A
+	// no-op unless the copies go into the mapping (populateAhead is 0 for the other paths).
+	c.wakePopulateLocked(f, end)
 	return nil
 }
 
