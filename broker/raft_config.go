@@ -89,6 +89,10 @@ type RaftConfig struct {
 	// node, 2 with ASYNC_FLUSH (make bench-compare, 16 producers: SYNC_FLUSH 1.35-1.45x the msgs/s of 2
 	// and 10 % less CPU per message; ASYNC_FLUSH 0.93x).
 	RaftProposeMaxInFlight int `mapstructure:"raftProposeMaxInFlight"`
+	// RaftFramedAppends: the nodes send each other AppendEntries as binary frames instead of
+	// hashicorp/raft's msgpack (true; raftlog.Config.FramedAppends); a node of an older version is
+	// sent msgpack. Without peer TLS only: with it, every RPC stays msgpack.
+	RaftFramedAppends bool `mapstructure:"raftFramedAppends"`
 	// RaftProposeMaxLingerMicros is the longest the proposer waits, with a slot free, for as many puts
 	// as the last entry carried (1000 µs; raftlog.Config.MaxLinger); 0 sends what is queued at once.
 	RaftProposeMaxLingerMicros int64 `mapstructure:"raftProposeMaxLingerMicros"`
@@ -118,6 +122,7 @@ func DefaultRaftConfig() RaftConfig {
 		DLegerForwardTimeoutMs:        3000,
 		DLegerForwardMaxInflightBytes: 64 << 20,
 		RaftOverlapLeaderSync:         true,
+		RaftFramedAppends:             true,
 		RaftProposeMaxLingerMicros:    1000,
 		RaftSnapshotThreshold:         int64(d.SnapshotThreshold),
 		RaftSnapshotIntervalMs:        d.SnapshotInterval.Milliseconds(),
@@ -150,6 +155,7 @@ func (c Config) raftNodeConfig() raftlog.Config {
 	rc.PreferredLeaderID = c.Raft.PreferredLeaderId
 	rc.OverlapLeaderSync = c.Raft.RaftOverlapLeaderSync
 	rc.MaxInFlight = c.Raft.RaftProposeMaxInFlight
+	rc.FramedAppends = c.Raft.RaftFramedAppends
 	if rc.MaxInFlight == 0 {
 		rc.MaxInFlight = 2
 		if rc.Sync {

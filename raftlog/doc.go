@@ -456,9 +456,46 @@
 // leadership over first (HandOver, called by the broker before its pools drain), so the
 // requests still arriving are forwarded instead of refused.
 //
+// # Log entries as binary frames (append_transport.go, append_wire.go)
+//
+// Without PeerTLS the node's transport (Config.FramedAppends, the broker's raftFramedAppends,
+// on by default) is hashicorp/raft's NetworkTransport for votes, pre-votes, snapshots and
+// TimeoutNow, and its own frames for AppendEntries (pipelined, plain and heartbeats), on the
+// same port: a connection that opens with the byte 0xF7 (NetworkTransport opens each with an
+// RPC type, 0 to 4) and is answered 0xF7 carries length-prefixed frames, each field a uvarint
+// or a length and its bytes (append_wire.go has the order). Only the encoding changes, not
+// what Raft is told: every field of the request, of each Log and of the response travels
+// (TestAppendWireRoundTrip), a frame that does not parse or is longer than 1 GiB drops its
+// connection (and its bytes are never handed to Raft), requests are answered one at a time
+// and in order on their connection, an error Raft answered travels as its text, a pipeline's
+// broken connection fails every request in flight, and Raft then falls back to plain
+// AppendEntries from the follower's nextIndex, as after any transport error. The node's
+// wrappers (pipeline.go: the commit clamp of leader_sync.go, the stuck-pipeline close, the
+// heartbeat gate at Close) wrap this transport as they wrapped NetworkTransport. A decoded
+// entry's Data is a slice of its frame (capacity cut to its length), a buffer nothing else
+// uses. A peer that hangs up on the handshake (a node of an older version reads 0xF7 as an
+// unknown RPC type) is sent msgpack for a minute, then asked again, so a rolling upgrade keeps
+// replicating (TestMixedGroupFramedAndMsgpack: a msgpack-only node leads and follows under
+// load). With PeerTLS every RPC stays on tls.go's NetworkTransports.
+//
+// Why: with ASYNC_FLUSH a round's replicate stage was 0.21-0.28 ms, and the profiles put
+// much of it in msgpack's reflection and the copies along NetworkTransport's path (a
+// follower's connection goroutine about 60 us of CPU per entry, its decode alone 19). Measured
+// 2026-12-05 with scripts/bench-compare.sh ROWS="raft-async raft" DURATION=20s, six
+// alternating pairs of a build with the frames (then switched by an environment variable) and
+// without, load 0.5-3.7 (the runs' own processes):
+//
+//	                      raft-async msgs/s (mean)                      CPU us/msg   raft msgs/s (mean)
+//	frames    24040 22085 23962 24829 22087 22869 (23,312)   43 50 48     9372 9721 9135 9678 9081 8420 (9,235)
+//	msgpack   19013 22991 20628 19260 18482 22506 (20,480)   59 63 49     9029 9650 9739 7953 10507 9937 (9,469)
+//
+// (CPU us/msg: the three nodes' CPU time per message acknowledged, pairs 4-6.) ASYNC_FLUSH
+// gains 14 % (ahead in 5 of 6 pairs) and uses about a fifth less CPU per message; SYNC_FLUSH,
+// bound by the followers' syncs, is unchanged within the noise.
+//
 // # Who may talk to the group (peer TLS)
 //
-// Without NodeOptions.PeerTLS the transport is hashicorp/raft's plain TCP one: anyone who can
+// Without NodeOptions.PeerTLS the transport is the node's plain TCP one: anyone who can
 // reach a Raft port can send RequestVote or AppendEntries claiming any member's id, and a
 // member grants it (a vote with the leadership-transfer flag is granted despite a live
 // leader). So a plain-TCP group must sit on a network only its members reach.

@@ -108,6 +108,12 @@ type Config struct {
 	// the previous-entry checks and the followers' apply do not copy them out of the
 	// CommitLog again; 0 turns it off. Each entry holds at most MaxEntryBytes.
 	LogCacheEntries int
+	// FramedAppends: the node's own TCP transport carries AppendEntries (heartbeats included)
+	// as the binary frames of append_wire.go on connections of their own (append_transport.go)
+	// instead of hashicorp/raft's msgpack; votes, snapshots and TimeoutNow stay msgpack, on the
+	// same port. A peer without the frames (an older version) is sent msgpack. Not used with
+	// PeerTLS or a given transport.
+	FramedAppends bool
 }
 
 // DefaultConfig is tuned for a LAN: elections after about 500 ms without a leader.
@@ -127,6 +133,7 @@ func DefaultConfig() Config {
 		MaxLinger:          time.Millisecond,
 		LogCacheEntries:    128,
 		OverlapLeaderSync:  true,
+		FramedAppends:      true,
 	}
 }
 
@@ -322,6 +329,8 @@ func (n *Node) Start() error {
 		var t raft.Transport
 		if n.opts.PeerTLS != nil {
 			t, err = newTLSTransport(addr, n.cfg.Peers, n.opts.PeerTLS, *tc, n.dialedID, n.lg)
+		} else if n.cfg.FramedAppends {
+			t, err = newAppendTransport(addr, *tc, n.lg)
 		} else {
 			t, err = raft.NewTCPTransportWithConfig(addr, tcpAddr, tc)
 		}
