@@ -91,7 +91,7 @@ type RaftConfig struct {
 	RaftProposeMaxInFlight int `mapstructure:"raftProposeMaxInFlight"`
 	// RaftFramedAppends: the nodes send each other AppendEntries as binary frames instead of
 	// hashicorp/raft's msgpack (true; raftlog.Config.FramedAppends); a node of an older version is
-	// sent msgpack. Without peer TLS only: with it, every RPC stays msgpack.
+	// sent msgpack. Under peer TLS too, with the same identity checks.
 	RaftFramedAppends bool `mapstructure:"raftFramedAppends"`
 	// RaftProposeMaxLingerMicros is the longest the proposer waits, with a slot free, for as many puts
 	// as the last entry carried (1000 µs; raftlog.Config.MaxLinger); 0 sends what is queued at once.

@@ -456,12 +456,12 @@
 // leadership over first (HandOver, called by the broker before its pools drain), so the
 // requests still arriving are forwarded instead of refused.
 //
-// # Log entries as binary frames (append_transport.go, append_wire.go)
+// # Log entries as binary frames (append_wire.go, append_client.go, append_transport.go)
 //
-// Without PeerTLS the node's transport (Config.FramedAppends, the broker's raftFramedAppends,
-// on by default) is hashicorp/raft's NetworkTransport for votes, pre-votes, snapshots and
-// TimeoutNow, and its own frames for AppendEntries (pipelined, plain and heartbeats), on the
-// same port: a connection that opens with the byte 0xF7 (NetworkTransport opens each with an
+// The node's transport (Config.FramedAppends, the broker's raftFramedAppends, on by default)
+// is hashicorp/raft's NetworkTransport for votes, pre-votes, snapshots and TimeoutNow, and its
+// own frames for AppendEntries (pipelined, plain and heartbeats), on the same port, over plain
+// TCP (append_transport.go) or peer TLS (tls.go): a connection that opens with the byte 0xF7 (NetworkTransport opens each with an
 // RPC type, 0 to 4) and is answered 0xF7 carries length-prefixed frames, each field a uvarint
 // or a length and its bytes (append_wire.go has the order). Only the encoding changes, not
 // what Raft is told: every field of the request, of each Log and of the response travels
@@ -476,7 +476,11 @@
 // uses. A peer that hangs up on the handshake (a node of an older version reads 0xF7 as an
 // unknown RPC type) is sent msgpack for a minute, then asked again, so a rolling upgrade keeps
 // replicating (TestMixedGroupFramedAndMsgpack: a msgpack-only node leads and follows under
-// load). With PeerTLS every RPC stays on tls.go's NetworkTransports.
+// load). Under peer TLS the frames travel inside the authenticated connection and each request
+// passes the same claim check as an RPC read by NetworkTransport (checkClaim: the claimed id is
+// the certificate's, a member's addresses are its own); one that fails is answered with the
+// error and its connection closed (TestRogueCannotMoveAPeerTLSGroup sends the forged append as
+// frames too, and its control shows the frames taken over plain TCP).
 //
 // Why: with ASYNC_FLUSH a round's replicate stage was 0.21-0.28 ms, and the profiles put
 // much of it in msgpack's reflection and the copies along NetworkTransport's path (a

@@ -111,8 +111,8 @@ type Config struct {
 	// FramedAppends: the node's own TCP transport carries AppendEntries (heartbeats included)
 	// as the binary frames of append_wire.go on connections of their own (append_transport.go)
 	// instead of hashicorp/raft's msgpack; votes, snapshots and TimeoutNow stay msgpack, on the
-	// same port. A peer without the frames (an older version) is sent msgpack. Not used with
-	// PeerTLS or a given transport.
+	// same port, over plain TCP or PeerTLS. A peer without the frames (an older version) is
+	// sent msgpack. Not used with a given transport.
 	FramedAppends bool
 }
 
@@ -328,7 +328,7 @@ func (n *Node) Start() error {
 		}
 		var t raft.Transport
 		if n.opts.PeerTLS != nil {
-			t, err = newTLSTransport(addr, n.cfg.Peers, n.opts.PeerTLS, *tc, n.dialedID, n.lg)
+			t, err = newTLSTransport(addr, n.cfg.Peers, n.opts.PeerTLS, *tc, n.dialedID, n.cfg.FramedAppends, n.lg)
 		} else if n.cfg.FramedAppends {
 			t, err = newAppendTransport(addr, *tc, n.lg)
 		} else {

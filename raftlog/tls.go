@@ -35,11 +35,19 @@ import (
 //
 // Cost: one TLS handshake per pooled connection, the record layer's encryption, and one more
 // channel hand-off per incoming RPC.
+//
+// Append frames (Config.FramedAppends; append_client.go) dial through the same tlsDialer, and an
+// incoming connection whose first byte after the handshake is appendWireMagic is read by
+// serveFrames instead of a NetworkTransport, every request through the same check (deliver).
 
 // tlsTransport is a raft.Transport over mutual TLS that binds each incoming RPC to the id its
 // connection's certificate names.
 type tlsTransport struct {
 	*raft.NetworkTransport // outgoing RPCs; its stream accepts nothing
+	// frames sends AppendEntries as append frames over TLS dials (Config.FramedAppends); nil:
+	// msgpack, and an incoming connection that opens with the frames' magic byte is read as
+	// NetworkTransport's, which hangs up on it (as an older version would).
+	frames *appendClient
 
 	m     *peertls.Material
 	ln    net.Listener
@@ -69,7 +77,7 @@ var (
 // newTLSTransport listens on bind (this node's address in dLegerPeers, also what it advertises)
 // and dials through tc.ServerAddressProvider when set. dialedID tells which node an address
 // belongs to, "" when unknown.
-func newTLSTransport(bind string, peers []Peer, m *peertls.Material, tc raft.NetworkTransportConfig, dialedID func(addr string) string, lg *slog.Logger) (*tlsTransport, error) {
+func newTLSTransport(bind string, peers []Peer, m *peertls.Material, tc raft.NetworkTransportConfig, dialedID func(addr string) string, framed bool, lg *slog.Logger) (*tlsTransport, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -85,9 +93,29 @@ func newTLSTransport(bind string, peers []Peer, m *peertls.Material, tc raft.Net
 	out := tc
 	out.Stream = d
 	t.NetworkTransport = raft.NewNetworkTransportWithConfig(&out)
+	if framed {
+		t.frames = newAppendClient(d.Dial, t.NetworkTransport, tc, lg)
+	}
 	t.wg.Add(1)
 	go t.acceptLoop()
 	return t, nil
+}
+
+// AppendEntries sends args as append frames, or as msgpack when frames are off or the peer
+// lacks them.
+func (t *tlsTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if t.frames != nil {
+		return t.frames.AppendEntries(id, target, args, resp)
+	}
+	return t.NetworkTransport.AppendEntries(id, target, args, resp)
+}
+
+// AppendEntriesPipeline is AppendEntries' pipelined form.
+func (t *tlsTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	if t.frames != nil {
+		return t.frames.AppendEntriesPipeline(id, target)
+	}
+	return t.NetworkTransport.AppendEntriesPipeline(id, target)
 }
 
 // Consumer is the channel of the RPCs that passed the identity check.
@@ -118,6 +146,9 @@ func (t *tlsTransport) Close() error {
 			_ = c.Close()
 		}
 		t.mu.Unlock()
+		if t.frames != nil {
+			t.frames.close()
+		}
 		for _, c := range conns {
 			c.close()
 		}
@@ -192,7 +223,8 @@ func (t *tlsTransport) serve(raw net.Conn) {
 		return
 	}
 	c := &inConn{t: t, id: id, remote: raw.RemoteAddr(), done: make(chan struct{})}
-	c.conn = &notifyConn{Conn: tc, c: c}
+	pc := &prefixConn{Conn: tc}
+	c.conn = &notifyConn{Conn: pc, c: c}
 	t.mu.Lock()
 	select {
 	case <-t.shutdown:
@@ -203,6 +235,23 @@ func (t *tlsTransport) serve(raw net.Conn) {
 	}
 	t.mu.conns[c] = struct{}{}
 	t.mu.Unlock()
+	// The first byte tells append frames (append_transport.go) from NetworkTransport's RPCs.
+	first, err := readFirstByte(tc, timeout)
+	if err != nil {
+		c.close()
+		t.forget(c)
+		return
+	}
+	if first == appendWireMagic && t.frames != nil {
+		serveFrames(tc, timeout, c.done, t.lg, func(rpc raft.RPC, heartbeat bool) bool {
+			c.deliver(rpc, heartbeat)
+			return !c.poisoned.Load()
+		})
+		c.close()
+		t.forget(c)
+		return
+	}
+	pc.first, pc.has = first, true
 	cfg := t.tc
 	cfg.Stream = &oneConnStream{conn: c.conn, addr: t.ln.Addr(), closed: make(chan struct{})}
 	cfg.ServerAddressProvider = nil
@@ -212,7 +261,15 @@ func (t *tlsTransport) serve(raw net.Conn) {
 	c.forward()
 }
 
-// inConn is one authenticated incoming connection and the NetworkTransport reading it.
+// forget drops a closed incoming connection from the set Close closes.
+func (t *tlsTransport) forget(c *inConn) {
+	t.mu.Lock()
+	delete(t.mu.conns, c)
+	t.mu.Unlock()
+}
+
+// inConn is one authenticated incoming connection and the NetworkTransport (or, for append
+// frames, serveFrames) reading it.
 type inConn struct {
 	t         *tlsTransport
 	id        string
@@ -229,9 +286,7 @@ type inConn struct {
 func (c *inConn) forward() {
 	defer func() {
 		_ = c.sub.Close()
-		c.t.mu.Lock()
-		delete(c.t.mu.conns, c)
-		c.t.mu.Unlock()
+		c.t.forget(c)
 	}()
 	for {
 		select {

@@ -19,42 +19,45 @@ var plainMsgsPerSec sync.Map
 
 // BenchmarkPeerTLS compares, in one process, 1 KiB puts from 16 goroutines on the leader of a
 // three-node group over plain TCP and over peer TLS (the transport of tls.go), for ASYNC_FLUSH
-// and SYNC_FLUSH. The tls runs report msgs/s and the ratio to the plain run before them
-// (x_plain):
+// and SYNC_FLUSH, with AppendEntries as append frames (Config.FramedAppends) and as msgpack.
+// The tls runs report msgs/s and the ratio to the plain run before them (x_plain):
 //
 //	go test ./raftlog -run '^$' -bench PeerTLS -benchtime 20000x
 func BenchmarkPeerTLS(b *testing.B) {
 	ca := peertlstest.NewCA(b, "bench")
 	for _, flush := range []string{store.AsyncFlush, store.SyncFlush} {
-		for _, mode := range []string{"plain", "tls"} {
-			b.Run(flush+"/"+mode, func(b *testing.B) {
-				o := clusterOptions{tcp: true, sync: flush == store.SyncFlush, storeTune: func(c *store.Config) {
-					c.MappedFileSizeCommitLog = 64 << 20
-					c.MaxMessageSize = 4 << 20
-					c.MappedFileSizeConsumeQueue = 300000 * 20
-				}, tune: func(cfg *Config) {
-					d := DefaultConfig()
-					d.SelfID, d.Peers, d.Sync = cfg.SelfID, cfg.Peers, cfg.Sync
-					*cfg = d
-				}}
-				if mode == "tls" {
-					o.peerTLS = func(id string) *peertls.Material {
-						m, err := peertls.Load(ca.Node("g", id), "g", nil)
-						if err != nil {
-							b.Fatal(err)
+		for _, wire := range []string{"frames", "msgpack"} {
+			for _, mode := range []string{"plain", "tls"} {
+				b.Run(flush+"/"+wire+"/"+mode, func(b *testing.B) {
+					o := clusterOptions{tcp: true, sync: flush == store.SyncFlush, storeTune: func(c *store.Config) {
+						c.MappedFileSizeCommitLog = 64 << 20
+						c.MaxMessageSize = 4 << 20
+						c.MappedFileSizeConsumeQueue = 300000 * 20
+					}, tune: func(cfg *Config) {
+						d := DefaultConfig()
+						d.SelfID, d.Peers, d.Sync = cfg.SelfID, cfg.Peers, cfg.Sync
+						d.FramedAppends = wire == "frames"
+						*cfg = d
+					}}
+					if mode == "tls" {
+						o.peerTLS = func(id string) *peertls.Material {
+							m, err := peertls.Load(ca.Node("g", id), "g", nil)
+							if err != nil {
+								b.Fatal(err)
+							}
+							return m
 						}
-						return m
 					}
-				}
-				c := newCluster(b, o)
-				c.leader()
-				rate := benchPuts(b, c)
-				if mode == "plain" {
-					plainMsgsPerSec.Store(flush, rate)
-				} else if base, ok := plainMsgsPerSec.Load(flush); ok && base.(float64) > 0 {
-					b.ReportMetric(rate/base.(float64), "x_plain")
-				}
-			})
+					c := newCluster(b, o)
+					c.leader()
+					rate := benchPuts(b, c)
+					if mode == "plain" {
+						plainMsgsPerSec.Store(flush+wire, rate)
+					} else if base, ok := plainMsgsPerSec.Load(flush + wire); ok && base.(float64) > 0 {
+						b.ReportMetric(rate/base.(float64), "x_plain")
+					}
+				})
+			}
 		}
 	}
 }

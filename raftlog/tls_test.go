@@ -158,6 +158,39 @@ func attack(t *testing.T, c *cluster, stream *rogueStream, target int, claim str
 	return voteErr, appendErr, voteErr == nil && vresp.Granted
 }
 
+// attackFramed sends the AppendEntries of attack as append frames (append_client.go) over stream,
+// claiming member claim; a peer that hangs up on the frames' handshake is sent msgpack, as a node
+// would. It returns the RPC's error.
+func attackFramed(t *testing.T, c *cluster, stream *rogueStream, target int, claim string) error {
+	t.Helper()
+	tc := raft.NetworkTransportConfig{Stream: stream, MaxPool: 2, MaxRPCsInFlight: 2, Timeout: 5 * time.Second,
+		Logger: NewHCLogger(slog.New(slog.DiscardHandler))}
+	fallback := raft.NewNetworkTransportWithConfig(&tc)
+	defer fallback.Close()
+	rogue := newAppendClient(stream.Dial, fallback, tc, slog.New(slog.DiscardHandler))
+	defer rogue.close()
+	var claimAddr string
+	for _, p := range c.peers {
+		if p.ID == claim {
+			claimAddr = p.Addr
+		}
+	}
+	tn := c.nodes[target]
+	last, err := tn.n.Log().LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev raft.Log
+	if err := tn.n.Log().GetLog(last, &prev); err != nil {
+		t.Fatal(err)
+	}
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(claim), Addr: []byte(claimAddr)}
+	var aresp raft.AppendEntriesResponse
+	return rogue.AppendEntries(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), &raft.AppendEntriesRequest{
+		RPCHeader: hdr, Term: rogueTerm + 2, PrevLogEntry: last, PrevLogTerm: prev.Term, LeaderCommitIndex: last + 1,
+		Entries: []*raft.Log{{Index: last + 1, Term: rogueTerm + 2, Type: raft.LogCommand, Data: []byte("rogue framed entry")}}}, &aresp)
+}
+
 // unmoved checks that no node's term or log reached the rogue's term.
 func unmoved(t *testing.T, c *cluster) {
 	t.Helper()
@@ -192,6 +225,10 @@ func TestRogueWithoutPeerTLSMovesTheGroup(t *testing.T) {
 	if !granted {
 		t.Fatalf("control: the rogue's vote was not granted over plain TCP")
 	}
+	// The same append as frames is taken too (so the framed cases below can fail).
+	if err := attackFramed(t, c, &rogueStream{Listener: rogueListener(t)}, target, claim); err != nil {
+		t.Fatalf("control: the rogue's append frames were refused over plain TCP: %v", err)
+	}
 	waitFor(t, "the target's term to jump", func() bool { return c.nodes[target].n.Status().Term >= rogueTerm })
 }
 
@@ -218,6 +255,11 @@ func TestRogueCannotMoveAPeerTLSGroup(t *testing.T) {
 		voteErr, appendErr, granted := attack(t, c, stream, target, claim)
 		if granted || voteErr == nil || appendErr == nil {
 			t.Errorf("%s: vote granted %v (err %v), append err %v", tc.name, granted, voteErr, appendErr)
+		}
+		if err := attackFramed(t, c, stream, target, claim); err == nil {
+			t.Errorf("%s: the append frames were accepted", tc.name)
+		} else {
+			t.Logf("%s: append frames: %v", tc.name, err)
 		}
 		unmoved(t, c)
 		// Each connection the rogue made is logged once, with its address.
