@@ -337,6 +337,11 @@ func (n *Node) Start() error {
 		if err != nil {
 			return fmt.Errorf("raftlog: listen on the raft address %s (dLegerPeers): %w", addr, err)
 		}
+		appends := "msgpack"
+		if n.cfg.FramedAppends {
+			appends = "frames" // doc.go "Log entries as binary frames"
+		}
+		n.lg.Info("raft transport listening", "addr", addr, "tls", n.opts.PeerTLS != nil, "appendEntries", appends)
 		trans = t
 		if _, ok := t.(raft.WithPreVote); ok {
 			n.guard = newPipelineGuard(t, 2*tc.Timeout, n.lg) // pipeline.go: hashicorp/raft's pipeline hang
