@@ -122,6 +122,33 @@ func (s *rogueStream) addrs() []string {
 
 const rogueTerm = 100_000
 
+// rogueHeader is the header of an RPC claiming to come from member claim.
+func rogueHeader(c *cluster, claim string) raft.RPCHeader {
+	var claimAddr string
+	for _, p := range c.peers {
+		if p.ID == claim {
+			claimAddr = p.Addr
+		}
+	}
+	return raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(claim), Addr: []byte(claimAddr)}
+}
+
+// rogueAppend is an AppendEntries claiming claim as the leader at term, with an entry holding data
+// at node tn's next index (and a commit index covering it).
+func rogueAppend(t *testing.T, c *cluster, tn *tnode, claim string, term uint64, data string) *raft.AppendEntriesRequest {
+	t.Helper()
+	last, err := tn.n.Log().LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev raft.Log
+	if err := tn.n.Log().GetLog(last, &prev); err != nil {
+		t.Fatal(err)
+	}
+	return &raft.AppendEntriesRequest{RPCHeader: rogueHeader(c, claim), Term: term, PrevLogEntry: last, PrevLogTerm: prev.Term,
+		LeaderCommitIndex: last + 1, Entries: []*raft.Log{{Index: last + 1, Term: term, Type: raft.LogCommand, Data: []byte(data)}}}
+}
+
 // attack sends, from a rogue transport over stream, a RequestVote claiming member claim (with
 // the leadership-transfer flag, which makes a member grant it despite a live leader) and an
 // AppendEntries claiming claim as the leader with an entry at the next index, both at a far
@@ -131,30 +158,13 @@ func attack(t *testing.T, c *cluster, stream *rogueStream, target int, claim str
 	rogue := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: stream, MaxPool: 2, Timeout: 5 * time.Second,
 		Logger: NewHCLogger(slog.New(slog.DiscardHandler))})
 	defer rogue.Close()
-	var claimAddr string
-	for _, p := range c.peers {
-		if p.ID == claim {
-			claimAddr = p.Addr
-		}
-	}
 	tn := c.nodes[target]
 	st := tn.n.Status()
-	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(claim), Addr: []byte(claimAddr)}
 	var vresp raft.RequestVoteResponse
 	voteErr = rogue.RequestVote(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), &raft.RequestVoteRequest{
-		RPCHeader: hdr, Term: rogueTerm, LastLogIndex: st.LastIndex + 1000, LastLogTerm: rogueTerm - 1, LeadershipTransfer: true}, &vresp)
-	last, err := tn.n.Log().LastIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prev raft.Log
-	if err := tn.n.Log().GetLog(last, &prev); err != nil {
-		t.Fatal(err)
-	}
+		RPCHeader: rogueHeader(c, claim), Term: rogueTerm, LastLogIndex: st.LastIndex + 1000, LastLogTerm: rogueTerm - 1, LeadershipTransfer: true}, &vresp)
 	var aresp raft.AppendEntriesResponse
-	appendErr = rogue.AppendEntries(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), &raft.AppendEntriesRequest{
-		RPCHeader: hdr, Term: rogueTerm + 1, PrevLogEntry: last, PrevLogTerm: prev.Term, LeaderCommitIndex: last + 1,
-		Entries: []*raft.Log{{Index: last + 1, Term: rogueTerm + 1, Type: raft.LogCommand, Data: []byte("rogue entry")}}}, &aresp)
+	appendErr = rogue.AppendEntries(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), rogueAppend(t, c, tn, claim, rogueTerm+1, "rogue entry"), &aresp)
 	return voteErr, appendErr, voteErr == nil && vresp.Granted
 }
 
@@ -169,26 +179,9 @@ func attackFramed(t *testing.T, c *cluster, stream *rogueStream, target int, cla
 	defer fallback.Close()
 	rogue := newAppendClient(stream.Dial, fallback, tc, slog.New(slog.DiscardHandler))
 	defer rogue.close()
-	var claimAddr string
-	for _, p := range c.peers {
-		if p.ID == claim {
-			claimAddr = p.Addr
-		}
-	}
 	tn := c.nodes[target]
-	last, err := tn.n.Log().LastIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prev raft.Log
-	if err := tn.n.Log().GetLog(last, &prev); err != nil {
-		t.Fatal(err)
-	}
-	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(claim), Addr: []byte(claimAddr)}
 	var aresp raft.AppendEntriesResponse
-	return rogue.AppendEntries(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), &raft.AppendEntriesRequest{
-		RPCHeader: hdr, Term: rogueTerm + 2, PrevLogEntry: last, PrevLogTerm: prev.Term, LeaderCommitIndex: last + 1,
-		Entries: []*raft.Log{{Index: last + 1, Term: rogueTerm + 2, Type: raft.LogCommand, Data: []byte("rogue framed entry")}}}, &aresp)
+	return rogue.AppendEntries(raft.ServerID(tn.id), raft.ServerAddress(tn.addr), rogueAppend(t, c, tn, claim, rogueTerm+2, "rogue framed entry"), &aresp)
 }
 
 // unmoved checks that no node's term or log reached the rogue's term.
