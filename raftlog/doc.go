@@ -507,7 +507,11 @@
 // 11,503 msgs/s over plain TCP and 11,275 over peer TLS, msgpack 11,098 and 10,328; SYNC_FLUSH
 // 10,212 and 10,284 against 10,936 and 10,750 (runs of 2 s: noise). A follower's CPU profile
 // of a raft-async row: the frames' connection goroutine 1.08 s of 4.0 s against
-// NetworkTransport's handleConn 1.61 s of 4.26 s before.
+// NetworkTransport's handleConn 1.61 s of 4.26 s before. The followers' populate service
+// (store/populate.go, 0.5-0.6 s of each follower's 4 s) faulting 128 KiB per madvise instead of
+// 1 MiB, so a node with one processor is held by the call for less (a temporary build, three
+// alternating pairs of ROWS="async raft-async"): 24,250 21,927 24,609 against 24,086 22,914
+// 22,002 msgs/s, 0.52-0.54 against 0.45-0.56 of one broker; within the noise, not kept.
 //
 // # Who may talk to the group (peer TLS)
 //
