@@ -79,8 +79,15 @@ func mustFirst(n *Node) uint64 {
 // its table of next queue offsets (snapshotHead.queues) makes the follower's B/0 go on where
 // the leader's does, before and after a restart, and the next B/0 record gets the same queue
 // offset on every node. Without the table the follower's B/0 started again at 0.
-func TestCatchUpSeedsExpiredQueues(t *testing.T) {
-	c := newCluster(t, clusterOptions{tune: snapshotOften})
+func TestCatchUpSeedsExpiredQueues(t *testing.T) { catchUpSeedsExpiredQueues(t, false) }
+
+// TestCatchUpBySnapshotOverTCP is the same over the nodes' TCP transport: the snapshot travels as
+// NetworkTransport's InstallSnapshot behind the listener the append frames share
+// (append_transport.go), the entries after it as frames.
+func TestCatchUpBySnapshotOverTCP(t *testing.T) { catchUpSeedsExpiredQueues(t, true) }
+
+func catchUpSeedsExpiredQueues(t *testing.T, tcp bool) {
+	c := newCluster(t, clusterOptions{tcp: tcp, tune: snapshotOften})
 	li := c.leader()
 	off := (li + 1) % 3
 	var acks []acked
