@@ -280,6 +280,12 @@ func TestRaftLeadershipTransfer(t *testing.T) {
 		if v, _ := f.Value("rocketmq_raft_send_stage_seconds", "stage", "answer"); v < answered {
 			t.Errorf("node %d (%s): rocketmq_raft_send_stage_seconds{stage=\"answer\"} counts %v sends, want %v or more", i, role, v, answered)
 		}
+		if v, _ := f.Value("rocketmq_raft_replicate_stage_seconds", "stage", "quorum"); v < answered {
+			t.Errorf("node %d (%s): rocketmq_raft_replicate_stage_seconds{stage=\"quorum\"} counts %v sends, want %v or more", i, role, v, answered)
+		}
+		if v, _ := f.Value("rocketmq_raft_append_seconds", "side", "follower"); role == "leader" && v < 1 {
+			t.Errorf("node %d (%s): rocketmq_raft_append_seconds{side=\"follower\"} counts %v appends", i, role, v)
+		}
 		if v, _ := f.Value("rocketmq_raft_entry_messages"); v < 1 {
 			t.Errorf("node %d (%s): rocketmq_raft_entry_messages counts %v entries", i, role, v)
 		}

@@ -27,6 +27,7 @@ type appendClient struct {
 	timeout     time.Duration
 	provider    raft.ServerAddressProvider
 	maxInFlight int
+	stats       *nodeStats // the times of the appends (stats.go); nil records nothing
 	lg          *slog.Logger
 
 	mu     sync.Mutex
@@ -38,9 +39,9 @@ type appendClient struct {
 }
 
 func newAppendClient(dial func(raft.ServerAddress, time.Duration) (net.Conn, error), fallback raft.Transport,
-	tc raft.NetworkTransportConfig, lg *slog.Logger) *appendClient {
+	tc raft.NetworkTransportConfig, stats *nodeStats, lg *slog.Logger) *appendClient {
 	return &appendClient{dial: dial, fallback: fallback, timeout: tc.Timeout, provider: tc.ServerAddressProvider,
-		maxInFlight: tc.MaxRPCsInFlight, lg: lg, pool: map[raft.ServerAddress][]*appendConn{},
+		maxInFlight: tc.MaxRPCsInFlight, stats: stats, lg: lg, pool: map[raft.ServerAddress][]*appendConn{},
 		open: map[net.Conn]struct{}{}, legacy: map[raft.ServerAddress]time.Time{}, stop: make(chan struct{})}
 }
 
@@ -194,6 +195,8 @@ func (a *appendClient) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	a.stats.appendSent(args, start)
 	if err := fc.send(args, a.timeout); err != nil {
 		a.untrack(fc.c)
 		return err
@@ -202,6 +205,9 @@ func (a *appendClient) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	if err != nil {
 		a.untrack(fc.c)
 		return err
+	}
+	if rpcErr == nil {
+		a.stats.appendAnswered(args, resp, start, time.Now())
 	}
 	a.putConn(target, fc)
 	return rpcErr
@@ -271,6 +277,7 @@ type framedPipeline struct {
 
 func (p *framedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	f := &framedFuture{start: time.Now(), args: args, resp: resp, errCh: make(chan error, 1)}
+	p.a.stats.appendSent(args, f.start)
 	if err := p.fc.send(args, p.a.timeout); err != nil {
 		return nil, err
 	}
@@ -290,6 +297,8 @@ func (p *framedPipeline) readResponses() {
 			if err != nil {
 				_ = p.fc.c.Close() // the stream is out of step: every later answer fails too
 				rpcErr = err
+			} else if rpcErr == nil {
+				p.a.stats.appendAnswered(f.args, f.resp, f.start, time.Now())
 			}
 			f.errCh <- rpcErr
 			select {

@@ -39,7 +39,7 @@ var (
 	_ raft.WithPreVote = (*appendTransport)(nil)
 )
 
-func newAppendTransport(bind string, tc raft.NetworkTransportConfig, lg *slog.Logger) (*appendTransport, error) {
+func newAppendTransport(bind string, tc raft.NetworkTransportConfig, stats *nodeStats, lg *slog.Logger) (*appendTransport, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func newAppendTransport(bind string, tc raft.NetworkTransportConfig, lg *slog.Lo
 	}
 	// The client first: the NetworkTransport's accept goroutine, started by its constructor,
 	// waits on the client's stop channel. Its fallback is set before Raft has the transport.
-	t.appendClient = newAppendClient(dial, nil, tc, lg)
+	t.appendClient = newAppendClient(dial, nil, tc, stats, lg)
 	tc.Stream = muxStream{t}
 	t.NetworkTransport = raft.NewNetworkTransportWithConfig(&tc)
 	t.appendClient.fallback = t.NetworkTransport
@@ -156,7 +156,7 @@ func (t *appendTransport) demux(c net.Conn) {
 	if first == appendWireMagic {
 		if t.track(c) {
 			defer t.untrack(c)
-			serveFrames(c, t.timeout, t.stop, t.lg, t.deliver)
+			serveFrames(c, t.timeout, t.stop, t.stats, t.lg, t.deliver)
 		}
 		return
 	}
@@ -184,7 +184,7 @@ func readFirstByte(c net.Conn, timeout time.Duration) (byte, error) {
 // closes, or deliver refuses a request (its answer is still written). deliver hands a request
 // to Raft: to the heartbeat handler (heartbeat true: as NetworkTransport tells them) or to the
 // consumer channel; the answer comes on the RPC's channel.
-func serveFrames(c net.Conn, timeout time.Duration, stop <-chan struct{}, lg *slog.Logger, deliver func(rpc raft.RPC, heartbeat bool) bool) {
+func serveFrames(c net.Conn, timeout time.Duration, stop <-chan struct{}, stats *nodeStats, lg *slog.Logger, deliver func(rpc raft.RPC, heartbeat bool) bool) {
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := c.Write([]byte{appendWireMagic}); err != nil {
 		return
@@ -205,6 +205,7 @@ func serveFrames(c net.Conn, timeout time.Duration, stop <-chan struct{}, lg *sl
 		if err != nil {
 			return
 		}
+		read := time.Now()
 		req, err := decodeAppendRequest(body)
 		if err != nil {
 			lg.Warn("raft: append frame does not parse; connection dropped", "err", err, "remote", c.RemoteAddr().String())
@@ -226,6 +227,7 @@ func serveFrames(c net.Conn, timeout time.Duration, stop <-chan struct{}, lg *sl
 		}
 		ar, _ := resp.Response.(*raft.AppendEntriesResponse)
 		out = encodeAppendResponse(out[:0], ar, resp.Error)
+		stats.appendServed(req, read) // before the write, so a leader that has the answer sees it counted
 		_ = c.SetWriteDeadline(time.Now().Add(timeout))
 		if _, err := c.Write(out); err != nil || !keep {
 			return

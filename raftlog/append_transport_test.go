@@ -17,7 +17,7 @@ import (
 func newTestAppendTransport(t *testing.T) *appendTransport {
 	t.Helper()
 	tc := raft.NetworkTransportConfig{Logger: NewHCLogger(slog.New(slog.DiscardHandler)), MaxPool: 3, MaxRPCsInFlight: 2, Timeout: 5 * time.Second}
-	ft, err := newAppendTransport("127.0.0.1:0", tc, slog.New(slog.DiscardHandler))
+	ft, err := newAppendTransport("127.0.0.1:0", tc, newNodeStats(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +117,24 @@ func TestAppendTransportCarriesEveryRPC(t *testing.T) {
 		}
 	}
 	_ = p.Close()
+	// The times of the appends (stats.go): every request with entries timed on both sides (the
+	// one answered with an error only on the follower's), every entry's send and answer marked.
+	if as, bs := a.stats.snapshot(), b.stats.snapshot(); as.AppendSeconds[AppendLeader].Count() != n+1 ||
+		bs.AppendSeconds[AppendFollower].Count() != n+2 || as.AppendSeconds[AppendFollower].Count() != 0 {
+		t.Errorf("append times: leader side %d, follower side %d (and %d on the sender), want %d and %d",
+			as.AppendSeconds[AppendLeader].Count(), bs.AppendSeconds[AppendFollower].Count(),
+			as.AppendSeconds[AppendFollower].Count(), n+1, n+2)
+	}
+	for _, idx := range []uint64{10, 12, 100, 299} {
+		sent, ok1 := a.stats.sentAt.get(idx)
+		acked, ok2 := a.stats.ackedAt.get(idx)
+		if !ok1 || !ok2 || acked.Before(sent) {
+			t.Errorf("entry %d: sent %v (%v), answered %v (%v)", idx, sent, ok1, acked, ok2)
+		}
+	}
+	if _, ok := a.stats.ackedAt.get(1); ok {
+		t.Error("the entry answered with an error is marked answered")
+	}
 
 	beats := make(chan *raft.AppendEntriesRequest, 1)
 	b.SetHeartbeatHandler(func(rpc raft.RPC) {

@@ -328,9 +328,9 @@ func (n *Node) Start() error {
 		}
 		var t raft.Transport
 		if n.opts.PeerTLS != nil {
-			t, err = newTLSTransport(addr, n.cfg.Peers, n.opts.PeerTLS, *tc, n.dialedID, n.cfg.FramedAppends, n.lg)
+			t, err = newTLSTransport(addr, n.cfg.Peers, n.opts.PeerTLS, *tc, n.dialedID, n.cfg.FramedAppends, n.log.stats, n.lg)
 		} else if n.cfg.FramedAppends {
-			t, err = newAppendTransport(addr, *tc, n.lg)
+			t, err = newAppendTransport(addr, *tc, n.log.stats, n.lg)
 		} else {
 			t, err = raft.NewTCPTransportWithConfig(addr, tcpAddr, tc)
 		}

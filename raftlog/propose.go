@@ -337,6 +337,7 @@ func (p *proposer) recordStages(pr *proposal, e inflight, res *MessagesResult) {
 	if stored, ok := st.storedTime(res.Index); ok {
 		obs(2, res.dispatchedAt, stored)
 		obs(3, stored, res.applyStart)
+		st.recordReplicate(res.Index, stored, res.applyStart)
 	}
 	obs(4, res.applyStart, res.applyEnd)
 	obs(5, res.applyEnd, now)

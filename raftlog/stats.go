@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // A node's performance counters, read by the broker's metrics (rocketmq_raft_* series) and the
@@ -18,6 +20,20 @@ import (
 //	  --store--> leader StoreLogs returned (written, synced with Sync) --replicate--> the state
 //	  machine starts the entry (a quorum stored it: follower store and round trip included)
 //	  --apply--> the state machine is done --answer--> the put's callback runs
+//
+// With the append frames (append_transport.go) the leader also splits the replicate stage
+// (ReplicateStages), from the first times an entry went out and came back in any follower's
+// AppendEntries:
+//
+//	leader StoreLogs returned --send--> the first AppendEntries carrying the entry starts its
+//	  write (Raft's leader loop and replication goroutine) --quorum--> the first successful
+//	  answer covering it is read (write, network, the follower's serve, network, the reader)
+//	  --commit--> the state machine starts it (commit notice, leader loop, FSM hand-off; with
+//	  SYNC_FLUSH also the leader's own sync, where that ends later)
+//
+// and times each AppendEntries with entries on both sides (AppendSeconds): the leader from the
+// start of its write to its answer read, the follower from its frame read to its answer
+// ready to write (the wait for Raft's follower loop and the StoreLogs).
 
 // Stage names of a send, in order (the label values of rocketmq_raft_send_stage_seconds).
 const (
@@ -31,6 +47,22 @@ const (
 
 // SendStages are the stage names in the order a send goes through them.
 var SendStages = [...]string{StageQueue, StageDispatch, StageStore, StageReplicate, StageApply, StageAnswer}
+
+// Parts of the replicate stage (the label values of rocketmq_raft_replicate_stage_seconds).
+const (
+	ReplicateSend   = "send"
+	ReplicateQuorum = "quorum"
+	ReplicateCommit = "commit"
+)
+
+// ReplicateStages are the parts of the replicate stage, in order.
+var ReplicateStages = [...]string{ReplicateSend, ReplicateQuorum, ReplicateCommit}
+
+// Sides of AppendSeconds (the label values of rocketmq_raft_append_seconds).
+const (
+	AppendLeader   = "leader"
+	AppendFollower = "follower"
+)
 
 // Bounds of the histograms: durations in seconds, sizes in entries or messages.
 var (
@@ -122,6 +154,13 @@ type Stats struct {
 	EntryPuts     HistogramSnapshot
 	// Stages: the time of each stage of a put answered SEND_OK, by SendStages name.
 	Stages map[string]HistogramSnapshot
+	// Replicate: the parts of those puts' replicate stage, by ReplicateStages name (only puts
+	// whose entry went out and came back as append frames; none with msgpack).
+	Replicate map[string]HistogramSnapshot
+	// AppendSeconds: AppendEntries carrying entries, as frames, by side: AppendLeader from the
+	// start of the write to the successful answer read, AppendFollower from the frame read to
+	// the answer ready to write.
+	AppendSeconds map[string]HistogramSnapshot
 }
 
 // nodeStats are the live counters of a node (and of its log store).
@@ -135,16 +174,64 @@ type nodeStats struct {
 	entryMessages        *histogram
 	entryPuts            *histogram
 	stages               [len(SendStages)]*histogram
-	storedAt             [storedRing]storedMark
+	replicate            [len(ReplicateStages)]*histogram
+	appendLeader         *histogram
+	appendFollower       *histogram
+	storedAt             markRing // the leader's StoreLogs returned
+	sentAt               markRing // the first AppendEntries carrying the entry began its write
+	ackedAt              markRing // the first successful answer covering it was read
 }
 
-// storedRing is how many recent leader StoreLogs ends are remembered for the send stages.
+// storedRing is how many recent entries' times are remembered for the send stages.
 const storedRing = 4096
 
-// storedMark is when the leader's StoreLogs of entry index returned (unix ns).
+// markRing remembers a time per entry index for the last storedRing indexes.
+type markRing [storedRing]storedMark
+
+// storedMark is a time (unix ns) of entry index.
 type storedMark struct {
 	index atomic.Uint64
 	at    atomic.Int64
+}
+
+// markClaimed is the index of a slot being written by markFirst.
+const markClaimed = math.MaxUint64
+
+// mark sets the time of entries first..last to ns.
+func (r *markRing) mark(first, last uint64, ns int64) {
+	for i := first; i <= last; i++ {
+		m := &r[i%storedRing]
+		m.index.Store(0)
+		m.at.Store(ns)
+		m.index.Store(i)
+	}
+}
+
+// markFirst sets the time of entries first..last to ns where it is not set yet (the first of
+// several senders wins; two at the same instant may both write, the later time staying).
+func (r *markRing) markFirst(first, last uint64, ns int64) {
+	for i := first; i <= last; i++ {
+		m := &r[i%storedRing]
+		old := m.index.Load()
+		if old == i || old == markClaimed || !m.index.CompareAndSwap(old, markClaimed) {
+			continue
+		}
+		m.at.Store(ns)
+		m.index.Store(i)
+	}
+}
+
+// get is the time of entry index, if it is still remembered.
+func (r *markRing) get(index uint64) (time.Time, bool) {
+	m := &r[index%storedRing]
+	if m.index.Load() != index {
+		return time.Time{}, false
+	}
+	at := m.at.Load()
+	if m.index.Load() != index {
+		return time.Time{}, false
+	}
+	return time.Unix(0, at), true
 }
 
 func newNodeStats() *nodeStats {
@@ -160,31 +247,59 @@ func newNodeStats() *nodeStats {
 	for i := range s.stages {
 		s.stages[i] = newHistogram(durationBounds, 1e-9)
 	}
+	for i := range s.replicate {
+		s.replicate[i] = newHistogram(durationBounds, 1e-9)
+	}
+	s.appendLeader = newHistogram(durationBounds, 1e-9)
+	s.appendFollower = newHistogram(durationBounds, 1e-9)
 	return s
 }
 
 // markStored remembers that the leader's StoreLogs of entries first..last returned at t.
 func (s *nodeStats) markStored(first, last uint64, t time.Time) {
-	ns := t.UnixNano()
-	for i := first; i <= last; i++ {
-		m := &s.storedAt[i%storedRing]
-		m.index.Store(0)
-		m.at.Store(ns)
-		m.index.Store(i)
-	}
+	s.storedAt.mark(first, last, t.UnixNano())
 }
 
 // storedTime is when the leader stored entry index, if it is still remembered.
-func (s *nodeStats) storedTime(index uint64) (time.Time, bool) {
-	m := &s.storedAt[index%storedRing]
-	if m.index.Load() != index {
-		return time.Time{}, false
+func (s *nodeStats) storedTime(index uint64) (time.Time, bool) { return s.storedAt.get(index) }
+
+// appendSent: the leader began writing an AppendEntries with args's entries at start (a nil
+// s, a test's transport without a node, records nothing).
+func (s *nodeStats) appendSent(args *raft.AppendEntriesRequest, start time.Time) {
+	if s == nil || len(args.Entries) == 0 {
+		return
 	}
-	at := m.at.Load()
-	if m.index.Load() != index {
-		return time.Time{}, false
+	s.sentAt.markFirst(args.Entries[0].Index, args.Entries[len(args.Entries)-1].Index, start.UnixNano())
+}
+
+// appendAnswered: the answer to an AppendEntries whose write began at start was read at end.
+func (s *nodeStats) appendAnswered(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, start, end time.Time) {
+	if s == nil || len(args.Entries) == 0 || !resp.Success {
+		return
 	}
-	return time.Unix(0, at), true
+	s.ackedAt.markFirst(args.Entries[0].Index, args.Entries[len(args.Entries)-1].Index, end.UnixNano())
+	s.appendLeader.observeDuration(end.Sub(start))
+}
+
+// appendServed: a follower has the answer to an AppendEntries with entries read at start.
+func (s *nodeStats) appendServed(req *raft.AppendEntriesRequest, start time.Time) {
+	if s == nil || len(req.Entries) == 0 {
+		return
+	}
+	s.appendFollower.observeDuration(time.Since(start))
+}
+
+// recordReplicate splits the replicate stage of entry index (stored at stored, started by the
+// state machine at applied) when its send and answer times are remembered and in order.
+func (s *nodeStats) recordReplicate(index uint64, stored, applied time.Time) {
+	sent, ok1 := s.sentAt.get(index)
+	acked, ok2 := s.ackedAt.get(index)
+	if !ok1 || !ok2 || sent.Before(stored) || acked.Before(sent) || applied.Before(acked) {
+		return
+	}
+	s.replicate[0].observeDuration(sent.Sub(stored))
+	s.replicate[1].observeDuration(acked.Sub(sent))
+	s.replicate[2].observeDuration(applied.Sub(acked))
 }
 
 func (s *nodeStats) snapshot() Stats {
@@ -198,9 +313,15 @@ func (s *nodeStats) snapshot() Stats {
 		EntryMessages:        s.entryMessages.snapshot(),
 		EntryPuts:            s.entryPuts.snapshot(),
 		Stages:               make(map[string]HistogramSnapshot, len(SendStages)),
+		Replicate:            make(map[string]HistogramSnapshot, len(ReplicateStages)),
+		AppendSeconds: map[string]HistogramSnapshot{
+			AppendLeader: s.appendLeader.snapshot(), AppendFollower: s.appendFollower.snapshot()},
 	}
 	for i, name := range SendStages {
 		st.Stages[name] = s.stages[i].snapshot()
+	}
+	for i, name := range ReplicateStages {
+		st.Replicate[name] = s.replicate[i].snapshot()
 	}
 	return st
 }

@@ -85,3 +85,61 @@ func TestStatsCountWhatHappened(t *testing.T) {
 	t.Logf("%d puts, %d messages in %d entries (%.1f messages/entry); leader: %d syncs", puts, msgs, entries,
 		float64(msgs)/float64(entries), st.Syncs)
 }
+
+// TestReplicateSplitOverTCP: on a group whose entries travel as append frames, every put's
+// replicate stage is split into send, quorum and commit, and the three parts add up to the
+// stage; the leader timed its appends with entries and the followers theirs.
+func TestReplicateSplitOverTCP(t *testing.T) {
+	c := newCluster(t, clusterOptions{tcp: true})
+	li := c.leader()
+	ld := c.nodes[li].n
+	before := ld.Stats()
+	const goroutines, each = 4, 25
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := ld.PutMessages(context.Background(), []*message.Message{testMsg("S", 0, fmt.Sprintf("g%d-%d", g, i))}); err != nil {
+					t.Errorf("put: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	c.converge()
+	st := ld.Stats()
+	const puts = goroutines * each
+	var parts float64
+	for _, name := range ReplicateStages {
+		h, b := st.Replicate[name], before.Replicate[name]
+		if got := h.Count() - b.Count(); got != puts {
+			t.Errorf("replicate part %s has %d samples, %d puts were answered", name, got, puts)
+		}
+		parts += h.Sum - b.Sum
+	}
+	whole := st.Stages[StageReplicate].Sum - before.Stages[StageReplicate].Sum
+	if d := parts - whole; d > 1e-6*puts || d < -1e-6*puts {
+		t.Errorf("the replicate parts add up to %.6f s, the stage to %.6f s", parts, whole)
+	}
+	if n := st.AppendSeconds[AppendLeader].Count() - before.AppendSeconds[AppendLeader].Count(); n == 0 {
+		t.Error("the leader timed no append")
+	}
+	for i, tn := range c.nodes {
+		if i == li {
+			continue
+		}
+		if n := tn.n.Stats().AppendSeconds[AppendFollower].Count(); n == 0 {
+			t.Errorf("%s timed no append as a follower", tn.id)
+		}
+	}
+	t.Logf("replicate %.3f ms per put: send %.3f, quorum %.3f, commit %.3f", 1e3*whole/puts,
+		1e3*(st.Replicate[ReplicateSend].Sum-before.Replicate[ReplicateSend].Sum)/puts,
+		1e3*(st.Replicate[ReplicateQuorum].Sum-before.Replicate[ReplicateQuorum].Sum)/puts,
+		1e3*(st.Replicate[ReplicateCommit].Sum-before.Replicate[ReplicateCommit].Sum)/puts)
+}

@@ -77,7 +77,7 @@ var (
 // newTLSTransport listens on bind (this node's address in dLegerPeers, also what it advertises)
 // and dials through tc.ServerAddressProvider when set. dialedID tells which node an address
 // belongs to, "" when unknown.
-func newTLSTransport(bind string, peers []Peer, m *peertls.Material, tc raft.NetworkTransportConfig, dialedID func(addr string) string, framed bool, lg *slog.Logger) (*tlsTransport, error) {
+func newTLSTransport(bind string, peers []Peer, m *peertls.Material, tc raft.NetworkTransportConfig, dialedID func(addr string) string, framed bool, stats *nodeStats, lg *slog.Logger) (*tlsTransport, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func newTLSTransport(bind string, peers []Peer, m *peertls.Material, tc raft.Net
 	out.Stream = d
 	t.NetworkTransport = raft.NewNetworkTransportWithConfig(&out)
 	if framed {
-		t.frames = newAppendClient(d.Dial, t.NetworkTransport, tc, lg)
+		t.frames = newAppendClient(d.Dial, t.NetworkTransport, tc, stats, lg)
 	}
 	t.wg.Add(1)
 	go t.acceptLoop()
@@ -243,7 +243,7 @@ func (t *tlsTransport) serve(raw net.Conn) {
 		return
 	}
 	if first == appendWireMagic && t.frames != nil {
-		serveFrames(tc, timeout, c.done, t.lg, func(rpc raft.RPC, heartbeat bool) bool {
+		serveFrames(tc, timeout, c.done, t.frames.stats, t.lg, func(rpc raft.RPC, heartbeat bool) bool {
 			c.deliver(rpc, heartbeat)
 			return !c.poisoned.Load()
 		})

@@ -177,7 +177,7 @@ func attackFramed(t *testing.T, c *cluster, stream *rogueStream, target int, cla
 		Logger: NewHCLogger(slog.New(slog.DiscardHandler))}
 	fallback := raft.NewNetworkTransportWithConfig(&tc)
 	defer fallback.Close()
-	rogue := newAppendClient(stream.Dial, fallback, tc, slog.New(slog.DiscardHandler))
+	rogue := newAppendClient(stream.Dial, fallback, tc, nil, slog.New(slog.DiscardHandler))
 	defer rogue.close()
 	tn := c.nodes[target]
 	var aresp raft.AppendEntriesResponse

@@ -90,6 +90,15 @@ raft_delta() {
     <(echo "$1") <(echo "$2")
 }
 
+# raft_mean BEFORE AFTER NAME LABELS: the mean (ms) of the samples between the scrapes of histogram NAME{LABELS}
+# ("-" without samples).
+raft_mean() {
+  local n t
+  n="$(raft_delta "$1" "$2" "$3_count$4")"
+  t="$(raft_delta "$1" "$2" "$3_sum$4")"
+  awk -v n="$n" -v t="$t" 'BEGIN { if (n > 0) printf "%.3f", 1000*t/n; else printf "-" }'
+}
+
 # raft_p99 BEFORE AFTER PREFIX: the upper bound (ms) of the histogram bucket that holds the 99th percentile of
 # the samples between the scrapes, of the series whose name starts with PREFIX (name{labels, up to le=).
 raft_p99() {
@@ -133,9 +142,18 @@ raft_summary() {
     sum="$(raft_delta "$b" "$a" "rocketmq_raft_send_stage_seconds_sum{stage=\"$st\"}")"
     stages+="$(awk -v s="$st" -v n="$n" -v t="$sum" 'BEGIN{ if (n > 0) printf " %s %.2f", s, 1000*t/n; else printf " %s -", s }')"
   done
+  # The replicate stage split on the leader (send, quorum, commit) and the appends' times on each side
+  # (raftlog/stats.go; present when the entries travel as append frames).
+  local split=""
+  for st in send quorum commit; do
+    split+=" $st $(raft_mean "$b" "$a" "rocketmq_raft_replicate_stage_seconds" "{stage=\"$st\"}")"
+  done
+  for st in leader follower; do
+    split+=" append-$st $(raft_mean "$b" "$a" "rocketmq_raft_append_seconds" "{side=\"$st\"}")"
+  done
   RAFT_LINE[$1]="$(awk -v m="$msgs" -v e="$entries" -v f="$fsyncs" -v c="$fcalls" -v fe="$fentries" 'BEGIN {
     printf "msgs/entry %s  fsyncs/msg %s  fsyncs %d  entries/follower append %s", (e > 0 ? sprintf("%.1f", m/e) : "-"),
-      (m > 0 ? sprintf("%.3f", f/m) : "-"), f, (c > 0 ? sprintf("%.2f", fe/c) : "-") }')  stage means ms:$stages"
+      (m > 0 ? sprintf("%.3f", f/m) : "-"), f, (c > 0 ? sprintf("%.2f", fe/c) : "-") }')  stage means ms:$stages  replicate split ms:$split"
   local fsn fss fstn fsts
   fsn="$(raft_delta "$b" "$a" 'rocketmq_raft_store_seconds_count{role="follower"}')"
   fss="$(raft_delta "$b" "$a" 'rocketmq_raft_store_seconds_sum{role="follower"}')"

@@ -57,6 +57,12 @@ type RaftPerf struct {
 	// SendStages is the time of each stage of a send answered SEND_OK, by stage name (queue, dispatch,
 	// store, replicate, apply, answer).
 	SendStages map[string]SizeHistogram
+	// ReplicateStages splits those sends' replicate stage, by part (send, quorum, commit), where the
+	// node can tell (entries sent as append frames).
+	ReplicateStages map[string]SizeHistogram
+	// AppendSeconds is the time of the AppendEntries carrying entries, by side ("leader": write to
+	// answer read, "follower": request read to answer ready).
+	AppendSeconds map[string]SizeHistogram
 }
 
 // SizeHistogram is a histogram as counted by its owner: Counts[i] counts the samples at or below
@@ -108,6 +114,12 @@ var (
 		"Time of each stage of a send answered SEND_OK on the leader: queue (until proposed), dispatch (until the leader "+
 			"stores it), store (leader write and sync), replicate (until a quorum stored it and the state machine starts it), "+
 			"apply, answer.", "stage")
+	raftReplicateStageDesc = Desc("rocketmq_raft_replicate_stage_seconds",
+		"The replicate stage of a send answered SEND_OK, split on the leader: send (until the first AppendEntries with its "+
+			"entry starts), quorum (until the first successful answer is read), commit (until the state machine starts it).", "stage")
+	raftAppendSecondsDesc = Desc("rocketmq_raft_append_seconds",
+		"Time of an AppendEntries carrying entries: side leader from its write to its answer, side follower from the "+
+			"request read to the answer ready (Raft's follower loop and the store).", "side")
 )
 
 // NewRaftCollector returns the collector of the rocketmq_raft_* series, read from src at every scrape.
@@ -132,7 +144,7 @@ func NewRaftCollector(src RaftSource) prometheus.Collector {
 		}
 	}, raftRoleDesc, raftTermDesc, raftCommitDesc, raftAppliedDesc, raftFailoversDesc,
 		raftFsyncsDesc, raftFsyncSecondsDesc, raftStoreEntriesDesc, raftStoreSecondsDesc, raftEntryMessagesDesc,
-		raftEntryPutsDesc, raftSendStageDesc)
+		raftEntryPutsDesc, raftSendStageDesc, raftReplicateStageDesc, raftAppendSecondsDesc)
 }
 
 func collectRaftPerf(ch chan<- prometheus.Metric, p RaftPerf) {
@@ -148,6 +160,12 @@ func collectRaftPerf(ch chan<- prometheus.Metric, p RaftPerf) {
 	ch <- p.EntryPuts.metric(raftEntryPutsDesc)
 	for _, stage := range sortedKeys(p.SendStages) {
 		ch <- p.SendStages[stage].metric(raftSendStageDesc, stage)
+	}
+	for _, stage := range sortedKeys(p.ReplicateStages) {
+		ch <- p.ReplicateStages[stage].metric(raftReplicateStageDesc, stage)
+	}
+	for _, side := range sortedKeys(p.AppendSeconds) {
+		ch <- p.AppendSeconds[side].metric(raftAppendSecondsDesc, side)
 	}
 }
 
