@@ -27,7 +27,9 @@
 # KEEP=1 (keep the temp folder and logs), PROFILE=1 (a CPU profile of every broker of our rows, its top
 # printed at the end; kept in the temp folder with KEEP=1), RAFT_ARGS (more --key=value for the Raft nodes),
 # BROKER_ARGS (more --key=value for the brokers of the async and sync rows), NODE_PROCS (GOMAXPROCS of each
-# broker of a row that runs several on this machine, see node_procs; 0 leaves the Go runtime's default).
+# broker of a row that runs several on this machine, see node_procs; 0 leaves the Go runtime's default),
+# HOP (an interval, e.g. 500us: time a bare round trip between two processes, mqbench hop, that often beside
+# each of our rows' measured run, the cost of one hop at the row's load; it adds that load to the row).
 #
 # Sharing the cores: a row of one broker gets the machine; the brokers of the ms row (two) and of the Raft rows
 # (three) run with GOMAXPROCS set to their share of the cores (node_procs), as a container with that CPU limit
@@ -46,6 +48,7 @@ QUEUES="${QUEUES:-8}"
 DISK_SIZE="${DISK_SIZE:-1073741824}"
 ROWS="${ROWS:-async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always}"
 PROFILE="${PROFILE:-}"
+HOP="${HOP:-}"
 read -r -a RAFT_EXTRA <<<"${RAFT_ARGS:-}"
 read -r -a BROKER_EXTRA <<<"${BROKER_ARGS:-}"
 if [[ -n "${NODE_PROCS:-}" && ! "$NODE_PROCS" =~ ^[0-9]+$ ]]; then
@@ -66,7 +69,7 @@ node_procs() {
 }
 
 # Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
-declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU
+declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU HOP_LINE
 # profile_args NAME: the --cpuprofile flag of broker NAME ($work/prof-NAME.pprof) when PROFILE is set.
 profile_args() {
   if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
@@ -255,8 +258,22 @@ ours() {
   # shellcheck disable=SC2086
   if [[ -n "${BROKER_PIDS:-}" ]]; then wrote="$(written_bytes $BROKER_PIDS)"; ticks="$(cpu_ticks $BROKER_PIDS)"; fi
   echo "== $1: mqbench producer" >&2
+  local hop_pid=""
+  if [[ -n "$HOP" ]]; then
+    ./bin/mqbench hop --every "$HOP" --duration "$DURATION" --json >"$work/hop-$1.json" 2>/dev/null &
+    hop_pid=$!
+  fi
   record "$1" "$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
     --queues "$QUEUES" --json || true)"
+  if [[ -n "$hop_pid" ]]; then
+    wait "$hop_pid" || true
+    local h
+    h="$(cat "$work/hop-$1.json" 2>/dev/null || true)"
+    if [[ -n "$h" ]]; then
+      HOP_LINE[$1]="$(awk -v m="$(num "$h" mean)" -v p50="$(num "$h" p50)" -v p99="$(num "$h" p99)" -v n="$(num "$h" messages)" \
+        'BEGIN { printf "mean %.3f p50 %.3f p99 %.3f ms (%d rounds)", m, p50, p99, n }')"
+    fi
+  fi
   # shellcheck disable=SC2086
   if [[ -n "${BROKER_PIDS:-}" && -n "${TPS[$1]:-}" ]]; then
     WROTE[$1]="$(awk -v w="$(($(written_bytes $BROKER_PIDS) - wrote))" -v t="${TPS[$1]}" -v d="${DURATION%s}" -v s="$SIZE" \
@@ -422,6 +439,11 @@ for k in raft raft-async; do
       "$(ratio "${P99[$k]}" "${P99[$single]}")"
   fi
   if [[ -n "${RAFT_LINE[$k]:-}" ]]; then printf '%-16s %s\n' "$k" "${RAFT_LINE[$k]}"; fi
+done
+# HOP: a bare round trip between two processes of no broker's (mqbench hop), timed beside the row's measured
+# run: what one hop costs at the row's load, against the quorum part of a Raft row's replicate stage.
+for k in async sync ms raft raft-async; do
+  if [[ -n "${HOP_LINE[$k]:-}" ]]; then printf '%-16s a bare round trip between two processes beside the row (mqbench hop --every %s): %s\n' "$k" "$HOP" "${HOP_LINE[$k]}"; fi
 done
 if [[ -n "$PROFILE" ]]; then
   for f in "$work"/prof-*.pprof; do

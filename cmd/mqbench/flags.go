@@ -76,6 +76,18 @@ func consumerFlags(stderr io.Writer) (*flag.FlagSet, *bench.ConsumerConfig, *out
 	return fs, &cfg, out
 }
 
+func hopFlags(stderr io.Writer) (*flag.FlagSet, *bench.HopConfig, *output) {
+	cfg := bench.DefaultHopConfig()
+	out := &output{}
+	fs := flag.NewFlagSet("mqbench hop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&cfg.Every, "every", cfg.Every, "one round trip per this interval")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "probe this long")
+	fs.IntVar(&cfg.Size, "s", cfg.Size, "bytes each way")
+	fs.BoolVar(&out.json, "json", false, "print the summary as one JSON object on stdout")
+	return fs, &cfg, out
+}
+
 // parse parses argv into fs. Arguments left over are an error: flag stops at the first non-flag, so
 // RocketMQ's "-k true" would otherwise silently end the parsing.
 func parse(fs *flag.FlagSet, argv []string) error {

@@ -3,6 +3,7 @@
 //	mqbench producer -n 127.0.0.1:9876 -t BenchmarkTest -w 16 -s 1024 --duration 60s [--client native|official]
 //	mqbench producer -n 127.0.0.1:9876 -t Scale -w 16 -s 1024 --duration 60s --topics 1000   (Scale_0 .. Scale_999)
 //	mqbench consumer -n 127.0.0.1:9876 -t BenchmarkTest -g benchmark_consumer --idle 3s
+//	mqbench hop --every 1ms --duration 20s   (a bare round trip to an echo process it starts)
 //
 // Each prints a line per second (messages/s, MB/s, latency p50/p99/p999/max, failures) and a summary at the
 // end; --json prints the summary as one JSON object instead. internal/bench does the work.
@@ -16,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -26,10 +28,12 @@ import (
 	"github.com/rocketraft/rocketraft/internal/gctune"
 )
 
-const usage = `usage: mqbench producer|consumer [flags]   (mqbench producer -h lists the flags)
+const usage = `usage: mqbench producer|consumer|hop [flags]   (mqbench producer -h lists the flags)
 
   producer  sends -q messages or for --duration from -w goroutines, --mode sync|async|oneway|batch
   consumer  consumes the topic as group -g until --duration, -q messages, or --idle without messages
+  hop       times round trips of -s bytes to an echo process it starts (GOMAXPROCS 1), one per --every:
+            what a hop between two processes costs at the machine's load, with no broker in the way
 
 Both create the topic (--queues) when it is missing, print a line per --interval and a summary.
 `
@@ -81,9 +85,28 @@ func newCommand(name string, stderr io.Writer) (*command, bool) {
 			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
 				return bench.RunConsumer(ctx, *cfg, opts)
 			}}, true
+	case "hop":
+		fs, cfg, out := hopFlags(stderr)
+		return &command{fs: fs, out: out, validate: cfg.Validate,
+			describe: func() string {
+				return fmt.Sprintf("hop: %d bytes each way, one round per %v, duration: %v", cfg.Size, cfg.Every, cfg.Duration)
+			},
+			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
+				self, err := os.Executable()
+				if err != nil {
+					return nil, err
+				}
+				echo := exec.CommandContext(ctx, self, hopEchoCommand)
+				echo.Env = append(os.Environ(), "GOMAXPROCS=1")
+				echo.Stderr = os.Stderr
+				return bench.RunHop(ctx, *cfg, echo, opts)
+			}}, true
 	}
 	return nil, false
 }
+
+// hopEchoCommand is the hidden command mqbench hop starts its echo process with.
+const hopEchoCommand = "hop-echo"
 
 // run is the whole command; ctx ending (Ctrl-C) ends the run early and still prints the summary. Exit codes:
 // 0 done, 1 the run failed, 2 bad usage.
@@ -95,6 +118,12 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	switch argv[0] {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case hopEchoCommand: // the other end of mqbench hop
+		if err := bench.ServeEcho(ctx, os.Stdin, stdout); err != nil {
+			fmt.Fprintf(stderr, "mqbench %s: %v\n", hopEchoCommand, err)
+			return 1
+		}
 		return 0
 	}
 	cmd, ok := newCommand(argv[0], stderr)

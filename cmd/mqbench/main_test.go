@@ -19,8 +19,27 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == hopEchoCommand {
+		// mqbench hop starts its own executable as the echo process: here, this test binary.
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	rlog.SetLogLevel("error")
 	os.Exit(m.Run())
+}
+
+// TestHop runs the hop probe against the echo process it starts (this test binary, TestMain), and
+// checks a bad flag is refused by name before anything starts.
+func TestHop(t *testing.T) {
+	sum := runJSON(t, "hop", "--duration", "300ms", "--every", "1ms", "-s", "100")
+	if sum.Role != "hop" || sum.Messages == 0 || sum.Latency == nil || sum.Latency.Count != sum.Messages ||
+		sum.Latency.Mean <= 0 || sum.Bytes != 200*sum.Messages {
+		t.Fatalf("summary %+v (latency %+v)", sum, sum.Latency)
+	}
+	var stdout, stderr syncBuffer
+	if code := run(context.Background(), []string{"hop", "-s", "0"}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "-s 0") {
+		t.Fatalf("hop -s 0: exit %d, stderr %q", code, stderr.String())
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the writers of a run (reporter, loggers, the summary).

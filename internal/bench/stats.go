@@ -201,6 +201,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 	case roleProducer:
 		_, err = fmt.Fprintf(w, "[Complete] Send Total: %d | Send TPS: %.0f | MB/s: %.2f | RT(ms) %s avg: %.3f | Send Failed: %d | Response Failed: %d | %.1fs\n",
 			s.Messages+s.Failed+s.Rejected, s.MsgsPerSec, s.MBPerSec, s.Latency, s.Latency.Mean, s.Failed, s.Rejected, s.Seconds)
+	case roleHop:
+		_, err = fmt.Fprintf(w, "[Complete] Round trips: %d | RT(ms) %s avg: %.3f | %.1fs\n", s.Messages, s.Latency, s.Latency.Mean, s.Seconds)
 	default:
 		_, err = fmt.Fprintf(w, "[Complete] Consume Total: %d | Consume TPS: %.0f | MB/s: %.2f | B2C(ms) %s avg: %.3f | S2C(ms) %s avg: %.3f | Pull Failed: %d | %.1fs\n",
 			s.Messages, s.MsgsPerSec, s.MBPerSec, s.BornToConsume, s.BornToConsume.Mean, s.StoreToConsume, s.StoreToConsume.Mean,
@@ -215,6 +217,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 const (
 	roleProducer = "producer"
 	roleConsumer = "consumer"
+	roleHop      = "hop"
 )
 
 // Stats gathers the meters of a run, prints a line per interval and builds the summary.
