@@ -221,8 +221,9 @@ func (r *raftRole) refuseWrite() *remoting.Command {
 // and a registration as brokerId 0 from it would replace the real master's address at the name servers
 // until the master's next registration (the chaos suite saw 9.4 s without a routed master after a
 // SIGSTOP). Unconfirmed, it registers with its slave id. The name server orders master registrations by
-// the term and routes a stand-in master while a group elects (namesrv/raftgroup.go); RocketMQ's name
-// server ignores raftTerm and raftSlaveId.
+// the term and routes a stand-in master while a group elects (namesrv/raftgroup.go): the virtual address
+// when the master registered it (raftMasterVip). RocketMQ's name server ignores raftTerm, raftSlaveId and
+// raftMasterVip.
 func (r *raftRole) registration() (int64, string, map[string]string) {
 	id := r.brokerID()
 	if id == 0 && r.node.Raft() != nil {
@@ -231,10 +232,17 @@ func (r *raftRole) registration() (int64, string, map[string]string) {
 			id = r.slaveID
 		}
 	}
-	return id, r.registrationAddr(id), map[string]string{
+	addr := r.registrationAddr(id)
+	ext := map[string]string{
 		"raftTerm":    itoa(int64(r.node.Status().Term)),
 		"raftSlaveId": itoa(r.slaveID),
 	}
+	if id == 0 && addr != r.b.addr {
+		// The master's virtual address (raft_vip.go): the name servers route it, not a member's own
+		// address, as the group's stand-in master while it elects.
+		ext["raftMasterVip"] = "true"
+	}
+	return id, addr, ext
 }
 
 func (r *raftRole) routeAddr() string { return r.registrationAddr(r.brokerID()) }

@@ -36,9 +36,13 @@ import (
 //     the name server and take the master's registration (same connection) with it.
 //   - The name servers keep brokerId 0 at the virtual address across a change of master: the old master
 //     never unregisters it, the new one registers it again. A name server does drop it when the
-//     connection it was registered on closes (a killed master's) until the new master registers it; a
-//     client that refreshes its routes in that window (election + barrier, 1.5-5 s) finds no master
-//     for its next 30 s (the e2e kill suite sees it about once in ten kills).
+//     connection it was registered on closes (a killed master's) until the new master registers it; in
+//     that window (election + barrier, 1.5-5 s) it still routes the virtual address as the group's
+//     stand-in master, because the registration said it was one (header raftMasterVip;
+//     namesrv/raftgroup.go). Before, the stand-in was a member's own address, which a client refreshing
+//     its routes in the window kept for its next 30 s: when that member was elected and killed within
+//     them, the client sent to a dead address until its next refresh (the e2e kill suite saw 27.5 s once
+//     in twenty kills).
 //   - Closing the connections drops the answers still on their way on them: the official Go client
 //     waits out its sendMsgTimeout for those sends, then retries at the address (the next holder).
 //

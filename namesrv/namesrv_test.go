@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"io"
+	"maps"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -121,6 +122,16 @@ func (b broker) body() protocol.RegisterBrokerBody {
 
 func (f *fixture) register(cl *remoting.Client, b broker) *remoting.Command {
 	f.t.Helper()
+	resp := f.registerWith(cl, b, nil)
+	if resp.Code != int32(remoting.Success) {
+		f.t.Fatalf("register %s: %v", b.addr, resp)
+	}
+	return resp
+}
+
+// registerWith sends b's REGISTER_BROKER with the header fields extra added, and returns the answer.
+func (f *fixture) registerWith(cl *remoting.Client, b broker, extra map[string]string) *remoting.Command {
+	f.t.Helper()
 	body, err := json.Marshal(b.body())
 	if err != nil {
 		f.t.Fatal(err)
@@ -128,11 +139,8 @@ func (f *fixture) register(cl *remoting.Client, b broker) *remoting.Command {
 	ext := b.header()
 	ext["compressed"] = "false"
 	ext["bodyCrc32"] = strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)&0x7FFFFFFF), 10)
-	resp := f.callOn(cl, remoting.RegisterBroker, ext, body)
-	if resp.Code != int32(remoting.Success) {
-		f.t.Fatalf("register %s: %v", b.addr, resp)
-	}
-	return resp
+	maps.Copy(ext, extra)
+	return f.callOn(cl, remoting.RegisterBroker, ext, body)
 }
 
 func (f *fixture) unregister(b broker) {

@@ -93,6 +93,10 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 	if err != nil {
 		return badHeader(req, err)
 	}
+	raftMasterVIP, err := req.OptBool("raftMasterVip", false) // the master's address follows leadership
+	if err != nil {
+		return badHeader(req, err)
+	}
 	var raftSlaveID int64
 	if raftTerm >= 0 {
 		if raftSlaveID, err = req.ExtInt64("raftSlaveId"); err != nil {
@@ -112,17 +116,18 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 	}
 	s.trackConn(conn)
 	res := s.routes.RegisterBroker(RegisterBrokerRequest{
-		ClusterName:  h[2],
-		BrokerAddr:   h[1],
-		BrokerName:   h[0],
-		BrokerID:     brokerID,
-		HAServerAddr: req.OptString("haServerAddr", ""),
-		Timeout:      time.Duration(timeoutMillis) * time.Millisecond,
-		Body:         body,
-		ConnID:       conn.ID(),
-		Raft:         raftTerm >= 0,
-		RaftTerm:     uint64(max(raftTerm, 0)),
-		RaftSlaveID:  raftSlaveID,
+		ClusterName:   h[2],
+		BrokerAddr:    h[1],
+		BrokerName:    h[0],
+		BrokerID:      brokerID,
+		HAServerAddr:  req.OptString("haServerAddr", ""),
+		Timeout:       time.Duration(timeoutMillis) * time.Millisecond,
+		Body:          body,
+		ConnID:        conn.ID(),
+		Raft:          raftTerm >= 0,
+		RaftTerm:      uint64(max(raftTerm, 0)),
+		RaftSlaveID:   raftSlaveID,
+		RaftMasterVIP: raftMasterVIP,
 	}, time.Now())
 	resp := remoting.NewResponse(remoting.Success, "")
 	if res.HAServerAddr != "" {

@@ -10,7 +10,8 @@ import (
 
 // Raft groups (a broker name whose brokers run RocketRaft's Raft mode). Their brokers add two header
 // fields to REGISTER_BROKER: raftTerm, the node's Raft term (for a master, the term it leads), and
-// raftSlaveId, the brokerId it has when it is not master. RocketMQ's name server ignores both. This one
+// raftSlaveId, the brokerId it has when it is not master; a master registering at the group's virtual
+// address adds raftMasterVip=true. RocketMQ's name server ignores them. This one
 // uses them for two rules:
 //
 //   - Term order. A master registration (brokerId 0) whose term is below the highest master term seen
@@ -24,8 +25,13 @@ import (
 //     address while it is still registered (it forwards writes to the new master), else the live member
 //     with the lowest id (every member forwards writes to the master once one is elected). A client
 //     that re-reads its routes during an election therefore keeps a writable queue of the group for its
-//     whole route poll interval, instead of none for 30 s. The tables themselves hold only what was
-//     registered (GET_BROKER_CLUSTER_INFO shows the group without a master); a new master registration
+//     whole route poll interval, instead of none for 30 s. A group whose master registered at its virtual
+//     address (header raftMasterVip, broker/raft_vip.go) gets that address as its stand-in, registered or
+//     not: the next master listens on it, whereas a member's own address cached by a client for its 30 s
+//     stops answering if that member dies in the meantime (the likely path of the 27.5 s for which the
+//     e2e kill suite once saw a client send to a killed master's own address: a stand-in it had cached
+//     during the election before, the member then elected and killed). The tables themselves hold only
+//     what was registered (GET_BROKER_CLUSTER_INFO shows the group without a master); a new master registration
 //     ends the stand-in. Past the hold the group is routed as registered: a group that cannot elect a
 //     master is not offered for writes.
 
@@ -33,6 +39,7 @@ import (
 type raftGroup struct {
 	masterTerm uint64    // the highest term of an accepted master registration
 	lastMaster string    // the address of that registration
+	virtual    bool      // that address is the group's virtual one (raftMasterVip): the next master takes it
 	lostAt     time.Time // when the group's brokerId 0 entry went away; zero while it has one
 }
 
@@ -59,7 +66,7 @@ func (m *RouteInfoManager) raftRegistrationLocked(req *RegisterBrokerRequest, bd
 		}
 		return req.RaftSlaveID
 	}
-	g.masterTerm, g.lastMaster, g.lostAt = req.RaftTerm, req.BrokerAddr, time.Time{}
+	g.masterTerm, g.lastMaster, g.virtual, g.lostAt = req.RaftTerm, req.BrokerAddr, req.RaftMasterVIP, time.Time{}
 	return protocol.MasterID
 }
 
@@ -79,6 +86,10 @@ func (m *RouteInfoManager) raftStandInLocked(bd *protocol.BrokerData, now time.T
 		return
 	}
 	if _, ok := bd.BrokerAddrs[protocol.MasterID]; ok || g.lostAt.IsZero() || now.Sub(g.lostAt) > m.raftHold {
+		return
+	}
+	if g.virtual {
+		bd.BrokerAddrs[protocol.MasterID] = g.lastMaster
 		return
 	}
 	ids := slices.Sorted(maps.Keys(bd.BrokerAddrs))

@@ -37,6 +37,9 @@ type RegisterBrokerRequest struct {
 	Raft        bool
 	RaftTerm    uint64
 	RaftSlaveID int64
+	// RaftMasterVIP: a master registration (brokerId 0) at the group's virtual address, which the
+	// next master takes over (header raftMasterVip; raftgroup.go).
+	RaftMasterVIP bool
 }
 
 // RegisterBrokerResult is what a registration answers: for a slave, its master's HA and client addresses.
