@@ -513,6 +513,48 @@
 // alternating pairs of ROWS="async raft-async"): 24,250 21,927 24,609 against 24,086 22,914
 // 22,002 msgs/s, 0.52-0.54 against 0.45-0.56 of one broker; within the noise, not kept.
 //
+// # Where the replicate stage goes (stats.go: the split, and a bare hop beside it)
+//
+// With the frames the leader splits each send's replicate stage at the start of the first
+// AppendEntries carrying its entry (send: Raft's leader loop and replication goroutine) and at
+// the first successful answer read (quorum: the write, loopback, the follower's serve, the
+// answer's way back, the leader's reader waking); the rest, until the state machine starts the
+// entry, is commit (commit notice, leader loop, the FSM hand-off). Both sides time each
+// AppendEntries with entries (rocketmq_raft_append_seconds). bench-compare, 20 s rows,
+// 2026-12-05 (load 0.4-3.9, the runs' own processes), five runs, means in ms:
+//
+//	row          msgs/s   replicate  send   quorum  commit  append (leader)  follower serve
+//	raft-async   22,524     0.23     0.007  0.203   0.015       0.313             0.023
+//	raft-async   22,976     0.22     0.007  0.198   0.014       0.302             0.022
+//	raft-async   19,343     0.26     0.009  0.229   0.019       0.362             0.028
+//	raft-async   16,620 h   0.31     0.009  0.282   0.020       0.447             0.043
+//	raft-async   17,839 h   0.29     0.009  0.260   0.018       0.414             0.034
+//	raft         11,074     0.66     0.010  0.600   0.045       0.740             0.432
+//	raft          9,380 h   0.76     0.013  0.690   0.061       0.886             0.482
+//
+// (h: with HOP=500us, mqbench hop beside the row: a bare 64-byte round trip between two other
+// processes, GOMAXPROCS 1 each, every 0.5 ms: mean 0.143 and 0.139 ms (p50 0.079, p99 0.82-0.94)
+// beside raft-async, 0.135 beside raft, 0.092 and 0.109 beside one ASYNC_FLUSH broker, 0.065
+// (p50 0.051) with the machine idle.)
+//
+// So with ASYNC_FLUSH the follower's own part (its frame read to its answer ready: Raft's
+// follower loop and StoreLogs) is about a tenth of the quorum part, and the leader's own
+// hand-offs (send and commit) under a tenth of the stage; the rest, 0.18-0.24 ms, is two
+// processes waking each other on two shared cores, of which a bare round trip between two idle
+// processes costs 0.14 ms at the same load. A replication path of our own (DLedger's: the
+// leader pushes, counts the answers and commits without Raft's goroutines) would save the send
+// and commit parts and some of the follower's serve, about 0.04 ms of the 0.7-0.96 ms a
+// producer waits per send: about 5 %. With SYNC_FLUSH the follower's serve is its StoreLogs
+// (write and sync, 0.41-0.48 ms), the same hop on top.
+//
+// What bounds the ratio to one broker on this machine is the machine: one run's CPU split
+// (10 s of each row's measured run, /proc/PID/stat and /proc/stat): one ASYNC_FLUSH broker at
+// 38,854 msgs/s used 0.84 cores (21.6 us per message) and its client 0.80 (20.6 us), the
+// machine 85 % busy; the group at 19,343 msgs/s used 1.11 cores (57 us) and its client 0.48
+// (25 us), the machine 81 % busy. Three copies cost three stores, and every send crosses two
+// more process hops; NATS R3 (three servers in one process) ran at 0.34-0.52 of one of our
+// ASYNC_FLUSH brokers in the three full runs of docs/bench/compare-2026-12-05-h.txt.
+//
 // # Who may talk to the group (peer TLS)
 //
 // Without NodeOptions.PeerTLS the transport is the node's plain TCP one: anyone who can
