@@ -19,31 +19,13 @@ func TestStatsCountWhatHappened(t *testing.T) {
 	li := c.leader()
 	ld := c.nodes[li].n
 	before := ld.Stats()
-	const goroutines, each = 6, 20
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	puts, msgs := 0, 0
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				batch := []*message.Message{testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d", g, i))}
-				if i%4 == 0 {
-					batch = append(batch, testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d-b", g, i)))
-				}
-				if _, err := ld.PutMessages(context.Background(), batch); err != nil {
-					t.Errorf("put: %v", err)
-					return
-				}
-				mu.Lock()
-				puts++
-				msgs += len(batch)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	puts, msgs := putConcurrently(t, ld, 6, 20, func(g, i int) []*message.Message {
+		batch := []*message.Message{testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d", g, i))}
+		if i%4 == 0 {
+			batch = append(batch, testMsg("S", int32(i%2), fmt.Sprintf("g%d-%d-b", g, i)))
+		}
+		return batch
+	})
 	if t.Failed() {
 		return
 	}
@@ -94,37 +76,24 @@ func TestReplicateSplitOverTCP(t *testing.T) {
 	li := c.leader()
 	ld := c.nodes[li].n
 	before := ld.Stats()
-	const goroutines, each = 4, 25
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				if _, err := ld.PutMessages(context.Background(), []*message.Message{testMsg("S", 0, fmt.Sprintf("g%d-%d", g, i))}); err != nil {
-					t.Errorf("put: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	puts, _ := putConcurrently(t, ld, 4, 25, func(g, i int) []*message.Message {
+		return []*message.Message{testMsg("S", 0, fmt.Sprintf("g%d-%d", g, i))}
+	})
 	if t.Failed() {
 		return
 	}
 	c.converge()
 	st := ld.Stats()
-	const puts = goroutines * each
 	var parts float64
 	for _, name := range ReplicateStages {
 		h, b := st.Replicate[name], before.Replicate[name]
-		if got := h.Count() - b.Count(); got != puts {
+		if got := h.Count() - b.Count(); got != uint64(puts) {
 			t.Errorf("replicate part %s has %d samples, %d puts were answered", name, got, puts)
 		}
 		parts += h.Sum - b.Sum
 	}
 	whole := st.Stages[StageReplicate].Sum - before.Stages[StageReplicate].Sum
-	if d := parts - whole; d > 1e-6*puts || d < -1e-6*puts {
+	if d := parts - whole; d > 1e-6*float64(puts) || d < -1e-6*float64(puts) {
 		t.Errorf("the replicate parts add up to %.6f s, the stage to %.6f s", parts, whole)
 	}
 	if n := st.AppendSeconds[AppendLeader].Count() - before.AppendSeconds[AppendLeader].Count(); n == 0 {
@@ -138,8 +107,36 @@ func TestReplicateSplitOverTCP(t *testing.T) {
 			t.Errorf("%s timed no append as a follower", tn.id)
 		}
 	}
-	t.Logf("replicate %.3f ms per put: send %.3f, quorum %.3f, commit %.3f", 1e3*whole/puts,
-		1e3*(st.Replicate[ReplicateSend].Sum-before.Replicate[ReplicateSend].Sum)/puts,
-		1e3*(st.Replicate[ReplicateQuorum].Sum-before.Replicate[ReplicateQuorum].Sum)/puts,
-		1e3*(st.Replicate[ReplicateCommit].Sum-before.Replicate[ReplicateCommit].Sum)/puts)
+	per := func(sum float64) float64 { return 1e3 * sum / float64(puts) }
+	t.Logf("replicate %.3f ms per put: send %.3f, quorum %.3f, commit %.3f", per(whole),
+		per(st.Replicate[ReplicateSend].Sum-before.Replicate[ReplicateSend].Sum),
+		per(st.Replicate[ReplicateQuorum].Sum-before.Replicate[ReplicateQuorum].Sum),
+		per(st.Replicate[ReplicateCommit].Sum-before.Replicate[ReplicateCommit].Sum))
+}
+
+// putConcurrently makes each puts on node from goroutines goroutines at once, put i of goroutine g
+// being batch(g, i), and returns the puts and messages acknowledged; a failed put fails the test.
+func putConcurrently(t *testing.T, node *Node, goroutines, each int, batch func(g, i int) []*message.Message) (puts, msgs int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				b := batch(g, i)
+				if _, err := node.PutMessages(context.Background(), b); err != nil {
+					t.Errorf("put: %v", err)
+					return
+				}
+				mu.Lock()
+				puts++
+				msgs += len(b)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return puts, msgs
 }
