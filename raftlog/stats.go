@@ -207,8 +207,11 @@ func (r *markRing) mark(first, last uint64, ns int64) {
 	}
 }
 
-// markFirst sets the time of entries first..last to ns where it is not set yet (the first of
-// several senders wins; two at the same instant may both write, the later time staying).
+// markFirst sets the time of entries first..last to ns where it is not set yet: one of several
+// callers racing for a slot wins its CAS (not always the one with the earliest ns, by the few
+// instructions between taking ns and the CAS). A slot still holding index from an earlier term
+// (the same index proposed again after a truncation) keeps its older time; recordReplicate then
+// finds it before the entry's store and drops that sample.
 func (r *markRing) markFirst(first, last uint64, ns int64) {
 	for i := first; i <= last; i++ {
 		m := &r[i%storedRing]
