@@ -533,9 +533,9 @@
 //	raft          9,380 h   0.76     0.013  0.690   0.061       0.886             0.482
 //
 // (h: with HOP=500us, mqbench hop beside the row: a bare 64-byte round trip between two other
-// processes (the echo side with GOMAXPROCS 1), every 0.5 ms: mean 0.143 and 0.139 ms (p50 0.079, p99 0.82-0.94)
-// beside raft-async, 0.135 beside raft, 0.092 and 0.109 beside one ASYNC_FLUSH broker, 0.065
-// (p50 0.051) with the machine idle.)
+// processes (the echo side with GOMAXPROCS 1), every 0.5 ms: mean 0.143 and 0.139 ms (p50
+// 0.079, p99 0.82-0.94) beside raft-async, 0.135 beside raft, 0.092 and 0.109 beside one
+// ASYNC_FLUSH broker, 0.065 (p50 0.051) with the machine idle.)
 //
 // So with ASYNC_FLUSH the follower's own part (its frame read to its answer ready: Raft's
 // follower loop and StoreLogs) is about a tenth of the quorum part, and the leader's own
