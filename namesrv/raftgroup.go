@@ -28,11 +28,11 @@ import (
 //     whole route poll interval, instead of none for 30 s. A group whose master registered at its virtual
 //     address (header raftMasterVip, broker/raft_vip.go) gets that address as its stand-in, registered or
 //     not: the next master listens on it, whereas a member's own address cached by a client for its 30 s
-//     stops answering if that member dies in the meantime (the likely path of the 27.5 s for which the
-//     e2e kill suite once saw a client send to a killed master's own address: a stand-in it had cached
-//     during the election before, the member then elected and killed). The tables themselves hold only
-//     what was registered (GET_BROKER_CLUSTER_INFO shows the group without a master); a new master registration
-//     ends the stand-in. Past the hold the group is routed as registered: a group that cannot elect a
+//     stops answering if that member dies in the meantime (the 27.5 s for which the e2e kill suite once
+//     saw a client send to a killed master's own address: a stand-in it had cached during the election
+//     before, that member then elected and killed; the suite now checks every route read during its
+//     kills). The tables themselves hold only what was registered (GET_BROKER_CLUSTER_INFO shows the
+//     group without a master); a new master registration ends the stand-in. Past the hold the group is routed as registered: a group that cannot elect a
 //     master is not offered for writes.
 
 // raftGroup is what the name server keeps of one Raft group (by broker name).
