@@ -32,8 +32,8 @@ import (
 //     saw a client send to a killed master's own address: a stand-in it had cached during the election
 //     before, that member then elected and killed; the suite now checks every route read during its
 //     kills). The tables themselves hold only what was registered (GET_BROKER_CLUSTER_INFO shows the
-//     group without a master); a new master registration ends the stand-in. Past the hold the group is routed as registered: a group that cannot elect a
-//     master is not offered for writes.
+//     group without a master); a new master registration ends the stand-in. Past the hold the group
+//     is routed as registered: a group that cannot elect a master is not offered for writes.
 
 // raftGroup is what the name server keeps of one Raft group (by broker name).
 type raftGroup struct {
