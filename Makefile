@@ -67,7 +67,10 @@ TOPICS ?= 10000
 scale-topics:
 	ROCKETRAFT_SCALE_TOPICS=$(TOPICS) nice go test ./e2e -run '^TestScaleTopics$$' -count=1 -v -timeout 60m
 
+# make vet: gofmt -l over the tree (every file as gofmt writes it; the one that comes with $(GO)), then go vet.
 vet:
+	@unformatted="$$("$$($(GO) env GOROOT)/bin/gofmt" -l .)"; if [ -n "$$unformatted" ]; then \
+		echo "gofmt: not formatted (gofmt -w FILE):"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
 # make test: installs what it needs when missing (test-deps: ansible-core and Chromium with apt-get, as root or
