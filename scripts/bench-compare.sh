@@ -69,7 +69,7 @@ node_procs() {
 }
 
 # Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
-declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU HOP_LINE
+declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU HOP_LINE CLIENT_CPU BUSY
 # profile_args NAME: the --cpuprofile flag of broker NAME ($work/prof-NAME.pprof) when PROFILE is set.
 profile_args() {
   if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
@@ -91,6 +91,15 @@ raft_scrape() {
 raft_delta() {
   awk -v k="$3" 'NR == FNR { if ($1 == k) b = $2; next } $1 == k { a = $2 } END { printf "%.9g", a - b }' \
     <(echo "$1") <(echo "$2")
+}
+
+# machine_busy BEFORE AFTER: the share (%) of the machine's CPU time that was busy between two "cpu" lines of
+# /proc/stat (user nice system idle iowait irq softirq steal).
+machine_busy() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    n = split(a, x, " "); split(b, y, " ")
+    for (i = 2; i <= 9 && i <= n; i++) { d = y[i] - x[i]; all += d; if (i != 5 && i != 6) busy += d }
+    if (all > 0) printf "%.0f", 100 * busy / all; else printf "-" }'
 }
 
 # raft_mean BEFORE AFTER NAME LABELS: the mean (ms) of the samples between the scrapes of histogram NAME{LABELS}
@@ -263,8 +272,17 @@ ours() {
     ./bin/mqbench hop --every "$HOP" --duration "$DURATION" --json >"$work/hop-$1.json" 2>/dev/null &
     hop_pid=$!
   fi
+  local stat0
+  stat0="$(head -n1 /proc/stat)"
+  # The producer's own CPU time: bash's times, in the command substitution's shell, after it ended.
   record "$1" "$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
-    --queues "$QUEUES" --json || true)"
+    --queues "$QUEUES" --json || true; times >"$work/times-$1")"
+  BUSY[$1]="$(machine_busy "$stat0" "$(head -n1 /proc/stat)")"
+  if [[ -n "${TPS[$1]:-}" ]]; then
+    CLIENT_CPU[$1]="$(awk -v t="${TPS[$1]}" -v d="${DURATION%s}" 'NR == 2 {
+        split($1, u, /[ms]/); split($2, s, /[ms]/); c = u[1] * 60 + u[2] + s[1] * 60 + s[2]
+        if (t * d > 0) printf "%.0f", c * 1e6 / (t * d); else printf "-" }' "$work/times-$1")"
+  fi
   if [[ -n "$hop_pid" ]]; then
     wait "$hop_pid" || true
     local h
@@ -428,6 +446,15 @@ done
 # the msgs/s a row reaches far more than this).
 for k in async sync ms raft raft-async; do
   if [[ -n "${CPU[$k]:-}" ]]; then printf '%-16s broker CPU microseconds per message acknowledged: %s\n' "$k" "${CPU[$k]}"; fi
+done
+# The producer's own CPU time (user + system, bash's times) per message acknowledged, and the share of the
+# machine's CPU that was busy during the measured run (/proc/stat): with the brokers' line above, where the
+# cores went (raftlog/doc.go, "Where the replicate stage goes").
+for k in async sync ms raft raft-async; do
+  if [[ -n "${CLIENT_CPU[$k]:-}" ]]; then
+    printf '%-16s client CPU microseconds per message acknowledged: %s; machine CPU busy during the run: %s %%\n' \
+      "$k" "${CLIENT_CPU[$k]}" "${BUSY[$k]:--}"
+  fi
 done
 # Raft rows against our single broker of the same flush mode, and what the nodes' metrics say.
 for k in raft raft-async; do
