@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -19,7 +20,8 @@ const minResetClientVersion = 111
 //
 // Unlike RocketMQ 4.x, the offsets are committed here too, so the reset also holds for a group with no
 // consumer online (RocketMQ answers CONSUMER_NOT_ONLINE and its tool falls back to committing the offsets
-// one by one); an online consumer commits the same offsets itself once it has applied the reset.
+// one by one); an online consumer commits the same offsets itself once it has applied the reset, and until
+// then its commits of other offsets are ignored (consumer_offset_reset.go).
 func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic, err := req.ExtString("topic")
 	if err != nil {
@@ -42,6 +44,9 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 		return errResponse(remoting.TopicNotExist, "[reset-offset] reset offset failed, no topic in this broker. topic=%s", topic)
 	}
 	entries := make([]protocol.QueueEntry[int64], 0, tc.QueueNums())
+	// With consumers online the reset holds their commits of other offsets off until they take it up
+	// (consumer_offset_reset.go); it is recorded before they are told.
+	online, now := len(b.clients.consumerChannels(group)) > 0, time.Now()
 	for q := range tc.QueueNums() {
 		target := b.store.MaxOffsetInQueue(topic, q)
 		if ts != -1 {
@@ -52,6 +57,9 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 			target = cur
 		}
 		b.offsets.commit(group, topic, q, target)
+		if online {
+			b.resets.hold(group, topic, q, target, now)
+		}
 		entries = append(entries, protocol.QueueEntry[int64]{MQ: b.queue(topic, q), Value: target})
 	}
 	body, err := queueTableBody("", entries)

@@ -55,6 +55,7 @@ type Broker struct {
 
 	topics   *topicConfigManager
 	offsets  *consumerOffsetManager
+	resets   pendingResets // admin resets a group's online consumers have not taken up yet (consumer_offset_reset.go)
 	groups   *subscriptionGroupManager
 	clients  *clientManager
 	locks    *rebalanceLockManager

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -34,6 +35,12 @@ func (b *Broker) processUpdateConsumerOffset(ctx context.Context, conn *remoting
 	}
 	if b.topics.get(topic) == nil {
 		return errResponse(remoting.TopicNotExist, "topic[%s] not exist", topic)
+	}
+	if b.resets.blocks(group, topic, qid, off, time.Now()) {
+		// As RocketMQ 5: answered SUCCESS, not applied (consumer_offset_reset.go).
+		b.log.Info("consumer offset commit ignored: a reset of the queue is pending", "group", group, "topic", topic,
+			"queueId", qid, "offset", off, "by", conn.RemoteAddr())
+		return remoting.NewResponse(remoting.Success, "Offset has been previously reset")
 	}
 	b.offsets.commit(group, topic, qid, off)
 	return remoting.NewResponse(remoting.Success, "")
