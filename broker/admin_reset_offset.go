@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -46,7 +45,7 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 	entries := make([]protocol.QueueEntry[int64], 0, tc.QueueNums())
 	// With consumers online the reset holds their commits of other offsets off until they take it up
 	// (consumer_offset_reset.go); it is recorded before they are told.
-	online, now := len(b.clients.consumerChannels(group)) > 0, time.Now()
+	consumers := b.clients.consumerChannels(group)
 	for q := range tc.QueueNums() {
 		target := b.store.MaxOffsetInQueue(topic, q)
 		if ts != -1 {
@@ -57,8 +56,8 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 			target = cur
 		}
 		b.offsets.commit(group, topic, q, target)
-		if online {
-			b.resets.hold(group, topic, q, target, now)
+		if len(consumers) > 0 {
+			b.resets.hold(group, topic, q, target)
 		}
 		entries = append(entries, protocol.QueueEntry[int64]{MQ: b.queue(topic, q), Value: target})
 	}
@@ -66,7 +65,7 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 	if err != nil {
 		return errResponse(remoting.SystemError, "encode offset table: %v", err)
 	}
-	notified := b.notifyResetOffset(topic, group, ts, force, body)
+	notified := b.notifyResetOffset(consumers, topic, group, ts, force, body)
 	b.log.Info("consumer offsets reset", "topic", topic, "group", group, "timestamp", ts, "force", force,
 		"queues", len(entries), "consumersNotified", notified, "by", conn.RemoteAddr())
 	resp := remoting.NewResponse(remoting.Success, "")
@@ -74,11 +73,11 @@ func (b *Broker) processInvokeBrokerToResetOffset(ctx context.Context, conn *rem
 	return resp
 }
 
-// notifyResetOffset sends RESET_CONSUMER_CLIENT_OFFSET (oneway, as RocketMQ) to every online consumer of the
-// group and returns how many it reached.
-func (b *Broker) notifyResetOffset(topic, group string, ts int64, force bool, body []byte) int {
+// notifyResetOffset sends RESET_CONSUMER_CLIENT_OFFSET (oneway, as RocketMQ) to the group's online consumers
+// and returns how many it reached.
+func (b *Broker) notifyResetOffset(consumers []clientChannel, topic, group string, ts int64, force bool, body []byte) int {
 	n := 0
-	for _, ch := range b.clients.consumerChannels(group) {
+	for _, ch := range consumers {
 		if ch.version < minResetClientVersion {
 			b.log.Warn("consumer too old to reset its offsets", "group", group, "client", ch.clientID, "version", ch.version)
 			continue

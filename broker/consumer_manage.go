@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"time"
 
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -36,7 +35,7 @@ func (b *Broker) processUpdateConsumerOffset(ctx context.Context, conn *remoting
 	if b.topics.get(topic) == nil {
 		return errResponse(remoting.TopicNotExist, "topic[%s] not exist", topic)
 	}
-	if b.resets.blocks(group, topic, qid, off, time.Now()) {
+	if b.resets.blocks(group, topic, qid, off) {
 		// As RocketMQ 5: answered SUCCESS, not applied (consumer_offset_reset.go).
 		b.log.Info("consumer offset commit ignored: a reset of the queue is pending", "group", group, "topic", topic,
 			"queueId", qid, "offset", off, "by", conn.RemoteAddr())

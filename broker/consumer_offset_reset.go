@@ -24,9 +24,17 @@ const resetHold = 60 * time.Second
 
 // pendingResets are the resets waiting for a consumer to take them up, by "topic@group" and queue.
 type pendingResets struct {
-	count atomic.Int32 // entries in byKey; the hot paths look at it first and take no lock while it is 0
+	count atomic.Int32     // entries in byKey; the hot paths look at it first and take no lock while it is 0
+	now   func() time.Time // the clock (nil: time.Now); read only once something is pending
 	mu    sync.Mutex
 	byKey map[string]map[int32]pendingReset // guarded by mu
+}
+
+func (p *pendingResets) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
 }
 
 type pendingReset struct {
@@ -34,8 +42,8 @@ type pendingReset struct {
 	until  time.Time
 }
 
-// hold records a reset of group's queue of topic to offset, pending until now+resetHold.
-func (p *pendingResets) hold(group, topic string, queueID int32, offset int64, now time.Time) {
+// hold records a reset of group's queue of topic to offset, pending for resetHold.
+func (p *pendingResets) hold(group, topic string, queueID int32, offset int64) {
 	key := topic + offsetKeySep + group
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -50,32 +58,36 @@ func (p *pendingResets) hold(group, topic string, queueID int32, offset int64, n
 	if _, ok := q[queueID]; !ok {
 		p.count.Add(1)
 	}
-	q[queueID] = pendingReset{offset: offset, until: now.Add(resetHold)}
+	q[queueID] = pendingReset{offset: offset, until: p.clock().Add(resetHold)}
 }
 
 // blocks reports whether a client's commit of offset for the queue is to be ignored: a reset of it to
 // another offset is pending. An expired reset is dropped.
-func (p *pendingResets) blocks(group, topic string, queueID int32, offset int64, now time.Time) bool {
+func (p *pendingResets) blocks(group, topic string, queueID int32, offset int64) bool {
 	if p.count.Load() == 0 {
 		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r, ok := p.lookupLocked(topic+offsetKeySep+group, queueID, now)
+	r, ok := p.lookupLocked(topic+offsetKeySep+group, queueID, p.clock())
 	return ok && r.offset != offset
 }
 
-// pulled notes a pull of the queue at offset: a pending reset to that offset is taken up and ends.
-func (p *pendingResets) pulled(group, topic string, queueID int32, offset int64, now time.Time) {
+// pulled notes a pull of the queue at offset, which ends a pending reset to that offset (a consumer
+// took it up), and reports whether the pull's commit of commitOffset may be applied.
+func (p *pendingResets) pulled(group, topic string, queueID int32, offset, commitOffset int64) bool {
 	if p.count.Load() == 0 {
-		return
+		return true
 	}
 	key := topic + offsetKeySep + group
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if r, ok := p.lookupLocked(key, queueID, now); ok && r.offset == offset {
+	r, ok := p.lookupLocked(key, queueID, p.clock())
+	if ok && r.offset == offset {
 		p.removeLocked(key, queueID)
+		return true
 	}
+	return !ok || r.offset == commitOffset
 }
 
 // lookupLocked is the queue's pending reset, dropped (and not returned) once expired. p.mu must be held.

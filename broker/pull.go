@@ -122,13 +122,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	} else {
 		res.Release()
 	}
-	if allowSuspend {
-		now := time.Now()
-		b.resets.pulled(h.group, h.topic, h.queueID, h.queueOffset, now) // a pending reset taken up ends
-		if h.sysFlag&remoting.PullFlagCommitOffset != 0 && b.role.acceptsWrites() &&
-			!b.resets.blocks(h.group, h.topic, h.queueID, h.commitOffset, now) {
-			b.offsets.commit(h.group, h.topic, h.queueID, h.commitOffset)
-		}
+	if allowSuspend && b.resets.pulled(h.group, h.topic, h.queueID, h.queueOffset, h.commitOffset) &&
+		h.sysFlag&remoting.PullFlagCommitOffset != 0 && b.role.acceptsWrites() {
+		b.offsets.commit(h.group, h.topic, h.queueID, h.commitOffset)
 	}
 	if code == remoting.PullNotFound && allowSuspend && h.sysFlag&remoting.PullFlagSuspend != 0 {
 		hold := h.suspendTimeout

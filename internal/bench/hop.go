@@ -9,7 +9,6 @@ import (
 	"net"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -125,9 +124,9 @@ func RunHop(ctx context.Context, cfg HopConfig, echo *exec.Cmd, opts Options) (*
 		Bytes: 2 * p.Count * int64(cfg.Size), Seconds: secs, MsgsPerSec: float64(p.Count) / secs, Latency: &p}, nil
 }
 
-// ServeEcho listens on 127.0.0.1 (a free port), prints the address as one line to out, and
-// writes back whatever each connection sends until in ends (its parent closed it or ended) or
-// ctx does.
+// ServeEcho listens on 127.0.0.1 (a free port), prints the address as one line to out, and writes
+// back whatever the one connection RunHop makes sends, until in ends (its parent closed it or
+// ended) or ctx does.
 func ServeEcho(ctx context.Context, in io.Reader, out io.Writer) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -143,47 +142,20 @@ func ServeEcho(ctx context.Context, in io.Reader, out io.Writer) error {
 		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
-	closed := false
-	go func() {
-		<-ctx.Done()
-		_ = ln.Close()
-		mu.Lock()
-		closed = true
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		mu.Lock()
-		if closed {
-			mu.Unlock()
-			_ = c.Close()
+	stopAccept := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer stopAccept()
+	c, err := ln.Accept()
+	if err != nil {
+		if ctx.Err() != nil {
 			return nil
 		}
-		conns[c] = struct{}{}
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			echoConn(c)
-			mu.Lock()
-			delete(conns, c)
-			mu.Unlock()
-			_ = c.Close()
-		}()
+		return err
 	}
+	defer c.Close()
+	stopEcho := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stopEcho()
+	echoConn(c)
+	return nil
 }
 
 // echoConn writes back what c sends, one read and one write at a time as a server answering a
