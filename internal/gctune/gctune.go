@@ -33,7 +33,7 @@ const maxPercent = 10000
 type Tuner struct {
 	floor    uint64
 	log      *slog.Logger
-	adjusted func(live uint64, percent int) // tests: called after every adjustment check
+	adjusted func(live uint64, percent int) // tests: called after every check, once re-armed
 
 	mu      sync.Mutex // Stop and adjust (the finalizer goroutine)
 	stopped bool
@@ -79,11 +79,22 @@ type sentinel struct{ t *Tuner }
 
 func (t *Tuner) arm() {
 	s := &sentinel{t: t}
-	runtime.SetFinalizer(s, func(s *sentinel) {
-		if s.t.adjust() {
-			s.t.arm()
-		}
-	})
+	runtime.SetFinalizer(s, func(s *sentinel) { s.t.collected() })
+}
+
+// collected runs on the finalizer goroutine after a collection freed the sentinel: it adjusts,
+// arms a new sentinel for the next collection and only then tells a test's hook, so that a
+// collection the test starts after hearing of this one is seen too (told before re-arming, the
+// test's next runtime.GC could run before the new sentinel existed, and no check would follow).
+func (t *Tuner) collected() {
+	live, percent, running := t.adjust()
+	if !running {
+		return
+	}
+	t.arm()
+	if t.adjusted != nil {
+		t.adjusted(live, percent)
+	}
 }
 
 // percentFor is the GOGC that puts the target of a heap with live bytes at the floor, at least
@@ -97,15 +108,15 @@ func percentFor(live, floor uint64) int {
 }
 
 // adjust sets GOGC for the live heap the last collection left, when it moved by more than a
-// tenth (runs on the finalizer goroutine, after a collection); false once the tuner is stopped.
-func (t *Tuner) adjust() bool {
+// tenth, and returns that live heap and the GOGC in force; running is false once the tuner is
+// stopped.
+func (t *Tuner) adjust() (live uint64, percent int, running bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.stopped {
-		return false
+		return 0, 0, false
 	}
 	metrics.Read(t.samples)
-	var live uint64
 	if t.samples[0].Value.Kind() == metrics.KindUint64 {
 		live = t.samples[0].Value.Uint64()
 	}
@@ -115,8 +126,5 @@ func (t *Tuner) adjust() bool {
 		t.log.Debug("heap target", "liveBytes", live, "GOGC", p, "floorBytes", t.floor)
 		t.percent = p
 	}
-	if t.adjusted != nil {
-		t.adjusted(live, t.percent)
-	}
-	return true
+	return live, t.percent, true
 }
