@@ -120,6 +120,14 @@ func (m *clientManager) groupsSubscribedTo(topic string) []string {
 	return out
 }
 
+// isConsumer reports whether conn is a live channel of the consumer group (it sent the group's heartbeat).
+func (m *clientManager) isConsumer(group string, conn *remoting.Conn) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.consumers[group]
+	return g != nil && g.channels[conn.ID()] != nil
+}
+
 // consumerChannels returns the live channels of a consumer group (copies; the connections are shared).
 func (m *clientManager) consumerChannels(group string) []clientChannel {
 	m.mu.RLock()

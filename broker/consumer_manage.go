@@ -35,8 +35,9 @@ func (b *Broker) processUpdateConsumerOffset(ctx context.Context, conn *remoting
 	if b.topics.get(topic) == nil {
 		return errResponse(remoting.TopicNotExist, "topic[%s] not exist", topic)
 	}
-	if b.resets.blocks(group, topic, qid, off) {
-		// As RocketMQ 5: answered SUCCESS, not applied (consumer_offset_reset.go).
+	if b.resets.blocks(group, topic, qid, off) && b.clients.isConsumer(group, conn) {
+		// As RocketMQ 5: answered SUCCESS, not applied (consumer_offset_reset.go). Only the group's own
+		// consumers are held: an operator's commit (mqadmin resetOffsetByTime -q, cloneGroupOffset) applies.
 		b.log.Info("consumer offset commit ignored: a reset of the queue is pending", "group", group, "topic", topic,
 			"queueId", qid, "offset", off, "by", conn.RemoteAddr())
 		return remoting.NewResponse(remoting.Success, "Offset has been previously reset")

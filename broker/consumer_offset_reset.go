@@ -13,7 +13,8 @@ import (
 // periodic persist, every 5 s), and a commit of an old offset that reaches the broker after the client's
 // commit of the new one undoes the reset for that queue: the group never reads those messages again (the
 // admin test saw it for one queue of two). So, as RocketMQ 5's server-side reset does, the broker ignores a
-// client's commit of any other offset for a queue with a reset pending, until a pull of that queue at the
+// commit of any other offset by one of the group's consumers (UPDATE_CONSUMER_OFFSET on a connection that
+// sent the group's heartbeat, or a pull's commit flag) for a queue with a reset pending, until a pull of that queue at the
 // reset's offset shows a consumer took it up, or resetHold passes (a consumer that never comes back must
 // not freeze the group's offsets); a new reset replaces a pending one. The commits ignored are answered
 // SUCCESS, as RocketMQ does.

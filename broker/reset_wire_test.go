@@ -12,7 +12,7 @@ import (
 // TestResetHoldsOffClientCommits, over the wire: after mqadmin's reset of a group with a consumer online,
 // the consumer's commits of its old offset (UPDATE_CONSUMER_OFFSET, or a pull's commit flag) are answered
 // SUCCESS and ignored, until it pulls the queue at the reset offset; then commits apply again. A group
-// with no consumer online is not held.
+// with no consumer online is not held, nor a commit by a connection that is not the group's consumer.
 func TestResetHoldsOffClientCommits(t *testing.T) {
 	c := cluster.Start(t, cluster.Options{})
 	w := newWire(t, c.Broker(0).Addr())
@@ -56,6 +56,15 @@ func TestResetHoldsOffClientCommits(t *testing.T) {
 	pullCommitting(3, 5) // a pull elsewhere, committing the old offset
 	if got := offset("G"); got != "0" {
 		t.Fatalf("offset %s after the consumer's stale commits, want the reset's 0", got)
+	}
+	// An operator's commit on a connection that is not the group's consumer applies during the hold;
+	// the consumer's stale commits stay held off.
+	admin := newWire(t, c.Broker(0).Addr())
+	expectCode(t, "operator's commit", admin.call(remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "G", "topic": "T",
+		"queueId": "0", "commitOffset": "1"}, nil), remoting.Success)
+	expectCode(t, "stale commit again", commit("G", 5), remoting.Success, "previously reset")
+	if got := offset("G"); got != "1" {
+		t.Fatalf("offset %s after an operator committed 1 during the hold (and the consumer 5, held off)", got)
 	}
 	pullCommitting(0, 0) // the consumer took the reset up
 	expectCode(t, "commit after", commit("G", 2), remoting.Success)
