@@ -79,9 +79,9 @@ func TestTunerFollowsCollections(t *testing.T) {
 // One collection is nearly always enough, but Go does not promise that it frees an unreachable
 // object: a goroutine stopped by an asynchronous preemption has its innermost frame scanned
 // conservatively, and the finalizer goroutine that has just made the new sentinel may still
-// hold its address in a register there. (With the hook told after re-arming, one run of 5,000
-// beside three CPU-bound loops still waited in vain after a single collection; this is the
-// likely reason.)
+// hold its address in a dead stack slot there. (With the hook told after re-arming but a single
+// collection per check, one run of 35,000 beside three CPU-bound loops still failed, its message
+// not kept; this is the likely reason, not a shown one. With the retries: none of 38,000.)
 func collectUntilChecked(t *testing.T, checked <-chan int, which string) int {
 	t.Helper()
 	deadline := time.After(time.Minute)
