@@ -182,6 +182,25 @@
 // index rewritten from the frames scanned. TestLeaderLosesUnsyncedTail kills a leader between
 // the write and the sync of a StoreLogs and restarts it on files cut back to what it synced.
 //
+// # A disk that fails or fills up
+//
+// The frames reach the CommitLog through the store, whose writes and syncs report a full or
+// failed disk as errors (store/doc.go "Disk faults"). The dense index is written through its
+// mapping, and its files are sparse: on a full disk the kernel cannot give a page of a hole a
+// block, and on a failed one it may not read a page in; either raises SIGBUS on the store into
+// the mapping, which killed the broker ("fatal error: fault" in denseIndex.put, found by make
+// chaos's disk-full faults). denseIndex.writeMapped catches that fault and fails the call with
+// ErrIndexFault naming the file (TestIndexWriteFaultIsAnError). Why that is safe: a failed
+// StoreLogs publishes nothing (the last index, the end and the durable index stay where they
+// were; a slot half written is past the last index, so no reader looks at it, and the next
+// StoreLogs writes it whole; recovery rebuilds slots from the frames anyway), and Raft treats
+// it as any failed StoreLogs: a leader steps down and answers the entries' futures with the
+// error, a follower answers the AppendEntries unsuccessfully and the leader sends it again.
+// Once the disk has room the node stores again by itself. Not avoided: a leader with a full
+// disk can win the next election (its log is as long as any) and step down again at its first
+// StoreLogs, for a few rounds, until another node wins (make chaos measured gaps of about
+// 3 s without an acknowledgement); a failed sync, by contrast, stops the node's Raft (below).
+//
 // # Group commit, and why it is safe (propose.go)
 //
 // The proposer takes an in-flight slot (Config.MaxInFlight) before it takes the queue, so

@@ -29,6 +29,10 @@ var (
 	ErrEntryTooLarge = errors.New("raftlog: entry too large for a commitlog file")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("raftlog: closed")
+	// ErrIndexFault: the kernel could not back a write to the mapped index with a page (SIGBUS,
+	// caught): no block for a hole of the sparse file on a full disk, or a page a failed disk
+	// could not read in. The StoreLogs or DeleteRange that met it fails, nothing of it visible.
+	ErrIndexFault = errors.New("raftlog: fault writing the mapped index")
 )
 
 // Options configure a Store.
