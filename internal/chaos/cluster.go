@@ -29,6 +29,8 @@ type Node struct {
 	Client *faultnet.Proxy
 	// Namesrv is the proxy the node reaches the name server through.
 	Namesrv *faultnet.Proxy
+	// Disk is the disk Store lies on when the run has disk faults (GroupConfig.Disks), else nil.
+	Disk *Disk
 }
 
 // Cluster is the node set under test: the processes, the proxies between them, and what the checker needs
