@@ -74,3 +74,30 @@ func TestIndexWriteFaultIsAnError(t *testing.T) {
 }
 
 func errorNames(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// TestDispatchFailureStopsTheNode: a follower's state machine cannot dispatch a committed entry because its
+// store turned read-only (store.DispatchMessages met a full disk's fault writing the mapped ConsumeQueues:
+// the chaos suite's disk-full-follower left such a node 1 message behind in two queues for good). The node
+// must stop its Raft rather than skip the entry (which gave the entry's queue offsets to the next records on
+// that node only), and once restarted on a sound store it catches up, its ConsumeQueues identical to the
+// others'.
+func TestDispatchFailureStopsTheNode(t *testing.T) {
+	c := newCluster(t, clusterOptions{sync: true})
+	li := c.leader()
+	fi := (li + 1) % 3
+	l := startLoad(c, 6)
+	defer l.stop()
+	l.progress("before the fault", 60)
+
+	tn := c.nodes[fi]
+	tn.crash.failDispatch.Store(true)
+	waitFor(t, "the follower's raft to stop after its failed dispatch", func() bool { return tn.n.rf().State() == raft.Shutdown })
+	if st := tn.n.Status(); st.Role != "Shutdown" {
+		t.Fatalf("the follower's status after its failed dispatch: %+v", st)
+	}
+	l.progress("with the follower stopped", 40)
+	c.stop(fi)
+	c.start(fi) // a new crashingLog: the store is sound again
+	l.progress("after the follower restarted", 60)
+	l.stopAndCheck()
+}
