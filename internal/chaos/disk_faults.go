@@ -9,6 +9,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rocketraft/rocketraft/client"
+	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // diskRecoverWait is how long a node has, after a full or slow disk healed, to move again by itself (a
@@ -84,7 +88,7 @@ func (r *runner) diskFault(ctx context.Context, i int, f Fault, target *Node, st
 			note("%s moved again by itself %v after the heal (%s)", target.Name, time.Since(t0).Round(time.Millisecond), what)
 			return
 		}
-		note("%s did not move again within %v of the heal (%v): restarted", target.Name, diskRecoverWait, err)
+		note("%s did not move again (%v; %v after the heal): restarted", target.Name, err, time.Since(t0).Round(time.Millisecond))
 		r.stopForDisk(i, target, note)
 	}
 	r.restartForDisk(i, target, note)
@@ -113,7 +117,8 @@ func (r *runner) restartForDisk(i int, target *Node, note func(string, ...any)) 
 
 // movesAgain waits up to wait for n to move again: when it is the writer, until it stores a new message
 // (the max offset of a queue passes what it was at the call); else until it holds what the writer held at
-// the call (every queue's max offset at least the writer's then). It says which, or why not.
+// the call (every queue's max offset at least the writer's then). It says which, or why not; a Raft node
+// whose Raft stopped is given up at once.
 func (r *runner) movesAgain(ctx context.Context, n *Node, wait time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -127,6 +132,11 @@ func (r *runner) movesAgain(ctx context.Context, n *Node, wait time.Duration) (s
 	}
 	var last error
 	for {
+		if r.cl.Elects() && raftStopped(ctx, r.wire, n) {
+			// The node stopped its Raft when its store failed (raftlog/doc.go): it cannot
+			// move again without a restart, as mqadmin getRaftStatus would tell an operator.
+			return "", fmt.Errorf("its Raft stopped (getRaftStatus: Shutdown)")
+		}
 		got, err := r.offsets(ctx, n)
 		switch {
 		case err != nil:
@@ -144,6 +154,12 @@ func (r *runner) movesAgain(ctx context.Context, n *Node, wait time.Duration) (s
 			return "", last
 		}
 	}
+}
+
+// raftStopped reports whether n answers GET_RAFT_STATUS with the role Shutdown.
+func raftStopped(ctx context.Context, w *client.Client, n *Node) bool {
+	var st protocol.RaftStatus
+	return w.CallJSON(ctx, n.Addr, remoting.GetRaftStatus, nil, &st) == nil && st.Role == "Shutdown"
 }
 
 // offsets are n's max offsets of every queue of the topic.

@@ -59,12 +59,14 @@
 // failure dropped what was only in its page cache, as a power loss does: the checker counts disk-eio faults
 // with the power losses where a flush type allows loss). A full disk is emptied and a slow one sped up, and
 // the node is given a minute to move again by itself (a writer stores a new message, a follower holds what
-// the writer held at the heal); one that does not, or that exited, is restarted. A failed master's slave is
+// the writer held at the heal); one that does not, whose Raft stopped (getRaftStatus: Shutdown, what a Raft
+// node does once its store turned read-only), or that exited, is restarted. A failed master's slave is
 // scanned before the master restarts, as at a kill. Each fault's notes say what the broker logged (lines
 // naming EIO, ENOSPC, a full disk, a write fault, a slow sync), how it stopped, e2fsck's verdict, and
 // whether it recovered by itself. Runs with disk faults start their brokers with
 // cleanFileForciblyEnable=false: a full disk would otherwise make them delete unexpired CommitLog files, a
-// loss of acknowledged messages by design.
+// loss of acknowledged messages by design, and journal their syncs for the power-loss faults beside the disk
+// images (powerloss.JournalPath), not on the disk the faults fail or fill.
 //
 // # The history (history.go), JSON lines in the run's folder
 //

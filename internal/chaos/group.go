@@ -128,7 +128,7 @@ func (g *group) brokerProcess(n *Node, extra ...string) *Process {
 	}
 	p := NewProcess(n.Name, filepath.Join(g.cfg.Bin, "mqbroker"), filepath.Join(g.cfg.Dir, "logs", n.Name+".log"), args...)
 	if g.cfg.PowerLoss {
-		p.SetEnv(powerloss.EnvVar + "=1")
+		p.SetEnv(powerloss.EnvVar + "=" + n.journal())
 	}
 	return p
 }
