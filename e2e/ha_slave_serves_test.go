@@ -27,9 +27,11 @@ import (
 // SYNC_MASTER (SYNC_FLUSH) whose slave is already streaming; at least 2,000 sends to the topic are
 // acknowledged and the master, in a process of its own, is SIGKILLed right after the last one. The slave
 // must then serve what it stores: every acknowledged message is consumed from it by the official Go client,
-// by a consumer that ran across the kill and by a broadcasting consumer started after it; topicStatus
-// (GET_TOPIC_STATS_INFO) on the slave answers; the slave's committed offsets of the running group are
-// those the master had (a restarted consumer re-reads, never skips). Duplicates are counted and logged.
+// by two consumers that ran across the kill (one held back before it, one not) and by a broadcasting
+// consumer started after it; topicStatus (GET_TOPIC_STATS_INFO) on the slave answers; the slave's
+// committed offsets of the held group are those the master had, and of the other group never more than
+// it consumed (a restarted consumer re-reads, never skips). Duplicates are counted and logged, and how
+// many a restart from the slave's offsets would deliver again.
 //
 // The slave's periodic metadata copy (slaveSynchronizeInterval) is set to an hour and neither broker
 // creates groups on use (autoCreateSubscriptionGroup=false), so the topic, the groups and the offsets can
@@ -42,6 +44,7 @@ func TestHASlaveServesNewTopicAfterKill(t *testing.T) {
 		topic     = "HASlaveServes"
 		queues    = 8
 		runGroup  = "CG_slave_serves_run"
+		freeGroup = "CG_slave_serves_free"
 		lateGroup = "CG_slave_serves_late"
 		wantAcked = 2000
 	)
@@ -86,7 +89,7 @@ func TestHASlaveServesNewTopicAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Now()
-	for _, g := range []string{runGroup, lateGroup} {
+	for _, g := range []string{runGroup, freeGroup, lateGroup} {
 		createGroupOn(t, w, addr, g)
 	}
 	c.WaitTopicRoute(topic)
@@ -114,6 +117,10 @@ func TestHASlaveServesNewTopicAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rc.Shutdown() })
+	// A consumer of the master that never holds: at the kill the slave's offsets of its group trail what it
+	// consumed by what it committed in the last haOffsetSyncInterval (and the pulls in flight).
+	free := newReceived()
+	startConsumer(t, c, freeGroup, topic, consumer.MessageSelector{}, free, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
 
 	p := newProducer(t, c, producer.WithRetry(0), producer.WithSendMsgTimeout(5*time.Second))
 	var (
@@ -171,6 +178,7 @@ func TestHASlaveServesNewTopicAfterKill(t *testing.T) {
 	want := append([]string(nil), acked...)
 	sinceLast := time.Since(lastAck)
 	mu.Unlock()
+	freeAtKill := free.distinct()
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +215,11 @@ func TestHASlaveServesNewTopicAfterKill(t *testing.T) {
 	if slaveCommitted > stored {
 		t.Errorf("the slave's committed offsets of %s sum to %d, past the %d messages it stores", runGroup, slaveCommitted, stored)
 	}
+	// Nothing skipped: the slave's offsets of a group never pass what the group consumed.
+	slaveFree := committedSum(t, w, slave.Addr(), freeGroup, topic, queues)
+	if consumed := int64(free.distinct()); slaveFree > consumed {
+		t.Errorf("the slave's committed offsets of %s sum to %d, past the %d messages the group consumed", freeGroup, slaveFree, consumed)
+	}
 
 	late := newReceived()
 	startConsumer(t, c, lateGroup, topic, consumer.MessageSelector{}, late, consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
@@ -216,10 +229,13 @@ func TestHASlaveServesNewTopicAfterKill(t *testing.T) {
 	lateTook := time.Since(lateStart)
 	waitAll(t, run, want, 60*time.Second, "the consumer running across the kill")
 	runTook := time.Since(killed)
-	t.Logf("RESULT acked=%d stored-on-slave=%d lastAck->kill=%v; consumer started after the kill: all %d in %v, duplicates %d; consumer across the kill: %d before it, all %d after %v, duplicates %d; slave's offsets of its group: %d (master had >= %d: a restart re-reads at most %d)",
+	waitAll(t, free, want, 60*time.Second, "the consumer that never held")
+	t.Logf("RESULT acked=%d stored-on-slave=%d lastAck->kill=%v; consumer started after the kill: all %d in %v, duplicates %d; "+
+		"consumer held across the kill: %d before it, all %d after %v, duplicates %d, slave's offsets %d (master had >= %d: a restart re-reads at most %d); "+
+		"free consumer: %d by the kill, duplicates %d, slave's offsets %d (a restart re-reads at most %d)",
 		len(want), stored, sinceLast.Round(100*time.Microsecond), late.distinct(), lateTook.Round(time.Millisecond), late.duplicates(),
 		runBeforeKill, run.distinct(), runTook.Round(time.Millisecond), run.duplicates(), slaveCommitted, masterCommitted,
-		max(int64(runBeforeKill)-slaveCommitted, 0))
+		max(int64(runBeforeKill)-slaveCommitted, 0), freeAtKill, free.duplicates(), slaveFree, max(int64(freeAtKill)-slaveFree, 0))
 }
 
 // createGroupOn creates a consumer group on the broker at addr (mqadmin updateSubGroup).
