@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/acl"
+	"github.com/rocketraft/rocketraft/broker/internal/pop"
 	"github.com/rocketraft/rocketraft/internal/conf"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -63,7 +64,7 @@ type Broker struct {
 	schedule *scheduleService
 	timer    *timerService
 	txCheck  *transactionChecker
-	pop      *popService     // pop_*.go: RocketMQ 5's pop consumption, a master service
+	pop      popEngine       // RocketMQ 5's pop consumption (broker/internal/pop), a master service
 	popPoll  *popPollService // held pops and notifications (pop_poll.go)
 	uniqIDs  *message.UniqIDGenerator
 	sqlCache sqlCache
@@ -158,7 +159,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.txCheck = newTransactionChecker(transactionCheckOptions{store: openedStore{&b.store}, put: b.putRaw, offsets: b.offsets,
 		topics: b.topics, producers: b.clients, clock: b.clock, log: b.log, storeHost: b.storeHost,
 		interval: ms(cfg.TransactionCheckInterval), timeout: ms(cfg.TransactionTimeOut), checkMax: cfg.TransactionCheckMax})
-	b.pop = newPopService(b.popOptions())
+	b.pop = popEngine{pop.New(b.popOptions())}
 	b.popPoll = newPopPollService(cfg.Pop.PopPollingSize, cfg.Pop.MaxPopPollingSize, b.rerunHeldPop)
 	b.services.list = []namedService{{"persist delay offsets", b.schedule}, {"persist timer checkpoint", b.timer},
 		{"transaction check", b.txCheck}, {"pop revive", b.pop}}
@@ -323,7 +324,7 @@ func (b *Broker) arrived(a store.Arrival) {
 	case TopicTimer:
 		b.timer.arrived()
 	}
-	b.pop.arrived(a)
+	b.pop.Arrived(a)
 	b.popPoll.arrived(a.Topic, a.QueueID)
 	b.pullHold.arrived(a)
 }

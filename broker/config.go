@@ -41,7 +41,7 @@ type Config struct {
 	Grpc GrpcConfig `mapstructure:",squash"`
 	// Raft holds the Raft mode's keys (raft_config.go): enableDLegerCommitLog, dLegerPeers, ...
 	Raft RaftConfig `mapstructure:",squash"`
-	// Pop holds RocketMQ 5's keys of pop consumption (pop_config.go): reviveQueueNum, reviveInterval, ...
+	// Pop holds RocketMQ 5's keys of pop consumption (broker/internal/pop): reviveQueueNum, reviveInterval, ...
 	Pop PopConfig `mapstructure:",squash"`
 	// ExporterConfig holds RocketMQ 5's metrics keys: metricsExporterType (DISABLE by default, or PROM),
 	// metricsPromExporterHost, metricsPromExporterPort (5557), and metricsPort, the older synonym that turns
@@ -278,7 +278,7 @@ func (c Config) Validate() error {
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Pop.validate(); err != nil {
+	if err := c.Pop.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ACL.AclEnable && c.ACL.AclFile == "" {

@@ -1,9 +1,9 @@
-package broker
+package pop
 
 import "fmt"
 
-// PopConfig are RocketMQ 5's keys of pop consumption (BrokerConfig), with its defaults.
-type PopConfig struct {
+// Config are RocketMQ 5's keys of pop consumption (BrokerConfig), with its defaults.
+type Config struct {
 	ReviveQueueNum          int32 `mapstructure:"reviveQueueNum"`          // queues of the revive topic (8)
 	ReviveInterval          int64 `mapstructure:"reviveInterval"`          // ms between revive scans (1000)
 	PopFromRetryProbability int   `mapstructure:"popFromRetryProbability"` // % of pops that read the retry topic first (20)
@@ -12,14 +12,14 @@ type PopConfig struct {
 	MaxPopPollingSize       int   `mapstructure:"maxPopPollingSize"`       // held pops and notifications in all (100000)
 }
 
-// DefaultPopConfig is RocketMQ 5's.
-func DefaultPopConfig() PopConfig {
-	return PopConfig{ReviveQueueNum: 8, ReviveInterval: 1000, PopFromRetryProbability: 20, PopPollingSize: 1024,
+// DefaultConfig is RocketMQ 5's.
+func DefaultConfig() Config {
+	return Config{ReviveQueueNum: 8, ReviveInterval: 1000, PopFromRetryProbability: 20, PopPollingSize: 1024,
 		MaxPopPollingSize: 100_000}
 }
 
-// validate names the first bad key.
-func (c PopConfig) validate() error {
+// Validate names the first bad key.
+func (c Config) Validate() error {
 	switch {
 	case c.ReviveQueueNum <= 0 || c.ReviveQueueNum >= 999:
 		return fmt.Errorf("config key reviveQueueNum: %d is not in [1, 998] (999 marks ordered pops)", c.ReviveQueueNum)

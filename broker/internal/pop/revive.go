@@ -1,4 +1,4 @@
-package broker
+package pop
 
 import (
 	"context"
@@ -65,9 +65,9 @@ type reviveQueue struct {
 // the put path, for the revive queues.
 type reviveLog struct {
 	topic   string
-	store   popStore
-	offsets popOffsets
-	put     putFunc
+	store   Store
+	offsets Offsets
+	put     PutFunc
 	host    netip.AddrPort // born host of the records: this broker
 	// dispatched has one signal per revive queue, fired when a record of it is dispatched.
 	dispatched []*signal
@@ -135,7 +135,7 @@ func (s *signal) fire() {
 
 // reviveOffset is where a scan of queue q starts after a restart or a change of master.
 func (l *reviveLog) reviveOffset(q int32) int64 {
-	off := l.offsets.query(protocol.ReviveGroup, l.topic, q)
+	off := l.offsets.Query(protocol.ReviveGroup, l.topic, q)
 	if min := l.store.MinOffsetInQueue(l.topic, q); off < min {
 		off = min
 	}
@@ -153,7 +153,7 @@ func (l *reviveLog) scanLocked(q *reviveQueue) error {
 		q.loaded = true
 	}
 	for {
-		res, err := l.store.GetMessage(protocol.ReviveGroup, l.topic, q.id, q.scanned, 64, maxPullBytes, nil)
+		res, err := l.store.GetMessage(protocol.ReviveGroup, l.topic, q.id, q.scanned, 64, maxReadBytes, nil)
 		if err != nil {
 			return fmt.Errorf("pop: read revive queue %d at %d: %w", q.id, q.scanned, err)
 		}
@@ -198,8 +198,8 @@ func (l *reviveLog) applyLocked(q *reviveQueue, m *message.MessageExt) {
 			q.cks[k] = &ckState{ck: ck, at: m.QueueOffset}
 		}
 		end := ck.StartOffset + int64(ck.QueueOffsetDiff[len(ck.QueueOffsetDiff)-1]) + 1
-		if l.offsets.query(ck.CID, ck.Topic, ck.QueueID) < end {
-			l.offsets.commit(ck.CID, ck.Topic, ck.QueueID, end)
+		if l.offsets.Query(ck.CID, ck.Topic, ck.QueueID) < end {
+			l.offsets.Commit(ck.CID, ck.Topic, ck.QueueID, end)
 		}
 	case protocol.AckTag, protocol.BatchAckTag:
 		var a protocol.AckMsg
@@ -232,8 +232,8 @@ func (l *reviveLog) commitProgressLocked(q *reviveQueue) {
 	for _, c := range q.cks {
 		off = min(off, c.at)
 	}
-	if l.offsets.query(protocol.ReviveGroup, l.topic, q.id) != off {
-		l.offsets.commit(protocol.ReviveGroup, l.topic, q.id, off)
+	if l.offsets.Query(protocol.ReviveGroup, l.topic, q.id) != off {
+		l.offsets.Commit(protocol.ReviveGroup, l.topic, q.id, off)
 	}
 }
 

@@ -1,4 +1,4 @@
-package broker
+package pop
 
 import (
 	"context"
@@ -12,26 +12,26 @@ import (
 	"github.com/rocketraft/rocketraft/protocol"
 )
 
-// errHandleNotInFlight: an ack or a change of invisible time names a message that is not in flight under
+// ErrHandleNotInFlight: an ack or a change of invisible time names a message that is not in flight under
 // that receipt handle: it was acked already, its invisible time passed and it was redelivered (or moved to
 // the dead-letter queue), or a change of invisible time replaced the handle. Answered NO_MESSAGE.
-var errHandleNotInFlight = errors.New("pop: receipt handle is not in flight")
+var ErrHandleNotInFlight = errors.New("pop: receipt handle is not in flight")
 
 // ack acks the message at queue offset off of topic (the topic it was read from: RealTopic of the handle)
 // popped under handle h. It returns once the ack record is written (or, for an ordered pop, the group's
 // offset moved).
-func (s *popService) ack(ctx context.Context, group, topic string, q int32, off int64, h protocol.ExtraInfo) error {
+func (s *Engine) Ack(ctx context.Context, group, topic string, q int32, off int64, h protocol.ExtraInfo) error {
 	if !s.running() {
-		return errPopNotRunning
+		return ErrNotRunning
 	}
 	if h.Order() {
 		next, ok := s.order.ack(group, topic, q, off, h.PopTime)
 		if !ok {
 			return fmt.Errorf("%w: no ordered pop of %s queue %d by %s at popTime %d holds offset %d (superseded after its invisible time)",
-				errHandleNotInFlight, topic, q, group, h.PopTime, off)
+				ErrHandleNotInFlight, topic, q, group, h.PopTime, off)
 		}
-		s.o.offsets.commit(group, topic, q, next)
-		s.o.unblocked(topic, q)
+		s.o.Offsets.Commit(group, topic, q, next)
+		s.o.Unblocked(topic, q)
 		return nil
 	}
 	rq, err := s.reviveQueueOf(h)
@@ -43,7 +43,7 @@ func (s *popService) ack(ctx context.Context, group, topic string, q int32, off 
 		return err
 	}
 	a := &protocol.AckMsg{AckOffset: off, StartOffset: h.CKQueueOffset, ConsumerGroup: group, Topic: topic,
-		QueueID: q, PopTime: h.PopTime, BrokerName: s.o.broker}
+		QueueID: q, PopTime: h.PopTime, BrokerName: s.o.Broker}
 	return s.settle(rq, c, claimed, s.rlog.writeAck(ctx, rq.id, a, s.nowMs()))
 }
 
@@ -52,7 +52,7 @@ func (s *popService) ack(ctx context.Context, group, topic string, q int32, off 
 // and a second ack finds taken. With all, a message not in flight is an error; otherwise it is left out.
 // The write then runs without the lock, so acks of one revive queue are written side by side (and share
 // the store's group commit); settle ends the claim.
-func (s *popService) claim(rq *reviveQueue, group, topic string, q int32, h protocol.ExtraInfo, offs []int64, all bool) (*ckState, uint32, error) {
+func (s *Engine) claim(rq *reviveQueue, group, topic string, q int32, h protocol.ExtraInfo, offs []int64, all bool) (*ckState, uint32, error) {
 	rq.mu.Lock()
 	defer rq.mu.Unlock()
 	var (
@@ -62,7 +62,7 @@ func (s *popService) claim(rq *reviveQueue, group, topic string, q int32, h prot
 	for _, off := range offs {
 		cs, i, err := s.inFlightLocked(rq, group, topic, q, off, h)
 		if err != nil {
-			if all || !errors.Is(err, errHandleNotInFlight) {
+			if all || !errors.Is(err, ErrHandleNotInFlight) {
 				c.unclaim(claimed)
 				return nil, 0, err
 			}
@@ -77,7 +77,7 @@ func (s *popService) claim(rq *reviveQueue, group, topic string, q int32, h prot
 
 // settle ends a claim: on a write error the messages are in flight again; after a write the revive queue is
 // read, which applies the records written.
-func (s *popService) settle(rq *reviveQueue, c *ckState, claimed uint32, werr error) error {
+func (s *Engine) settle(rq *reviveQueue, c *ckState, claimed uint32, werr error) error {
 	rq.mu.Lock()
 	defer rq.mu.Unlock()
 	c.unclaim(claimed)
@@ -89,9 +89,9 @@ func (s *popService) settle(rq *reviveQueue, c *ckState, claimed uint32, werr er
 
 // batchAck acks the entries of a BATCH_ACK_MESSAGE. Offsets no longer in flight are skipped, as RocketMQ
 // does; the error is the first write that failed.
-func (s *popService) batchAck(ctx context.Context, acks []protocol.BatchAck) error {
+func (s *Engine) BatchAck(ctx context.Context, acks []protocol.BatchAck) error {
 	if !s.running() {
-		return errPopNotRunning
+		return ErrNotRunning
 	}
 	for i := range acks {
 		b := &acks[i]
@@ -104,7 +104,7 @@ func (s *popService) batchAck(ctx context.Context, acks []protocol.BatchAck) err
 		offs := b.Offsets()
 		if h.Order() {
 			for _, off := range offs {
-				_ = s.ack(ctx, b.ConsumerGroup, topic, b.QueueID, off, h)
+				_ = s.Ack(ctx, b.ConsumerGroup, topic, b.QueueID, off, h)
 			}
 			continue
 		}
@@ -115,7 +115,7 @@ func (s *popService) batchAck(ctx context.Context, acks []protocol.BatchAck) err
 	return nil
 }
 
-func (s *popService) batchAckOne(ctx context.Context, group, topic string, h protocol.ExtraInfo, offs []int64) error {
+func (s *Engine) batchAckOne(ctx context.Context, group, topic string, h protocol.ExtraInfo, offs []int64) error {
 	rq, err := s.reviveQueueOf(h)
 	if err != nil {
 		return nil // not a handle of this broker: skipped
@@ -131,16 +131,16 @@ func (s *popService) batchAckOne(ctx context.Context, group, topic string, h pro
 		}
 	}
 	a := &protocol.AckMsg{StartOffset: h.CKQueueOffset, ConsumerGroup: group, Topic: topic, QueueID: h.QueueID,
-		PopTime: h.PopTime, BrokerName: s.o.broker, AckOffsetList: live}
+		PopTime: h.PopTime, BrokerName: s.o.Broker, AckOffsetList: live}
 	return s.settle(rq, c, claimed, s.rlog.writeAck(ctx, rq.id, a, s.nowMs()))
 }
 
 // changeInvisible hides the message for invisible ms from now instead: a new check point for it alone,
 // then an ack of the old one, in the same revive queue. It returns the new pop time; the new handle is h
 // with CKQueueOffset off, that pop time and the new invisible time.
-func (s *popService) changeInvisible(ctx context.Context, group, topic string, q int32, off int64, h protocol.ExtraInfo, invisible int64) (int64, error) {
+func (s *Engine) ChangeInvisible(ctx context.Context, group, topic string, q int32, off int64, h protocol.ExtraInfo, invisible int64) (int64, error) {
 	if !s.running() {
-		return 0, errPopNotRunning
+		return 0, ErrNotRunning
 	}
 	now := s.nowMs()
 	if now <= h.PopTime {
@@ -148,7 +148,7 @@ func (s *popService) changeInvisible(ctx context.Context, group, topic string, q
 	}
 	if h.Order() {
 		if !s.order.change(group, topic, q, h.PopTime, now, invisible) {
-			return 0, fmt.Errorf("%w: no ordered pop of %s queue %d by %s at popTime %d", errHandleNotInFlight, topic, q, group, h.PopTime)
+			return 0, fmt.Errorf("%w: no ordered pop of %s queue %d by %s at popTime %d", ErrHandleNotInFlight, topic, q, group, h.PopTime)
 		}
 		return now, nil
 	}
@@ -161,50 +161,50 @@ func (s *popService) changeInvisible(ctx context.Context, group, topic string, q
 		return 0, err
 	}
 	ck := &protocol.PopCheckPoint{StartOffset: off, PopTime: now, InvisibleTime: invisible, Num: 1, QueueID: q,
-		Topic: topic, CID: group, QueueOffsetDiff: []int32{0}, BrokerName: s.o.broker}
+		Topic: topic, CID: group, QueueOffsetDiff: []int32{0}, BrokerName: s.o.Broker}
 	werr := s.rlog.writeCheckPoint(ctx, rq.id, ck, now)
 	if werr == nil {
 		// Should this ack fail, the new check point stands too: the message comes back at both times.
 		a := &protocol.AckMsg{AckOffset: off, StartOffset: h.CKQueueOffset, ConsumerGroup: group, Topic: topic,
-			QueueID: q, PopTime: h.PopTime, BrokerName: s.o.broker}
+			QueueID: q, PopTime: h.PopTime, BrokerName: s.o.Broker}
 		werr = s.rlog.writeAck(ctx, rq.id, a, now)
 	}
 	return now, s.settle(rq, c, claimed, werr)
 }
 
 // reviveQueueOf is the revive queue a (non-ordered) handle names.
-func (s *popService) reviveQueueOf(h protocol.ExtraInfo) (*reviveQueue, error) {
+func (s *Engine) reviveQueueOf(h protocol.ExtraInfo) (*reviveQueue, error) {
 	if h.ReviveQueueID < 0 || int(h.ReviveQueueID) >= len(s.queues) {
 		return nil, fmt.Errorf("%w: revive queue %d of the handle is not one of this broker's %d (reviveQueueNum)",
-			errHandleNotInFlight, h.ReviveQueueID, len(s.queues))
+			ErrHandleNotInFlight, h.ReviveQueueID, len(s.queues))
 	}
 	return s.queues[h.ReviveQueueID], nil
 }
 
 // inFlightLocked finds the pending check point of the handle and checks that the message at off (index i
 // of it) is in it, not acked and not being acked. rq.mu must be held.
-func (s *popService) inFlightLocked(rq *reviveQueue, group, topic string, q int32, off int64, h protocol.ExtraInfo) (*ckState, int, error) {
+func (s *Engine) inFlightLocked(rq *reviveQueue, group, topic string, q int32, off int64, h protocol.ExtraInfo) (*ckState, int, error) {
 	if err := s.rlog.scanLocked(rq); err != nil {
 		return nil, 0, err
 	}
 	c := rq.cks[ckKey{group, topic, q, h.CKQueueOffset, h.PopTime}]
 	if c == nil {
 		return nil, 0, fmt.Errorf("%w: %s queue %d offset %d popped by %s at %d: acked, redelivered after its invisible time, or its handle replaced",
-			errHandleNotInFlight, topic, q, off, group, h.PopTime)
+			ErrHandleNotInFlight, topic, q, off, group, h.PopTime)
 	}
 	i := c.ck.IndexOf(off)
 	if i < 0 {
-		return nil, 0, fmt.Errorf("%w: offset %d is not in the pop of %s queue %d at %d", errHandleNotInFlight, off, topic, q, h.PopTime)
+		return nil, 0, fmt.Errorf("%w: offset %d is not in the pop of %s queue %d at %d", ErrHandleNotInFlight, off, topic, q, h.PopTime)
 	}
 	if (c.acked|c.pending)&(1<<i) != 0 {
-		return nil, 0, fmt.Errorf("%w: %s queue %d offset %d popped by %s at %d is acked already", errHandleNotInFlight, topic, q, off, group, h.PopTime)
+		return nil, 0, fmt.Errorf("%w: %s queue %d offset %d popped by %s at %d is acked already", ErrHandleNotInFlight, topic, q, off, group, h.PopTime)
 	}
 	return c, i, nil
 }
 
 // reviveLoop redelivers, every reviveInterval, what was not acked in time.
-func (s *popService) reviveLoop(ctx context.Context) {
-	t := time.NewTicker(ms(s.o.cfg.ReviveInterval))
+func (s *Engine) reviveLoop(ctx context.Context) {
+	t := time.NewTicker(ms(s.o.Config.ReviveInterval))
 	defer t.Stop()
 	for {
 		for _, q := range s.queues {
@@ -212,7 +212,7 @@ func (s *popService) reviveLoop(ctx context.Context) {
 				return
 			}
 			if err := s.reviveQueue(ctx, q); err != nil && ctx.Err() == nil {
-				s.o.log.Warn("pop revive", "reviveQueue", q.id, "err", err)
+				s.o.Log.Warn("pop revive", "reviveQueue", q.id, "err", err)
 			}
 		}
 		select {
@@ -226,7 +226,7 @@ func (s *popService) reviveLoop(ctx context.Context) {
 // reviveQueue redelivers the unacked messages of the queue's check points whose invisible time passed (to
 // the group's retry topic, or its dead-letter topic once its attempts are spent), acks them in the revive
 // log, and stores the queue's revive offset.
-func (s *popService) reviveQueue(ctx context.Context, q *reviveQueue) error {
+func (s *Engine) reviveQueue(ctx context.Context, q *reviveQueue) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := s.rlog.scanLocked(q); err != nil {
@@ -255,7 +255,7 @@ func (s *popService) reviveQueue(ctx context.Context, q *reviveQueue) error {
 }
 
 // reviveCheckPoint redelivers c's unacked messages and writes one batch ack for them. q.mu must be held.
-func (s *popService) reviveCheckPoint(ctx context.Context, q *reviveQueue, c *ckState) error {
+func (s *Engine) reviveCheckPoint(ctx context.Context, q *reviveQueue, c *ckState) error {
 	var offs []int64
 	for i, d := range c.ck.QueueOffsetDiff {
 		if (c.acked|c.pending)&(1<<i) != 0 {
@@ -278,28 +278,28 @@ func (s *popService) reviveCheckPoint(ctx context.Context, q *reviveQueue, c *ck
 // redeliver copies the message at off of the check point's queue to the group's retry topic with one more
 // reconsume time, or to %DLQ%<group> when it was delivered the group's retryMaxTimes + 1 times. A message
 // whose record is gone (expired files) is skipped.
-func (s *popService) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, off int64) error {
-	unit, err := s.o.store.ConsumeQueueUnit(ck.Topic, ck.QueueID, off)
+func (s *Engine) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, off int64) error {
+	unit, err := s.o.Store.ConsumeQueueUnit(ck.Topic, ck.QueueID, off)
 	if err != nil {
-		s.o.log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
+		s.o.Log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
 		return nil
 	}
-	m, err := s.o.store.LookMessageByOffset(unit.PhysicalOffset)
+	m, err := s.o.Store.LookMessageByOffset(unit.PhysicalOffset)
 	if err != nil {
-		s.o.log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
+		s.o.Log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
 		return nil
 	}
 	var out *message.Message
-	if m.ReconsumeTimes >= s.o.maxAttempts(ck.CID) {
-		if out, err = s.o.deadLetter(ck.CID, m); err != nil {
+	if m.ReconsumeTimes >= s.o.MaxAttempts(ck.CID) {
+		if out, err = s.o.DeadLetter(ck.CID, m); err != nil {
 			return err
 		}
 	} else {
 		topic := ck.Topic
 		if protocol.RetryMark(topic) == protocol.RetryMarkNormal {
-			topic = s.retryTopic(ck.Topic, ck.CID)
+			topic = s.RetryTopic(ck.Topic, ck.CID)
 		}
-		if err := s.o.ensureTopic(topic, 1); err != nil {
+		if err := s.o.EnsureTopic(topic, 1); err != nil {
 			return err
 		}
 		o := m.Message
@@ -315,7 +315,7 @@ func (s *popService) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, 
 		})
 		out = &o
 	}
-	_, err = s.o.put(ctx, out)
+	_, err = s.o.Put(ctx, out)
 	s.counters.reviveRetry.Get(popMetricKey{group: ck.CID, topic: ck.Topic, status: putStatus(err)}).Add(1)
 	if err != nil {
 		return fmt.Errorf("pop revive: put %s: %w", out.Topic, err)
