@@ -155,10 +155,34 @@ func (b *Broker) processBatchAckMessage(ctx context.Context, conn *remoting.Conn
 	if len(req.Body) == 0 || json.Unmarshal(req.Body, &body) != nil || len(body.Acks) == 0 {
 		return errResponse(remoting.NoMessage, "BATCH_ACK_MESSAGE carries no acks (JSON body BatchAckMessageRequestBody)")
 	}
-	if err := b.pop.BatchAck(ctx, body.Acks); err != nil {
+	results, err := b.pop.BatchAck(ctx, body.Acks)
+	if err != nil {
 		return popErrResponse(err)
 	}
-	return remoting.NewResponse(remoting.Success, "")
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = batchAckResultBody(results)
+	return resp
+}
+
+// batchAckResultBody is the answer body of a BATCH_ACK_MESSAGE (protocol.BatchAckResultBody), or nil when
+// every offset was acked.
+func batchAckResultBody(results []pop.BatchAckResult) []byte {
+	var out protocol.BatchAckResultBody
+	for i, r := range results {
+		if len(r.NotInFlight) == 0 && r.Err == nil {
+			continue
+		}
+		e := protocol.BatchAckEntryResult{Index: i, NotInFlight: r.NotInFlight}
+		if r.Err != nil {
+			e.Code, e.Remark = popErrResponse(r.Err).Code, r.Err.Error()
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	if len(out.Entries) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(&out) // plain values: cannot fail
+	return b
 }
 
 // processChangeInvisibleTime is CHANGE_MESSAGE_INVISIBLETIME.

@@ -216,16 +216,33 @@ func (c *Client) ChangeInvisibleTime(ctx context.Context, addr, group, topic, ha
 	return ei.String(), nil
 }
 
+// batchAckSpan bounds how far past its check point's first offset a handle's message may be to travel in a
+// BATCH_ACK_MESSAGE entry (a bit set from that offset: 128 KiB at most); one further is acked alone.
+const batchAckSpan = 1 << 20
+
 // BatchAck acks the messages of handles (popped by group from topic, from the broker at addr) in one
-// BATCH_ACK_MESSAGE, one entry per pop and queue. Handles no longer in flight are skipped by the broker
-// without an error (as RocketMQ's); use AckMessage to learn about each.
-func (c *Client) BatchAck(ctx context.Context, addr, group, topic string, handles []string) error {
+// BATCH_ACK_MESSAGE, one entry per pop and queue, and returns one error per handle: nil when it was acked,
+// a *ResponseError with code NO_MESSAGE when its message was no longer in flight under it (acked already,
+// redelivered after its invisible time, replaced by ChangeInvisibleTime), another *ResponseError when the
+// broker failed its entry, or an error for a malformed handle (not sent). The error returned alone is the
+// request's: nothing is known to be acked then. A broker that answers SUCCESS without saying which offsets
+// it skipped (RocketMQ's) reports every handle acked.
+func (c *Client) BatchAck(ctx context.Context, addr, group, topic string, handles []string) ([]error, error) {
+	errs := make([]error, len(handles))
 	body := protocol.BatchAckMessageRequestBody{}
 	index := map[string]int{}
-	for _, handle := range handles {
+	entryOf := make([]int, len(handles)) // the body entry of each handle; -1 when not sent
+	offsetOf := make([]int64, len(handles))
+	for hi, handle := range handles {
+		entryOf[hi] = -1
 		ei, _, err := ackTarget(group, topic, handle)
+		if err == nil && (ei.QueueOffset < ei.CKQueueOffset || ei.QueueOffset-ei.CKQueueOffset >= batchAckSpan) {
+			err = fmt.Errorf("receipt handle %q: queue offset %d is not within [%d, %d) of its check point", handle,
+				ei.QueueOffset, ei.CKQueueOffset, ei.CKQueueOffset+batchAckSpan)
+		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", remoting.BatchAckMessage, err)
+			errs[hi] = fmt.Errorf("%s: %w", remoting.BatchAckMessage, err)
+			continue
 		}
 		body.BrokerName = ei.BrokerName
 		k := ei.RetryMark + " " + strconv.Itoa(int(ei.QueueID)) + " " + strconv.FormatInt(ei.CKQueueOffset, 10) + " " +
@@ -238,16 +255,52 @@ func (c *Client) BatchAck(ctx context.Context, addr, group, topic string, handle
 				StartOffset: ei.CKQueueOffset, QueueID: ei.QueueID, ReviveQueueID: ei.ReviveQueueID, PopTime: ei.PopTime,
 				InvisibleTime: ei.InvisibleTime})
 		}
-		if ei.QueueOffset < ei.CKQueueOffset {
-			return fmt.Errorf("%s: receipt handle %q: queue offset below the check point's", remoting.BatchAckMessage, handle)
-		}
 		body.Acks[i].SetOffset(ei.QueueOffset)
+		entryOf[hi], offsetOf[hi] = i, ei.QueueOffset
+	}
+	if len(body.Acks) == 0 {
+		return errs, nil
 	}
 	b, err := json.Marshal(&body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.callJSON(ctx, addr, remoting.BatchAckMessage, map[string]string{}, b, nil)
+	var res protocol.BatchAckResultBody
+	err = c.callJSON(ctx, addr, remoting.BatchAckMessage, map[string]string{}, b, func(resp *remoting.Command) error {
+		if len(resp.Body) == 0 {
+			return nil
+		}
+		return json.Unmarshal(resp.Body, &res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	type entryOffset struct {
+		entry int
+		off   int64
+	}
+	missed := map[entryOffset]bool{}
+	failed := map[int]error{}
+	for _, e := range res.Entries {
+		for _, off := range e.NotInFlight {
+			missed[entryOffset{e.Index, off}] = true
+		}
+		if e.Code != 0 {
+			failed[e.Index] = &ResponseError{Request: remoting.BatchAckMessage, Addr: addr, Code: remoting.ResponseCode(e.Code), Remark: e.Remark}
+		}
+	}
+	for hi := range handles {
+		i := entryOf[hi]
+		switch {
+		case i < 0:
+		case missed[entryOffset{i, offsetOf[hi]}]:
+			errs[hi] = &ResponseError{Request: remoting.BatchAckMessage, Addr: addr, Code: remoting.NoMessage,
+				Remark: "the message is not in flight under this receipt handle: acked already, redelivered after its invisible time, or its handle replaced"}
+		case failed[i] != nil:
+			errs[hi] = failed[i]
+		}
+	}
+	return errs, nil
 }
 
 // Notification is NOTIFICATION: it reports whether a pop of the group would find a message, waiting up to

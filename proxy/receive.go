@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ type popper interface {
 	PopMessage(ctx context.Context, addr string, p *client.Pop) (*client.PopResult, error)
 	// AckMessage acks the message of handle; NO_MESSAGE when it is no longer in flight under handle.
 	AckMessage(ctx context.Context, addr, group, topic, handle string) error
+	// BatchAck acks the messages of handles in one request and answers one error per handle (NO_MESSAGE
+	// for one no longer in flight); the error alone is the request's.
+	BatchAck(ctx context.Context, addr, group, topic string, handles []string) ([]error, error)
 	// ChangeInvisibleTime hides the message of handle for invisible from now and returns its new handle.
 	ChangeInvisibleTime(ctx context.Context, addr, group, topic, handle string, invisible time.Duration) (string, error)
 }
@@ -195,9 +199,6 @@ func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.Mes
 	return nil
 }
 
-// ackParallel is how many entries of one AckMessage are acked at once.
-const ackParallel = 16
-
 // currentHandle parses a client's receipt handle; for a message the proxy renews (auto_renew) it stops the
 // renewal and returns the broker's handle now in force.
 func (s *Server) currentHandle(h string) (extra string, info protocol.ExtraInfo, commitLogOffset int64, err error) {
@@ -225,8 +226,8 @@ func (s *Server) ackAddr(ctx context.Context, topic string, info protocol.ExtraI
 	return addr, nil
 }
 
-// AckMessage acks each entry's message (ACK_MESSAGE to the broker its receipt handle names); a handle no
-// longer in flight is INVALID_RECEIPT_HANDLE.
+// AckMessage acks the entries' messages: one BATCH_ACK_MESSAGE per broker the receipt handles name (one
+// record per pop there), with one answer per entry; a handle no longer in flight is INVALID_RECEIPT_HANDLE.
 func (s *Server) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*v2pb.AckMessageResponse, error) {
 	group, topic := req.GetGroup().GetName(), req.GetTopic().GetName()
 	if err := checkGroup(group); err != nil {
@@ -235,50 +236,73 @@ func (s *Server) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*
 	if err := checkTopic(topic); err != nil {
 		return &v2pb.AckMessageResponse{Status: toStatus(err)}, nil
 	}
-	resp := &v2pb.AckMessageResponse{Status: ok()}
-	// The entries are acked side by side (ackParallel at a time), each with its own answer, as RocketMQ 5's
-	// proxy acks them: one after the other, a batch of 32 took 32 round trips to the broker.
 	entries := req.GetEntries()
-	statuses := make([]*v2pb.Status, len(entries))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, ackParallel)
-	for i, e := range entries {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			statuses[i] = s.ackOne(ctx, group, topic, e.GetReceiptHandle())
-		}()
+	if len(entries) == 0 {
+		return &v2pb.AckMessageResponse{Status: st(v2pb.Code_BAD_REQUEST, "no entry to ack")}, nil
 	}
-	wg.Wait()
+	statuses := make([]*v2pb.Status, len(entries))
+	type brokerAcks struct {
+		addr    string
+		handles []string
+		entries []int
+	}
+	var byBroker []*brokerAcks
+	for i, e := range entries {
+		extra, info, _, err := s.currentHandle(e.GetReceiptHandle())
+		var addr string
+		if err == nil {
+			addr, err = s.ackAddr(ctx, topic, info)
+		}
+		if err != nil {
+			statuses[i] = toStatus(err)
+			continue
+		}
+		j := slices.IndexFunc(byBroker, func(b *brokerAcks) bool { return b.addr == addr })
+		if j < 0 {
+			j = len(byBroker)
+			byBroker = append(byBroker, &brokerAcks{addr: addr})
+		}
+		byBroker[j].handles = append(byBroker[j].handles, extra)
+		byBroker[j].entries = append(byBroker[j].entries, i)
+	}
+	ack := func(b *brokerAcks) {
+		errs, err := s.pop.BatchAck(ctx, b.addr, group, topic, b.handles)
+		for k, i := range b.entries {
+			e := err
+			if e == nil {
+				e = errs[k]
+			}
+			statuses[i] = ackStatus(e)
+		}
+	}
+	if len(byBroker) == 1 {
+		ack(byBroker[0])
+	} else { // one request per broker, side by side
+		var wg sync.WaitGroup
+		for _, b := range byBroker {
+			wg.Go(func() { ack(b) })
+		}
+		wg.Wait()
+	}
+	resp := &v2pb.AckMessageResponse{Status: ok(), Entries: make([]*v2pb.AckMessageResultEntry, len(entries))}
 	for i, e := range entries {
 		if statuses[i].Code != v2pb.Code_OK {
 			resp.Status = statuses[i]
 		}
-		resp.Entries = append(resp.Entries, &v2pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: statuses[i]})
-	}
-	if len(req.GetEntries()) == 0 {
-		resp.Status = st(v2pb.Code_BAD_REQUEST, "no entry to ack")
+		resp.Entries[i] = &v2pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: statuses[i]}
 	}
 	return resp, nil
 }
 
-func (s *Server) ackOne(ctx context.Context, group, topic, handle string) *v2pb.Status {
-	extra, info, _, err := s.currentHandle(handle)
-	if err != nil {
-		return toStatus(err)
-	}
-	addr, err := s.ackAddr(ctx, topic, info)
-	if err == nil {
-		err = s.pop.AckMessage(ctx, addr, group, topic, extra)
-	}
-	if client.HasCode(err, remoting.NoMessage) {
+// ackStatus is an ack's answer: INVALID_RECEIPT_HANDLE for a message no longer in flight under the handle.
+func ackStatus(err error) *v2pb.Status {
+	switch {
+	case err == nil:
+		return ok()
+	case client.HasCode(err, remoting.NoMessage):
 		return st(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle expired or already used: %v", err)
 	}
-	if err != nil {
-		return toStatus(err)
-	}
-	return ok()
+	return toStatus(err)
 }
 
 // ChangeInvisibleDuration hides a received message for invisible_duration from now and answers its new

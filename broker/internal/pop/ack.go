@@ -87,52 +87,72 @@ func (s *Engine) settle(rq *reviveQueue, c *ckState, claimed uint32, werr error)
 	return s.rlog.scanLocked(rq)
 }
 
-// batchAck acks the entries of a BATCH_ACK_MESSAGE. Offsets no longer in flight are skipped, as RocketMQ
-// does; the error is the first write that failed.
-func (s *Engine) BatchAck(ctx context.Context, acks []protocol.BatchAck) error {
+// BatchAckResult is what became of one entry of a BATCH_ACK_MESSAGE: the offsets whose message was not in
+// flight under the entry's pop (acked already, redelivered after its invisible time, or its handle replaced),
+// and the error that kept the entry's other offsets from being acked (nil: they are).
+type BatchAckResult struct {
+	NotInFlight []int64
+	Err         error
+}
+
+// BatchAck acks the entries of a BATCH_ACK_MESSAGE, one record at most per entry (a pop's check point), and
+// returns one result per entry. The error is ErrNotRunning off the master (nothing was acked).
+func (s *Engine) BatchAck(ctx context.Context, acks []protocol.BatchAck) ([]BatchAckResult, error) {
 	if !s.running() {
-		return ErrNotRunning
+		return nil, ErrNotRunning
 	}
+	out := make([]BatchAckResult, len(acks))
 	for i := range acks {
-		b := &acks[i]
+		b, r := &acks[i], &out[i]
 		topic, err := protocol.RealTopic(b.Topic, b.ConsumerGroup, b.Retry)
 		if err != nil {
-			return fmt.Errorf("pop: batch ack entry %d: %w", i, err)
+			r.Err = fmt.Errorf("pop: batch ack entry %d: %w", i, err)
+			continue
 		}
 		h := protocol.ExtraInfo{CKQueueOffset: b.StartOffset, PopTime: b.PopTime, InvisibleTime: b.InvisibleTime,
 			ReviveQueueID: b.ReviveQueueID, RetryMark: b.Retry, QueueID: b.QueueID}
 		offs := b.Offsets()
 		if h.Order() {
 			for _, off := range offs {
-				_ = s.Ack(ctx, b.ConsumerGroup, topic, b.QueueID, off, h)
+				if err := s.Ack(ctx, b.ConsumerGroup, topic, b.QueueID, off, h); errors.Is(err, ErrHandleNotInFlight) {
+					r.NotInFlight = append(r.NotInFlight, off)
+				} else if err != nil && r.Err == nil {
+					r.Err = err
+				}
 			}
 			continue
 		}
-		if err := s.batchAckOne(ctx, b.ConsumerGroup, topic, h, offs); err != nil {
-			return err
-		}
+		r.NotInFlight, r.Err = s.batchAckOne(ctx, b.ConsumerGroup, topic, h, offs)
 	}
-	return nil
+	return out, nil
 }
 
-func (s *Engine) batchAckOne(ctx context.Context, group, topic string, h protocol.ExtraInfo, offs []int64) error {
+// batchAckOne acks offs of the pop h names with one batch ack record and returns the offsets not in flight.
+func (s *Engine) batchAckOne(ctx context.Context, group, topic string, h protocol.ExtraInfo, offs []int64) ([]int64, error) {
 	rq, err := s.reviveQueueOf(h)
 	if err != nil {
-		return nil // not a handle of this broker: skipped
+		return offs, nil // not a handle of this broker
 	}
 	c, claimed, err := s.claim(rq, group, topic, h.QueueID, h, offs, false)
-	if err != nil || c == nil {
-		return err
+	if err != nil {
+		return nil, err
 	}
-	var live []int64
-	for i, d := range c.ck.QueueOffsetDiff {
-		if claimed&(1<<i) != 0 {
-			live = append(live, c.ck.StartOffset+int64(d))
+	var live, missed []int64
+	for _, off := range offs {
+		if c != nil {
+			if i := c.ck.IndexOf(off); i >= 0 && claimed&(1<<i) != 0 {
+				live = append(live, off)
+				continue
+			}
 		}
+		missed = append(missed, off)
+	}
+	if len(live) == 0 {
+		return missed, nil
 	}
 	a := &protocol.AckMsg{StartOffset: h.CKQueueOffset, ConsumerGroup: group, Topic: topic, QueueID: h.QueueID,
 		PopTime: h.PopTime, BrokerName: s.o.Broker, AckOffsetList: live}
-	return s.settle(rq, c, claimed, s.rlog.writeAck(ctx, rq.id, a, s.nowMs()))
+	return missed, s.settle(rq, c, claimed, s.rlog.writeAck(ctx, rq.id, a, s.nowMs()))
 }
 
 // changeInvisible hides the message for invisible ms from now instead: a new check point for it alone,

@@ -22,7 +22,8 @@
 //	           fewer than asked), its messages sent as the topic popped with the handle in POP_CK.
 //	ack        checks the handle against the revive queue's pending CKs (read from the log) and writes an
 //	           ack record to the same revive queue; a handle not in flight (acked, redelivered, replaced)
-//	           is NO_MESSAGE. BATCH_ACK_MESSAGE writes one batch ack per entry, skipping such handles.
+//	           is NO_MESSAGE. BATCH_ACK_MESSAGE writes one batch ack per entry (a pop), skipping such
+//	           handles, and answers which it skipped (protocol.BatchAckResultBody, ours).
 //	change     CHANGE_MESSAGE_INVISIBLETIME writes a new CK for the one message (pop time now), then an
 //	           ack of the old one: the old handle is retired, the answer carries the new pop time.
 //	revive     every reviveInterval, per revive queue: read new records, and for every CK whose pop time +
