@@ -74,6 +74,7 @@ type Broker struct {
 	opts     Options
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool
+	popPool  *remoting.Pool // held pops run again there (pop.go)
 
 	delayLevels []time.Duration // messageDelayLevel, parsed
 
@@ -246,6 +247,9 @@ func (b *Broker) registerProcessors() {
 	send := pool("send", c.SendMessageThreadPoolNums, c.SendThreadPoolQueueCapacity)
 	pull := pool("pull", c.PullMessageThreadPoolNums, c.PullThreadPoolQueueCapacity)
 	b.pullPool = pull
+	popPool := pool("pop", c.PopMessageThreadPoolNums, c.PopThreadPoolQueueCapacity)
+	b.popPool = popPool
+	ackPool := pool("ack", c.AckMessageThreadPoolNums, c.AckThreadPoolQueueCapacity)
 	query := pool("query", c.QueryMessageThreadPoolNums, 20_000)
 	admin := pool("admin", c.AdminBrokerThreadPoolNums, 10_000)
 	client := pool("client", c.ClientManageThreadPoolNums, 50_000)
@@ -260,12 +264,14 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.ConsumerSendMsgBack, send, b.role.masterServed(b.processConsumerSendMsgBack))
 	s.Register(remoting.EndTransaction, send, b.role.masterServed(b.processEndTransaction))
 	s.Register(remoting.RecallMessage, send, b.role.masterServed(b.processRecallMessage))
-	s.Register(remoting.PopMessage, pull, b.role.masterServed(b.processPopMessage))
-	s.Register(remoting.AckMessage, pull, b.role.masterServed(b.processAckMessage))
-	s.Register(remoting.BatchAckMessage, pull, b.role.masterServed(b.processBatchAckMessage))
-	s.Register(remoting.ChangeMessageInvisibleTime, pull, b.role.masterServed(b.processChangeInvisibleTime))
-	s.Register(remoting.Notification, pull, b.role.masterServed(b.processNotification))
-	s.Register(remoting.PollingInfo, pull, b.role.masterServed(b.processPollingInfo))
+	// RocketMQ 5's pop family on pools of their own (as its popMessageExecutor and ackMessageExecutor): a pop or
+	// an ack that writes a revive record never holds a pull worker.
+	s.Register(remoting.PopMessage, popPool, b.role.masterServed(b.processPopMessage))
+	s.Register(remoting.AckMessage, ackPool, b.role.masterServed(b.processAckMessage))
+	s.Register(remoting.BatchAckMessage, ackPool, b.role.masterServed(b.processBatchAckMessage))
+	s.Register(remoting.ChangeMessageInvisibleTime, ackPool, b.role.masterServed(b.processChangeInvisibleTime))
+	s.Register(remoting.Notification, popPool, b.role.masterServed(b.processNotification))
+	s.Register(remoting.PollingInfo, popPool, b.role.masterServed(b.processPollingInfo))
 	s.Register(remoting.QueryMessage, query, b.processQueryMessage)
 	s.Register(remoting.ViewMessageByID, query, b.processViewMessageByID)
 	s.Register(remoting.HeartBeat, client, b.processHeartbeat)
@@ -324,22 +330,21 @@ func (b *Broker) arrived(a store.Arrival) {
 	case TopicTimer:
 		b.timer.arrived()
 	}
-	b.pop.Arrived(a)
 	b.popPoll.arrived(a.Topic, a.QueueID)
 	b.pullHold.arrived(a)
 }
 
 // rerunPull answers a held pull: it runs the pull again (without suspending) on the pull pool.
 func (b *Broker) rerunPull(p *heldPull) {
-	b.rerunOnPullPool(p.conn, p.req, "held pull", func() *remoting.Command { return b.pull(p.conn, p.req, false) })
+	b.rerunOn(b.pullPool, p.conn, p.req, "held pull", func() *remoting.Command { return b.pull(p.conn, p.req, false) })
 }
 
-// rerunOnPullPool runs a held request again on the pull pool and replies with what run answers (nothing
+// rerunOn runs a held request again on pool (the pull pool, or the pop pool for a held pop) and replies with what run answers (nothing
 // when run returns nil: held again). A request of a connection the client has closed is not run: a pull's
 // messages would be counted as handed out (rocketmq_messages_out_total) and go nowhere. dropConn forgets
 // such pulls too, but only once the connection's reader has seen the close; a message arriving first wakes
 // them before that.
-func (b *Broker) rerunOnPullPool(conn *remoting.Conn, req *remoting.Command, what string, run func() *remoting.Command) {
+func (b *Broker) rerunOn(pool *remoting.Pool, conn *remoting.Conn, req *remoting.Command, what string, run func() *remoting.Command) {
 	job := func() {
 		select {
 		case <-conn.Closed():
@@ -357,8 +362,8 @@ func (b *Broker) rerunOnPullPool(conn *remoting.Conn, req *remoting.Command, wha
 			b.log.Debug("reply to "+what, "client", conn.RemoteAddr(), "err", err)
 		}
 	}
-	if !b.pullPool.Submit(job) {
-		_ = conn.Reply(req, errResponse(remoting.SystemBusy, "[REJECTREQUEST]system busy, the pull pool is full"))
+	if !pool.Submit(job) {
+		_ = conn.Reply(req, errResponse(remoting.SystemBusy, "[REJECTREQUEST]system busy, the %s pool is full", pool.Name()))
 	}
 }
 

@@ -140,8 +140,9 @@
 // client has closed is not re-run (broker.go rerunPull); the Go client closes its connection on Shutdown
 // and sends no UNREGISTER_CLIENT, so the close is all the broker learns.
 //
-// Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, query,
-// admin, client, consumer), so a slow disk never delays heartbeats. A send is answered from the store's
+// Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, pop, ack,
+// query, admin, client, consumer), so a slow disk never delays heartbeats, nor a pop's or an ack's revive
+// record a pull. A send is answered from the store's
 // completion callback and a pull that finds nothing is parked in the pull-hold service; neither keeps a
 // worker waiting. Dispatch (the store's reput goroutine) wakes held pulls through the arrival listener.
 //

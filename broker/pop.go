@@ -361,9 +361,9 @@ func (b *Broker) holdPop(conn *remoting.Conn, req *remoting.Command, r *pop.Requ
 }
 
 // rerunHeldPop answers a held pop or notification: it runs it again (held again for the time it has
-// left if it still finds nothing) on the pull pool.
+// left if it still finds nothing) on the pop pool.
 func (b *Broker) rerunHeldPop(p *heldPop) {
-	b.rerunOnPullPool(p.conn, p.req, "held pop", func() *remoting.Command {
+	b.rerunOn(b.popPool, p.conn, p.req, "held pop", func() *remoting.Command {
 		if p.req.Code == int32(remoting.Notification) {
 			return b.notification(p.conn, p.req, p.deadline)
 		}

@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"time"
 
-	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 )
 
@@ -17,9 +13,10 @@ import (
 // the dead-letter queue), or a change of invisible time replaced the handle. Answered NO_MESSAGE.
 var ErrHandleNotInFlight = errors.New("pop: receipt handle is not in flight")
 
-// ack acks the message at queue offset off of topic (the topic it was read from: RealTopic of the handle)
-// popped under handle h. It returns once the ack record is written (or, for an ordered pop, the group's
-// offset moved).
+// Ack acks the message at queue offset off of topic (the topic it was read from: RealTopic of the handle)
+// popped under handle h. It returns once the message is acked: in memory for a check point without a
+// record yet (buffer.go), else once the ack record is written (or, for an ordered pop, the group's offset
+// moved).
 func (s *Engine) Ack(ctx context.Context, group, topic string, q int32, off int64, h protocol.ExtraInfo) error {
 	if !s.running() {
 		return ErrNotRunning
@@ -34,57 +31,15 @@ func (s *Engine) Ack(ctx context.Context, group, topic string, q int32, off int6
 		s.o.Unblocked(topic, q)
 		return nil
 	}
-	rq, err := s.reviveQueueOf(h)
+	missed, err := s.ackCheckPoint(ctx, ckKey{group, topic, q, h.CKQueueOffset, h.PopTime}, h.ReviveQueueID, []int64{off})
 	if err != nil {
 		return err
 	}
-	c, claimed, err := s.claim(rq, group, topic, q, h, []int64{off}, true)
-	if err != nil {
-		return err
+	if len(missed) > 0 {
+		return fmt.Errorf("%w: %s queue %d offset %d popped by %s at %d: acked, redelivered after its invisible time, or its handle replaced",
+			ErrHandleNotInFlight, topic, q, off, group, h.PopTime)
 	}
-	a := &protocol.AckMsg{AckOffset: off, StartOffset: h.CKQueueOffset, ConsumerGroup: group, Topic: topic,
-		QueueID: q, PopTime: h.PopTime, BrokerName: s.o.Broker}
-	return s.settle(rq, c, claimed, s.rlog.writeAck(ctx, rq.id, a, s.nowMs()))
-}
-
-// claim checks, under the revive queue's lock, that the messages at offs of the handle's pop are in flight
-// and marks them pending: an ack (or change) of them is being written, which the revive loop leaves alone
-// and a second ack finds taken. With all, a message not in flight is an error; otherwise it is left out.
-// The write then runs without the lock, so acks of one revive queue are written side by side (and share
-// the store's group commit); settle ends the claim.
-func (s *Engine) claim(rq *reviveQueue, group, topic string, q int32, h protocol.ExtraInfo, offs []int64, all bool) (*ckState, uint32, error) {
-	rq.mu.Lock()
-	defer rq.mu.Unlock()
-	var (
-		c       *ckState
-		claimed uint32
-	)
-	for _, off := range offs {
-		cs, i, err := s.inFlightLocked(rq, group, topic, q, off, h)
-		if err != nil {
-			if all || !errors.Is(err, ErrHandleNotInFlight) {
-				c.unclaim(claimed)
-				return nil, 0, err
-			}
-			continue
-		}
-		c = cs
-		claimed |= 1 << i
-		c.pending |= 1 << i
-	}
-	return c, claimed, nil
-}
-
-// settle ends a claim: on a write error the messages are in flight again; after a write the revive queue is
-// read, which applies the records written.
-func (s *Engine) settle(rq *reviveQueue, c *ckState, claimed uint32, werr error) error {
-	rq.mu.Lock()
-	defer rq.mu.Unlock()
-	c.unclaim(claimed)
-	if werr != nil {
-		return werr
-	}
-	return s.rlog.scanLocked(rq)
+	return nil
 }
 
 // BatchAckResult is what became of one entry of a BATCH_ACK_MESSAGE: the offsets whose message was not in
@@ -122,42 +77,56 @@ func (s *Engine) BatchAck(ctx context.Context, acks []protocol.BatchAck) ([]Batc
 			}
 			continue
 		}
-		r.NotInFlight, r.Err = s.batchAckOne(ctx, b.ConsumerGroup, topic, h, offs)
+		r.NotInFlight, r.Err = s.ackCheckPoint(ctx, ckKey{b.ConsumerGroup, topic, b.QueueID, b.StartOffset, b.PopTime}, b.ReviveQueueID, offs)
 	}
 	return out, nil
 }
 
-// batchAckOne acks offs of the pop h names with one batch ack record and returns the offsets not in flight.
-func (s *Engine) batchAckOne(ctx context.Context, group, topic string, h protocol.ExtraInfo, offs []int64) ([]int64, error) {
-	rq, err := s.reviveQueueOf(h)
-	if err != nil {
-		return offs, nil // not a handle of this broker
-	}
-	c, claimed, err := s.claim(rq, group, topic, h.QueueID, h, offs, false)
-	if err != nil {
+// ackCheckPoint acks the messages at offs of the check point k (of revive queue rq) and returns the offsets
+// not in flight under it. A check point with a record gets one ack record for them (written before it
+// returns); one without (buffer.go) is acked in memory, and one whose record is being written has its ack
+// record written after it by the writer.
+func (s *Engine) ackCheckPoint(ctx context.Context, k ckKey, rq int32, offs []int64) ([]int64, error) {
+	if _, err := s.ensureLoaded(ctx); err != nil {
 		return nil, err
 	}
-	var live, missed []int64
-	for _, off := range offs {
-		if c != nil {
-			if i := c.ck.IndexOf(off); i >= 0 && claimed&(1<<i) != 0 {
-				live = append(live, off)
-				continue
-			}
-		}
-		missed = append(missed, off)
+	s.st.mu.Lock()
+	c := s.st.cks[k]
+	if c == nil || c.rq != rq {
+		s.st.mu.Unlock()
+		return offs, nil
 	}
-	if len(live) == 0 {
+	mask, missed := c.mask(offs)
+	live := mask & c.inFlight()
+	missed = append(missed, c.offsets(mask&^live)...)
+	if live == 0 {
+		s.st.mu.Unlock()
 		return missed, nil
 	}
-	a := &protocol.AckMsg{StartOffset: h.CKQueueOffset, ConsumerGroup: group, Topic: topic, QueueID: h.QueueID,
-		PopTime: h.PopTime, BrokerName: s.o.Broker, AckOffsetList: live}
-	return missed, s.settle(rq, c, claimed, s.rlog.writeAck(ctx, rq.id, a, s.nowMs()))
+	if !c.stored() {
+		c.acked |= live
+		s.finishLocked(c)
+		s.st.mu.Unlock()
+		return missed, nil
+	}
+	c.pending |= live
+	s.st.mu.Unlock()
+	err := s.rlog.writeAck(ctx, c.rq, s.ackOf(c, live), s.nowMs())
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	c.pending &^= live
+	if err != nil {
+		return missed, err
+	}
+	c.acked |= live
+	c.written |= live
+	s.finishLocked(c)
+	return missed, nil
 }
 
-// changeInvisible hides the message for invisible ms from now instead: a new check point for it alone,
-// then an ack of the old one, in the same revive queue. It returns the new pop time; the new handle is h
-// with CKQueueOffset off, that pop time and the new invisible time.
+// ChangeInvisible hides the message for invisible ms from now instead: a new check point for it alone,
+// then an ack of it in the old one, in the same revive queue. It returns the new pop time; the new handle is
+// h with CKQueueOffset off, that pop time and the new invisible time.
 func (s *Engine) ChangeInvisible(ctx context.Context, group, topic string, q int32, off int64, h protocol.ExtraInfo, invisible int64) (int64, error) {
 	if !s.running() {
 		return 0, ErrNotRunning
@@ -172,173 +141,43 @@ func (s *Engine) ChangeInvisible(ctx context.Context, group, topic string, q int
 		}
 		return now, nil
 	}
-	rq, err := s.reviveQueueOf(h)
+	epoch, err := s.ensureLoaded(ctx)
 	if err != nil {
 		return 0, err
 	}
-	c, claimed, err := s.claim(rq, group, topic, q, h, []int64{off}, true)
-	if err != nil {
-		return 0, err
+	s.st.mu.Lock()
+	c := s.st.cks[ckKey{group, topic, q, h.CKQueueOffset, h.PopTime}]
+	i := -1
+	if c != nil && c.rq == h.ReviveQueueID {
+		i = c.ck.IndexOf(off)
 	}
-	ck := &protocol.PopCheckPoint{StartOffset: off, PopTime: now, InvisibleTime: invisible, Num: 1, QueueID: q,
-		Topic: topic, CID: group, QueueOffsetDiff: []int32{0}, BrokerName: s.o.Broker}
-	werr := s.rlog.writeCheckPoint(ctx, rq.id, ck, now)
-	if werr == nil {
-		// Should this ack fail, the new check point stands too: the message comes back at both times.
-		a := &protocol.AckMsg{AckOffset: off, StartOffset: h.CKQueueOffset, ConsumerGroup: group, Topic: topic,
-			QueueID: q, PopTime: h.PopTime, BrokerName: s.o.Broker}
-		werr = s.rlog.writeAck(ctx, rq.id, a, now)
-	}
-	return now, s.settle(rq, c, claimed, werr)
-}
-
-// reviveQueueOf is the revive queue a (non-ordered) handle names.
-func (s *Engine) reviveQueueOf(h protocol.ExtraInfo) (*reviveQueue, error) {
-	if h.ReviveQueueID < 0 || int(h.ReviveQueueID) >= len(s.queues) {
-		return nil, fmt.Errorf("%w: revive queue %d of the handle is not one of this broker's %d (reviveQueueNum)",
-			ErrHandleNotInFlight, h.ReviveQueueID, len(s.queues))
-	}
-	return s.queues[h.ReviveQueueID], nil
-}
-
-// inFlightLocked finds the pending check point of the handle and checks that the message at off (index i
-// of it) is in it, not acked and not being acked. rq.mu must be held.
-func (s *Engine) inFlightLocked(rq *reviveQueue, group, topic string, q int32, off int64, h protocol.ExtraInfo) (*ckState, int, error) {
-	if err := s.rlog.scanLocked(rq); err != nil {
-		return nil, 0, err
-	}
-	c := rq.cks[ckKey{group, topic, q, h.CKQueueOffset, h.PopTime}]
-	if c == nil {
-		return nil, 0, fmt.Errorf("%w: %s queue %d offset %d popped by %s at %d: acked, redelivered after its invisible time, or its handle replaced",
+	if i < 0 || c.inFlight()&(1<<i) == 0 {
+		s.st.mu.Unlock()
+		return 0, fmt.Errorf("%w: %s queue %d offset %d popped by %s at %d: acked, redelivered after its invisible time, or its handle replaced",
 			ErrHandleNotInFlight, topic, q, off, group, h.PopTime)
 	}
-	i := c.ck.IndexOf(off)
-	if i < 0 {
-		return nil, 0, fmt.Errorf("%w: offset %d is not in the pop of %s queue %d at %d", ErrHandleNotInFlight, off, topic, q, h.PopTime)
-	}
-	if (c.acked|c.pending)&(1<<i) != 0 {
-		return nil, 0, fmt.Errorf("%w: %s queue %d offset %d popped by %s at %d is acked already", ErrHandleNotInFlight, topic, q, off, group, h.PopTime)
-	}
-	return c, i, nil
-}
-
-// reviveLoop redelivers, every reviveInterval, what was not acked in time.
-func (s *Engine) reviveLoop(ctx context.Context) {
-	t := time.NewTicker(ms(s.o.Config.ReviveInterval))
-	defer t.Stop()
-	for {
-		for _, q := range s.queues {
-			if ctx.Err() != nil {
-				return
-			}
-			if err := s.reviveQueue(ctx, q); err != nil && ctx.Err() == nil {
-				s.o.Log.Warn("pop revive", "reviveQueue", q.id, "err", err)
-			}
+	bit := uint32(1) << i
+	c.pending |= bit
+	s.st.mu.Unlock()
+	nc := &ckState{ck: protocol.PopCheckPoint{StartOffset: off, PopTime: now, InvisibleTime: invisible, Num: 1, QueueID: q,
+		Topic: topic, CID: group, QueueOffsetDiff: []int32{0}, BrokerName: s.o.Broker}, rq: c.rq, at: -1, next: -1, epoch: epoch}
+	err = s.writeCheckPoint(ctx, nc, func() {
+		if s.st.epoch == epoch {
+			s.st.cks[keyOf(&nc.ck)] = nc
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	})
+	if err == nil {
+		// Should this ack fail, the new check point stands too: the message comes back at both times.
+		err = s.rlog.writeAck(ctx, c.rq, s.ackOf(c, bit), now)
 	}
-}
-
-// reviveQueue redelivers the unacked messages of the queue's check points whose invisible time passed (to
-// the group's retry topic, or its dead-letter topic once its attempts are spent), acks them in the revive
-// log, and stores the queue's revive offset.
-func (s *Engine) reviveQueue(ctx context.Context, q *reviveQueue) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if err := s.rlog.scanLocked(q); err != nil {
-		return err
-	}
-	now := s.nowMs()
-	var due []*ckState
-	for _, c := range q.cks {
-		if c.ck.ReviveTime() <= now {
-			due = append(due, c)
-		}
-	}
-	slices.SortFunc(due, func(a, b *ckState) int { return int(a.at - b.at) })
-	for _, c := range due {
-		if err := s.reviveCheckPoint(ctx, q, c); err != nil {
-			return err
-		}
-	}
-	if len(due) > 0 {
-		if err := s.rlog.scanLocked(q); err != nil {
-			return err
-		}
-	}
-	s.rlog.commitProgressLocked(q)
-	return nil
-}
-
-// reviveCheckPoint redelivers c's unacked messages and writes one batch ack for them. q.mu must be held.
-func (s *Engine) reviveCheckPoint(ctx context.Context, q *reviveQueue, c *ckState) error {
-	var offs []int64
-	for i, d := range c.ck.QueueOffsetDiff {
-		if (c.acked|c.pending)&(1<<i) != 0 {
-			continue // acked, or an ack of it is being written
-		}
-		off := c.ck.StartOffset + int64(d)
-		if err := s.redeliver(ctx, &c.ck, off); err != nil {
-			return err
-		}
-		offs = append(offs, off)
-	}
-	if len(offs) == 0 {
-		return nil
-	}
-	a := &protocol.AckMsg{StartOffset: c.ck.StartOffset, ConsumerGroup: c.ck.CID, Topic: c.ck.Topic,
-		QueueID: c.ck.QueueID, PopTime: c.ck.PopTime, BrokerName: c.ck.BrokerName, AckOffsetList: offs}
-	return s.rlog.writeAck(ctx, q.id, a, s.nowMs())
-}
-
-// redeliver copies the message at off of the check point's queue to the group's retry topic with one more
-// reconsume time, or to %DLQ%<group> when it was delivered the group's retryMaxTimes + 1 times. A message
-// whose record is gone (expired files) is skipped.
-func (s *Engine) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, off int64) error {
-	unit, err := s.o.Store.ConsumeQueueUnit(ck.Topic, ck.QueueID, off)
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	c.pending &^= bit
 	if err != nil {
-		s.o.Log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
-		return nil
+		return 0, err
 	}
-	m, err := s.o.Store.LookMessageByOffset(unit.PhysicalOffset)
-	if err != nil {
-		s.o.Log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
-		return nil
-	}
-	var out *message.Message
-	if m.ReconsumeTimes >= s.o.MaxAttempts(ck.CID) {
-		if out, err = s.o.DeadLetter(ck.CID, m); err != nil {
-			return err
-		}
-	} else {
-		topic := ck.Topic
-		if protocol.RetryMark(topic) == protocol.RetryMarkNormal {
-			topic = s.RetryTopic(ck.Topic, ck.CID)
-		}
-		if err := s.o.EnsureTopic(topic, 1); err != nil {
-			return err
-		}
-		o := m.Message
-		o.Topic, o.QueueID, o.ReconsumeTimes = topic, 0, m.ReconsumeTimes+1
-		o.Properties = editProperties(o.Properties, func(p map[string]string) {
-			if _, ok := p[message.PropertyFirstPopTime]; !ok {
-				p[message.PropertyFirstPopTime] = strconv.FormatInt(ck.PopTime, 10)
-			}
-			if _, ok := p[message.PropertyRetryTopic]; !ok && protocol.RetryMark(ck.Topic) == protocol.RetryMarkNormal {
-				p[message.PropertyRetryTopic] = ck.Topic // the topic first sent to, for the dead-letter copy
-			}
-			delete(p, message.PropertyPopCK)
-		})
-		out = &o
-	}
-	_, err = s.o.Put(ctx, out)
-	s.counters.reviveRetry.Get(popMetricKey{group: ck.CID, topic: ck.Topic, status: putStatus(err)}).Add(1)
-	if err != nil {
-		return fmt.Errorf("pop revive: put %s: %w", out.Topic, err)
-	}
-	return nil
+	c.acked |= bit
+	c.written |= bit
+	s.finishLocked(c)
+	return now, nil
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +33,10 @@ type Store interface {
 	// GetMessage reads up to maxMsgNums records of a queue from offset (store.Store.GetMessage: the caller
 	// releases the result; a nil filter matches everything).
 	GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, f store.MessageFilter) (*store.GetResult, error)
+	// MaxPhyOffset is the end of the CommitLog readable now; DispatchedOffset how far it is in the consume
+	// queues. The revive log is read at start once dispatch has reached the end seen then.
+	MaxPhyOffset() int64
+	DispatchedOffset() int64
 }
 
 var _ Store = (*store.Store)(nil)
@@ -79,28 +82,21 @@ type Options struct {
 	DeadLetter func(group string, m *message.MessageExt) (*message.Message, error)
 }
 
-// Engine is RocketMQ 5's pop consumption on the master: pops, acks, changes of invisible time, the
-// revive service that redelivers what was not acked in time, and ordered pops (order.go). It runs
-// while the broker is master (a startStopper of the master services): start begins the revive loop, close
-// stops it and forgets the in-memory state, which the next start (on this node or a new master) rebuilds
-// from the revive log.
+// Engine is RocketMQ 5's pop consumption on the master (doc.go). It runs while the broker is master: Start
+// begins a term (the state of the last one is forgotten; the revive log is read again before the first pop
+// or ack is served), Close ends it. Safe for concurrent use.
 type Engine struct {
-	o      Options
-	rlog   *reviveLog
-	queues []*reviveQueue
-	order  *orderInfo
+	o     Options
+	rlog  *reviveLog
+	order *orderInfo
+	st    state
 	// counters are the pop series (metrics.go).
 	counters popCounters
 	next     atomic.Uint32 // round robin over the revive queues
-	// loaded is set once every revive queue was read since start: until then a pop reads them first, so
-	// pop offsets that lag behind the log (a crash before the offsets were persisted, an offset sync that
-	// had not reached this node) are lifted past the check points before anything is popped.
-	loaded atomic.Bool
-
-	busy struct { // topic@group@queue keys a pop is reading now
-		sync.Mutex
-		m map[string]bool
-	}
+	// loaded is the epoch whose revive log was read: until it is the current one, pops and acks read it
+	// first (load.go).
+	loaded atomic.Uint64
+	loadMu sync.Mutex // held while the revive log is read
 
 	mu struct {
 		sync.Mutex
@@ -110,35 +106,30 @@ type Engine struct {
 	wg sync.WaitGroup
 }
 
-// ErrNotRunning answers pops and acks on a broker that does not run the pop service (not master).
+// ErrNotRunning answers pops and acks on a broker that does not run the pop engine (not master).
 var ErrNotRunning = errors.New("pop: this broker is not the master; pop, ack and change of invisible time are served by the master")
 
 // New returns a stopped engine.
 func New(o Options) *Engine {
 	s := &Engine{o: o, order: newOrderInfo()}
 	s.rlog = &reviveLog{topic: protocol.ReviveTopic(o.Cluster), store: o.Store, offsets: o.Offsets, put: o.Put, host: o.Host,
+		queues: o.Config.ReviveQueueNum,
 		counted: func(group, topic, kind string, err error) {
 			s.counters.reviveIn.Get(popMetricKey{group: group, topic: topic, kind: kind, status: putStatus(err)}).Add(1)
 		}}
-	for i := int32(0); i < o.Config.ReviveQueueNum; i++ {
-		s.queues = append(s.queues, &reviveQueue{id: i})
-		s.rlog.dispatched = append(s.rlog.dispatched, &signal{})
-	}
-	s.busy.m = map[string]bool{}
+	s.st.resetLocked(int(o.Config.ReviveQueueNum))
 	return s
 }
 
-// Start runs the revive loop; the revive queues are scanned from their revive offsets on first use.
+// Start begins a term as master: the state is new, the revive log is read before the first pop or ack is
+// served, and the revive loop runs.
 func (s *Engine) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, q := range s.queues {
-		q.mu.Lock()
-		q.loaded, q.cks = false, nil
-		q.mu.Unlock()
-	}
+	s.st.mu.Lock()
+	s.st.resetLocked(int(s.o.Config.ReviveQueueNum))
+	s.st.mu.Unlock()
 	s.order.reset()
-	s.loaded.Store(false)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.running, s.mu.cancel = true, cancel
 	s.wg.Add(1)
@@ -148,7 +139,8 @@ func (s *Engine) Start() {
 	}()
 }
 
-// Close stops the revive loop and waits for it; the revive offsets are in the offset table already.
+// Close ends the term: it stops the revive loop and waits for it. The revive offsets are in the offset
+// table already.
 func (s *Engine) Close() error {
 	s.mu.Lock()
 	cancel := s.mu.cancel
@@ -161,22 +153,22 @@ func (s *Engine) Close() error {
 	return nil
 }
 
-// arrived is the store's arrival listener's share (dispatch goroutine; must not block).
-func (s *Engine) Arrived(a store.Arrival) {
-	if a.Topic == s.rlog.topic {
-		s.rlog.arrived(a.QueueID)
-	}
-}
-
 func (s *Engine) running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mu.running
 }
 
+// epoch is the current term's.
+func (s *Engine) epoch() uint64 {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	return s.st.epoch
+}
+
 func (s *Engine) nowMs() int64 { return s.o.Clock.Now().UnixMilli() }
 
-// retryTopic is where a group's unacked messages of topic come back.
+// RetryTopic is where a group's unacked messages of topic come back.
 func (s *Engine) RetryTopic(topic, group string) string {
 	if s.o.Config.EnableRetryTopicV2 {
 		return protocol.PopRetryTopicV2(topic, group)
@@ -197,8 +189,8 @@ type Request struct {
 	AttemptID    string
 }
 
-// Answer is what a pop found: the records to send (mapped memory valid until release, or copies) and
-// the answer header.
+// Answer is what a pop found: the records to send (mapped memory valid until Release, or copies) and the
+// answer header.
 type Answer struct {
 	Parts    [][]byte
 	releases []func()
@@ -215,24 +207,25 @@ func (a *Answer) Release() {
 	a.releases = nil
 }
 
-// pop reads up to r.Max messages for r.Group, hides them for r.Invisible (a check point in the revive log,
-// or the ordered-queue block) and advances the group's pop offsets past them. An error is returned only
-// when nothing was found and something failed.
+// Pop reads up to r.Max messages for r.Group, hides them for r.Invisible (a check point, or the
+// ordered-queue block) and moves the group's pop offsets past them. An error is returned only when nothing
+// was found and something failed.
 func (s *Engine) Pop(ctx context.Context, r *Request) (*Answer, error) {
 	if !s.running() {
 		return nil, ErrNotRunning
 	}
-	if err := s.loadAll(); err != nil {
+	epoch, err := s.ensureLoaded(ctx)
+	if err != nil {
 		return nil, err
 	}
 	a := &Answer{}
 	popTime := s.nowMs()
-	rq := int32(s.next.Add(1) % uint32(len(s.queues)))
+	rq := int32(s.next.Add(1) % uint32(s.o.Config.ReviveQueueNum))
 	if r.Order {
 		rq = protocol.PopOrderReviveQueue
 	}
 	var start, offs, counts strings.Builder
-	c := &popCall{s: s, r: r, a: a, popTime: popTime, rq: rq, start: &start, offs: &offs, counts: &counts}
+	c := &popCall{s: s, r: r, a: a, epoch: epoch, popTime: popTime, rq: rq, start: &start, offs: &offs, counts: &counts}
 	retry := s.RetryTopic(r.Topic, r.Group)
 	hasRetry := !r.Order && s.o.HasTopic(retry)
 	retryFirst := hasRetry && rand.IntN(100) < s.o.Config.PopFromRetryProbability
@@ -266,6 +259,7 @@ type popCall struct {
 	s                   *Engine
 	r                   *Request
 	a                   *Answer
+	epoch               uint64
 	popTime             int64
 	rq                  int32
 	start, offs, counts *strings.Builder
@@ -273,23 +267,33 @@ type popCall struct {
 	err                 error
 }
 
-// queue pops from one queue: read from the pop offset, write the check point (or take the ordered block),
-// move the pop offset, add the records.
+// queue pops from one queue: read from where the group's next pop reads, record the check point (or take
+// the ordered block), move that position past the records, add them to the answer.
 func (c *popCall) queue(ctx context.Context, topic string, q int32, isRetry bool) {
 	s, r := c.s, c.r
 	if c.a.Count >= r.Max {
 		return
 	}
-	key := topic + "@" + r.Group + "@" + strconv.FormatInt(int64(q), 10)
-	if !s.tryBusy(key) {
+	gq := GroupQueue{Group: r.Group, Topic: topic, QueueID: q}
+	s.st.mu.Lock()
+	if s.st.epoch != c.epoch {
+		s.st.mu.Unlock()
+		return
+	}
+	qs := s.st.queueLocked(gq)
+	s.st.mu.Unlock()
+	if !qs.pop.TryLock() {
 		return // another pop reads this queue now (RocketMQ's queueLockManager.tryLock)
 	}
-	defer s.unbusy(key)
-	off := s.popOffset(r.Group, topic, q, r.InitMode)
+	defer qs.pop.Unlock()
+	var off int64
 	if r.Order {
 		if s.order.blocked(r.Group, topic, q, c.popTime, r.AttemptID) {
 			return // the previous pop's messages are neither acked nor visible again
 		}
+		off = s.orderOffset(gq, r.InitMode)
+	} else if off = s.cursor(c.epoch, qs, r.InitMode); off < 0 {
+		return
 	}
 	var f store.MessageFilter
 	if !isRetry {
@@ -301,7 +305,7 @@ func (c *popCall) queue(ctx context.Context, topic string, q int32, isRetry bool
 		s.o.Log.Debug("pop offset moved", "group", r.Group, "topic", topic, "queue", q, "from", off, "to", res.NextBeginOffset)
 		off = res.NextBeginOffset
 		if !r.Order {
-			s.o.Offsets.Commit(r.Group, topic, q, off)
+			s.moveCursor(c.epoch, qs, off)
 		}
 		res, err = s.o.Store.GetMessage(r.Group, topic, q, off, r.Max-c.a.Count, maxReadBytes, f)
 	}
@@ -313,7 +317,7 @@ func (c *popCall) queue(ctx context.Context, topic string, q int32, isRetry bool
 	if res.Status != store.Found || res.MessageCount == 0 {
 		res.Release()
 		if res.NextBeginOffset > off && !r.Order && (res.Status == store.NoMatchedMessage || res.Status == store.MessageWasRemoving) {
-			s.o.Offsets.Commit(r.Group, topic, q, res.NextBeginOffset) // nothing matched: never look at them again
+			s.moveCursor(c.epoch, qs, res.NextBeginOffset) // nothing matched: never look at them again
 		}
 		return
 	}
@@ -331,17 +335,18 @@ func (c *popCall) queue(ctx context.Context, topic string, q int32, isRetry bool
 		counts := s.order.update(r.Group, topic, q, c.popTime, r.Invisible, r.AttemptID, qoffs)
 		protocol.AppendOrderCountInfo(c.counts, topic, q, counts)
 	} else {
-		ck := &protocol.PopCheckPoint{StartOffset: off, PopTime: c.popTime, InvisibleTime: r.Invisible,
-			Num: int8(len(qoffs)), QueueID: q, Topic: topic, CID: r.Group, BrokerName: s.o.Broker}
-		for _, o := range qoffs {
-			ck.QueueOffsetDiff = append(ck.QueueOffsetDiff, int32(o-off))
+		ck := protocol.PopCheckPoint{StartOffset: off, PopTime: c.popTime, InvisibleTime: r.Invisible,
+			Num: int8(len(qoffs)), QueueID: q, Topic: topic, CID: r.Group, BrokerName: s.o.Broker,
+			QueueOffsetDiff: make([]int32, len(qoffs))}
+		for i, o := range qoffs {
+			ck.QueueOffsetDiff[i] = int32(o - off)
 		}
-		if err := s.rlog.writeCheckPoint(ctx, c.rq, ck, c.popTime); err != nil {
+		if err := s.recordPop(ctx, c.epoch, qs, &ckState{ck: ck, rq: c.rq, at: -1, next: res.NextBeginOffset, queue: qs,
+			epoch: c.epoch}); err != nil {
 			res.Release()
 			c.err = err
 			return
 		}
-		s.o.Offsets.Commit(r.Group, topic, q, res.NextBeginOffset)
 	}
 	s.o.RecordGet(topic, r.Group, q, res.MessageCount, res.BufferTotalSize, res.NextBeginOffset)
 	protocol.AppendStartOffsetInfo(c.start, topic, q, off)
@@ -383,42 +388,29 @@ func (c *popCall) add(res *store.GetResult, topic string, q int32, off int64, is
 	}
 }
 
-// popOffset is the group's next offset to pop in a queue: its committed offset, or, for a group new to the
-// queue, the queue's start (initMode MIN, and always for retry topics) or its last message (initMode MAX),
-// committed so the next pop starts there too.
-func (s *Engine) popOffset(group, topic string, q int32, initMode int32) int64 {
-	if off := s.o.Offsets.Query(group, topic, q); off >= 0 {
+// initialOffset is where a group new to a queue starts: the queue's start (initMode MIN, and always for
+// retry topics) or its last message (initMode MAX).
+func (s *Engine) initialOffset(topic string, q int32, initMode int32) int64 {
+	if initMode == protocol.PopInitModeMin || strings.HasPrefix(topic, protocol.RetryGroupTopicPrefix) {
+		return s.o.Store.MinOffsetInQueue(topic, q)
+	}
+	return max(s.o.Store.MaxOffsetInQueue(topic, q)-1, 0)
+}
+
+// orderOffset is an ordered pop's offset of the queue: the group's committed offset (its first message
+// not acked), or for a group new to the queue initialOffset, committed.
+func (s *Engine) orderOffset(gq GroupQueue, initMode int32) int64 {
+	if off := s.o.Offsets.Query(gq.Group, gq.Topic, gq.QueueID); off >= 0 {
 		return off
 	}
-	var off int64
-	if initMode == protocol.PopInitModeMin || strings.HasPrefix(topic, protocol.RetryGroupTopicPrefix) {
-		off = s.o.Store.MinOffsetInQueue(topic, q)
-	} else {
-		off = max(s.o.Store.MaxOffsetInQueue(topic, q)-1, 0)
-	}
-	s.o.Offsets.Commit(group, topic, q, off)
+	off := s.initialOffset(gq.Topic, gq.QueueID, initMode)
+	s.o.Offsets.Commit(gq.Group, gq.Topic, gq.QueueID, off)
 	return off
 }
 
-func (s *Engine) tryBusy(key string) bool {
-	s.busy.Lock()
-	defer s.busy.Unlock()
-	if s.busy.m[key] {
-		return false
-	}
-	s.busy.m[key] = true
-	return true
-}
-
-func (s *Engine) unbusy(key string) {
-	s.busy.Lock()
-	defer s.busy.Unlock()
-	delete(s.busy.m, key)
-}
-
-// hasMessage reports whether a pop of r would find a message now: a queue (not blocked, for an ordered
-// pop) with messages past the group's pop offset, or such a message in the group's retry topic. Filters are
-// not applied (as RocketMQ's NotificationProcessor).
+// HasMessage reports whether a pop of r would find a message now: a queue (not blocked, for an ordered
+// pop) with messages past where the group's next pop reads, or such a message in the group's retry topic.
+// Filters are not applied (as RocketMQ's NotificationProcessor).
 func (s *Engine) HasMessage(r *Request) bool {
 	if !s.running() {
 		return false
@@ -428,7 +420,7 @@ func (s *Engine) HasMessage(r *Request) bool {
 		if r.Order && s.order.blocked(r.Group, topic, q, now, r.AttemptID) {
 			return false
 		}
-		off := s.o.Offsets.Query(r.Group, topic, q)
+		off := s.nextPop(GroupQueue{Group: r.Group, Topic: topic, QueueID: q}, r.Order)
 		if off < 0 {
 			return s.o.Store.MaxOffsetInQueue(topic, q) > 0
 		}
@@ -463,42 +455,23 @@ func (p InFlight) add(off int64) InFlight {
 	return p
 }
 
-// inFlight is every queue's popped-and-not-acked messages, from the pending check points of the revive
-// queues read so far and the ordered pops (empty off the master). Takes each revive queue's lock in turn.
+// InFlight is every queue's popped and not acked messages: of the check points in flight and of the
+// ordered pops (empty off the master).
 func (s *Engine) InFlight() map[GroupQueue]InFlight {
 	t := map[GroupQueue]InFlight{}
 	if !s.running() {
 		return t
 	}
-	for _, q := range s.queues {
-		q.mu.Lock()
-		for _, c := range q.cks {
-			for i, d := range c.ck.QueueOffsetDiff {
-				if c.acked&(1<<i) == 0 {
-					k := GroupQueue{Group: c.ck.CID, Topic: c.ck.Topic, QueueID: c.ck.QueueID}
-					t[k] = t[k].add(c.ck.StartOffset + int64(d))
-				}
+	s.st.mu.Lock()
+	for _, c := range s.st.cks {
+		k := GroupQueue{Group: c.ck.CID, Topic: c.ck.Topic, QueueID: c.ck.QueueID}
+		for i := range c.ck.QueueOffsetDiff {
+			if c.acked&(1<<i) == 0 {
+				t[k] = t[k].add(c.offset(i))
 			}
 		}
-		q.mu.Unlock()
 	}
+	s.st.mu.Unlock()
 	s.order.addInFlight(t)
 	return t
-}
-
-// loadAll reads every revive queue once since start (see loaded).
-func (s *Engine) loadAll() error {
-	if s.loaded.Load() {
-		return nil
-	}
-	for _, q := range s.queues {
-		q.mu.Lock()
-		err := s.rlog.scanLocked(q)
-		q.mu.Unlock()
-		if err != nil {
-			return err
-		}
-	}
-	s.loaded.Store(true)
-	return nil
 }

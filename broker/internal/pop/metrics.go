@@ -56,10 +56,10 @@ func (s *Engine) Collect(ch chan<- prometheus.Metric, held int) {
 		return true
 	})
 	if s.running() {
-		for _, q := range s.queues {
-			end := s.o.Store.MaxOffsetInQueue(s.rlog.topic, q.id)
-			from := s.o.Offsets.Query(protocol.ReviveGroup, s.rlog.topic, q.id)
-			ch <- metrics.Gauge(popReviveLagDesc, float64(max(end-max(from, 0), 0)), strconv.Itoa(int(q.id)))
+		for q := range s.rlog.queues {
+			end := s.o.Store.MaxOffsetInQueue(s.rlog.topic, q)
+			from := s.o.Offsets.Query(protocol.ReviveGroup, s.rlog.topic, q)
+			ch <- metrics.Gauge(popReviveLagDesc, float64(max(end-max(from, 0), 0)), strconv.Itoa(int(q)))
 		}
 	}
 	ch <- metrics.Gauge(popHeldDesc, float64(held))
