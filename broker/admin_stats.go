@@ -76,8 +76,13 @@ func (b *Broker) consumeEntries(group string, topics []string, orderOnly bool) (
 				ConsumerOffset: max(b.offsets.query(group, topic, q), 0)}
 			w.PullOffset = max(w.ConsumerOffset, b.stats.pullOffset(group, topic, q))
 			if f, ok := pops[pop.GroupQueue{Group: group, Topic: topic, QueueID: q}]; ok {
-				// A pop group: its offset is the next to pop; what it has in flight starts at f.First.
-				w.PullOffset, w.ConsumerOffset = w.ConsumerOffset, min(w.ConsumerOffset, f.First)
+				// A pop group: its pull offset is the next to pop (its committed pop offset may be behind while
+				// pops are in the engine's merge buffer); what it has in flight starts at f.First.
+				next := w.ConsumerOffset
+				if f.Next >= 0 {
+					next = f.Next
+				}
+				w.PullOffset, w.ConsumerOffset = next, min(next, f.First)
 			}
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1) // 0 when gone

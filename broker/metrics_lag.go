@@ -118,7 +118,11 @@ func (b *Broker) consumerProgress() []groupProgress {
 			if f, ok := pops[pop.GroupQueue{Group: p.group, Topic: p.topic, QueueID: q}]; ok {
 				// A pop group's offset is its pop offset: what it popped and has not acked is in flight
 				// (RocketMQ 5 counts it into the lag as well), from the first such message on.
-				pulled, committed, inflight = max(committed, pulled), min(committed, f.First), f.Count
+				next := committed
+				if f.Next >= 0 {
+					next = f.Next // the committed pop offset may be behind while pops are in the merge buffer
+				}
+				pulled, committed, inflight = max(next, pulled), min(next, f.First), f.Count
 				if n := len(g.queues); n > 0 && g.queues[n-1].queueID == q {
 					g.queues[n-1].lag = max(end-committed, 0)
 				}

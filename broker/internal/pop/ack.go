@@ -158,11 +158,22 @@ func (s *Engine) ChangeInvisible(ctx context.Context, group, topic string, q int
 	}
 	bit := uint32(1) << i
 	c.pending |= bit
+	stored := c.stored()
 	s.st.mu.Unlock()
+	if !stored {
+		// Its check point is written first, and the queue's pops before it: the new one, with a record,
+		// lifts the pop offset past the message after a crash (load.go), which must lose none of theirs.
+		if err := s.storeThrough(ctx, epoch, c); err != nil {
+			s.st.mu.Lock()
+			c.pending &^= bit
+			s.st.mu.Unlock()
+			return 0, err
+		}
+	}
 	nc := &ckState{ck: protocol.PopCheckPoint{StartOffset: off, PopTime: now, InvisibleTime: invisible, Num: 1, QueueID: q,
 		Topic: topic, CID: group, QueueOffsetDiff: []int32{0}, BrokerName: s.o.Broker}, rq: c.rq, at: -1, next: -1, epoch: epoch}
-	err = s.writeCheckPoint(ctx, nc, func() {
-		if s.st.epoch == epoch {
+	err = s.writeCheckPoint(ctx, nc, func(err error) {
+		if err == nil && s.st.epoch == epoch {
 			s.st.cks[keyOf(&nc.ck)] = nc
 		}
 	})

@@ -105,26 +105,10 @@ func (s *Engine) nextPop(gq GroupQueue, order bool) int64 {
 	return tbl
 }
 
-// recordPop records the check point of a pop of qs, so that acks find it and the revive service brings its
-// messages back, and moves the cursor past it. It writes the check point to the revive log before it
-// returns (the pop is then settled at once). qs.pop must be held.
-func (s *Engine) recordPop(ctx context.Context, epoch uint64, qs *queueState, c *ckState) error {
-	return s.writeCheckPoint(ctx, c, func() {
-		if s.st.epoch != epoch {
-			return
-		}
-		s.st.cks[keyOf(&c.ck)] = c
-		qs.fifo = append(qs.fifo, c)
-		qs.cursor = c.next
-		qs.storedEnd = max(qs.storedEnd, c.end())
-		s.advanceLocked(qs)
-	})
-}
-
-// writeCheckPoint writes c's record to its revive queue and, with s.st.mu held, sets where it is and calls
-// then (unless the write failed). While the write runs the revive offset of the queue stays at or below where
-// the record lands.
-func (s *Engine) writeCheckPoint(ctx context.Context, c *ckState, then func()) error {
+// writeCheckPoint writes c's record to its revive queue and then, with s.st.mu held, sets where it is
+// (when the write succeeded) and calls then with the write's error. While the write runs the revive offset
+// of the queue stays at or below where the record lands.
+func (s *Engine) writeCheckPoint(ctx context.Context, c *ckState, then func(err error)) error {
 	s.st.mu.Lock()
 	rs := &s.st.revive[c.rq]
 	rs.writing[c] = rs.end
@@ -133,11 +117,10 @@ func (s *Engine) writeCheckPoint(ctx context.Context, c *ckState, then func()) e
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	delete(rs.writing, c)
-	if err != nil {
-		return err
+	if err == nil {
+		c.at = res.QueueOffset
+		rs.end = max(rs.end, res.QueueOffset+1)
 	}
-	c.at = res.QueueOffset
-	rs.end = max(rs.end, res.QueueOffset+1)
-	then()
-	return nil
+	then(err)
+	return err
 }

@@ -139,9 +139,16 @@ func (s *Engine) Start() {
 	}()
 }
 
-// Close ends the term: it stops the revive loop and waits for it. The revive offsets are in the offset
-// table already.
+// Close ends the term: it writes the buffered check points (for at most closeFlushWait; a check point not
+// written leaves its messages to be read again from the pop offset), stops the revive loop and waits for it.
+// The pop and revive offsets are in the offset table then.
 func (s *Engine) Close() error {
+	if s.running() && s.loaded.Load() == s.epoch() {
+		ctx, cancel := context.WithTimeout(context.Background(), closeFlushWait)
+		s.flushBuffer(ctx, s.epoch())
+		cancel()
+		s.commitReviveOffsets()
+	}
 	s.mu.Lock()
 	cancel := s.mu.cancel
 	s.mu.running, s.mu.cancel = false, nil
@@ -441,10 +448,13 @@ func (s *Engine) HasMessage(r *Request) bool {
 	return !r.Order && s.o.HasTopic(retry) && queue(retry, 0)
 }
 
-// InFlight is what a group has popped and not acked on one queue: how many, and the first offset.
+// InFlight is what a group has popped and not acked on one queue: how many, the first offset, and where
+// the group's next pop of the queue reads (-1 when this term has not popped it: the table's offset is).
+// The committed pop offset may be behind Next while pops are in the merge buffer (doc.go).
 type InFlight struct {
 	Count int64
 	First int64
+	Next  int64
 }
 
 func (p InFlight) add(off int64) InFlight {
@@ -467,7 +477,14 @@ func (s *Engine) InFlight() map[GroupQueue]InFlight {
 		k := GroupQueue{Group: c.ck.CID, Topic: c.ck.Topic, QueueID: c.ck.QueueID}
 		for i := range c.ck.QueueOffsetDiff {
 			if c.acked&(1<<i) == 0 {
-				t[k] = t[k].add(c.offset(i))
+				f, ok := t[k]
+				if !ok {
+					f.Next = -1
+					if qs := s.st.queues[k]; qs != nil && qs.known {
+						f.Next = qs.cursor
+					}
+				}
+				t[k] = f.add(c.offset(i))
 			}
 		}
 	}

@@ -55,8 +55,9 @@ func TestReviveLogReadOnceATerm(t *testing.T) {
 		if _, err := h.e.ensureLoaded(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if again := h.e.InFlight(); again[GroupQueue{testGroup, testTopic, 0}] != inFlight[GroupQueue{testGroup, testTopic, 0}] {
-			t.Fatalf("after a restart in flight %v, before %v", again, inFlight)
+		a, b := h.e.InFlight()[GroupQueue{testGroup, testTopic, 0}], inFlight[GroupQueue{testGroup, testTopic, 0}]
+		if a.Count != b.Count || a.First != b.First {
+			t.Fatalf("after a restart in flight %+v, before %+v", a, b)
 		}
 	}
 	if err := h.ack(got[0]); !errors.Is(err, ErrHandleNotInFlight) {

@@ -181,7 +181,7 @@ func (h *harness) send(topic string, q int32, n int) []int64 {
 	var offs []int64
 	for i := range n {
 		res, err := h.st.PutMessage(context.Background(), &message.Message{Topic: topic, QueueID: q,
-			Body: fmt.Appendf(nil, "m%d", i), BornTimestamp: time.Now().UnixMilli(), BornHost: testHost})
+			Body: fmt.Appendf(nil, "%d/%d", q, i), BornTimestamp: time.Now().UnixMilli(), BornHost: testHost})
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -194,7 +194,8 @@ func (h *harness) send(topic string, q int32, n int) []int64 {
 	return offs
 }
 
-// popped is one message of a pop: its queue offset in the topic read and its handle.
+// popped is one message of a pop: its queue offset in the topic read and its handle. Its body is
+// "queue/index" of the message as send put it.
 type popped struct {
 	topic  string // the topic read (the retry topic for a redelivery)
 	offset int64
@@ -211,6 +212,12 @@ func (h *harness) pop(q int32, max int, invisible time.Duration) []popped {
 		h.t.Fatal(err)
 	}
 	defer a.Release()
+	return h.decode(a)
+}
+
+// decode is the messages of a pop's answer, each with its handle as a client builds it.
+func (h *harness) decode(a *Answer) []popped {
+	h.t.Helper()
 	starts, err := protocol.ParseOffsetInfo(a.Header.StartOffsetInfo)
 	if err != nil {
 		h.t.Fatal(err)

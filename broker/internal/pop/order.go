@@ -149,7 +149,11 @@ func (o *orderInfo) addInFlight(t map[GroupQueue]InFlight) {
 		for i, off := range oq.offsets {
 			if oq.acked&(1<<i) == 0 {
 				gq := GroupQueue{Group: k.group, Topic: k.topic, QueueID: k.queueID}
-				t[gq] = t[gq].add(off)
+				f, ok := t[gq]
+				if !ok {
+					f.Next = -1 // the group's offset is the next pop's
+				}
+				t[gq] = f.add(off)
 			}
 		}
 	}

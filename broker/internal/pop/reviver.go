@@ -13,20 +13,24 @@ import (
 )
 
 // The revive service: every reviveInterval it brings back the messages of the check points whose invisible
-// time passed and are not acked, and stores each revive queue's revive offset.
+// time passed and are not acked (with a record or still in the merge buffer), writes the check points that
+// stayed popCkStayBufferTime in the buffer (buffer.go), and stores each revive queue's revive offset.
 
 // reviveLoop runs until ctx ends.
 func (s *Engine) reviveLoop(ctx context.Context) {
 	t := time.NewTicker(ms(s.o.Config.ReviveInterval))
 	defer t.Stop()
 	for {
-		if _, err := s.ensureLoaded(ctx); err != nil {
+		if epoch, err := s.ensureLoaded(ctx); err != nil {
 			if ctx.Err() == nil {
 				s.o.Log.Warn("pop: read the revive log", "err", err)
 			}
 		} else {
 			if err := s.revive(ctx); err != nil && ctx.Err() == nil {
 				s.o.Log.Warn("pop revive", "err", err)
+			}
+			if err := s.storeExpired(ctx, epoch); err != nil && ctx.Err() == nil {
+				s.o.Log.Warn("pop: write buffered check points", "err", err)
 			}
 			s.commitReviveOffsets()
 		}
