@@ -411,7 +411,7 @@ func (b *Broker) start() error {
 	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
 	b.startStatsLog()
 	var err error
-	if b.grpc, err = startGrpc(b.cfg, b.aclCheck, b.log.With("component", "grpc")); err != nil {
+	if b.grpc, err = startGrpc(b.cfg, b.aclCheck, grpcLocal{b}, b.log.With("component", "grpc")); err != nil {
 		return err
 	}
 	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,

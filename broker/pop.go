@@ -61,51 +61,10 @@ func (b *Broker) popMessage(ctx context.Context, conn *remoting.Conn, req *remot
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "bad POP_MESSAGE header: %v", err)
 	}
-	if h.MaxMsgNums <= 0 || h.MaxMsgNums > popMaxMsgNums {
-		return errResponse(remoting.InvalidParameter, "maxMsgNums %d is not in [1, %d]", h.MaxMsgNums, popMaxMsgNums)
+	r, resp := b.popRequest(h, conn.RemoteAddr())
+	if resp != nil {
+		return resp
 	}
-	if h.InvisibleTime <= 0 {
-		return errResponse(remoting.InvalidParameter, "invisibleTime %d must be positive (ms)", h.InvisibleTime)
-	}
-	if b.permission()&protocol.PermRead == 0 {
-		return errResponse(remoting.NoPermission, "the broker[%s] pulling message is forbidden (brokerPermission %d)", b.addr, b.permission())
-	}
-	tc := b.topics.get(h.Topic)
-	if tc == nil {
-		return errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
-	}
-	if tc.Perm&protocol.PermRead == 0 {
-		return errResponse(remoting.NoPermission, "the topic[%s] peeking message is forbidden (perm %d)", h.Topic, tc.Perm)
-	}
-	if h.QueueID >= tc.ReadQueueNums {
-		return errResponse(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr())
-	}
-	group := b.groups.find(h.ConsumerGroup)
-	if group == nil {
-		return errResponse(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
-	}
-	if !group.ConsumeEnable {
-		return errResponse(remoting.NoPermission, "subscription group [%s] has consumeEnable=false", h.ConsumerGroup)
-	}
-	expType := h.ExpType
-	if expType == "" {
-		expType = "TAG"
-	}
-	if expType != "TAG" && !b.cfg.EnablePropertyFilter {
-		return errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s (enablePropertyFilter=false)", expType)
-	}
-	exp := h.Exp
-	if exp == "" {
-		exp = "*"
-	}
-	sub := b.sqlCache.compile(&protocol.SubscriptionData{Topic: h.Topic, SubString: exp, ExpressionType: expType})
-	if sub.sqlErr != nil {
-		return errResponse(remoting.SubscriptionParseFailed, "the expression %q of group %s on %s does not compile: %v", exp, h.ConsumerGroup, h.Topic, sub.sqlErr)
-	}
-	r := &pop.Request{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, ReadQueues: tc.ReadQueueNums,
-		Max: int(h.MaxMsgNums), Invisible: h.InvisibleTime, InitMode: h.InitMode, Filter: sub.messageFilter(),
-		Order: h.Order, AttemptID: h.AttemptID}
 	a, err := b.pop.Pop(ctx, r)
 	if err != nil {
 		return popErrResponse(err)
@@ -126,11 +85,61 @@ func (b *Broker) popMessage(ctx context.Context, conn *remoting.Conn, req *remot
 		resp.ExtFields = a.Header.Ext()
 		return resp
 	}
-	resp := remoting.NewResponse(remoting.Success, "FOUND")
+	resp = remoting.NewResponse(remoting.Success, "FOUND")
 	resp.ExtFields = a.Header.Ext()
 	resp.BodyParts = a.Parts
 	resp.Release = a.Release
 	return resp
+}
+
+// popRequest checks a POP_MESSAGE of the consumer at remote and returns the engine's request, or the
+// refusal.
+func (b *Broker) popRequest(h *protocol.PopMessageRequestHeader, remote string) (*pop.Request, *remoting.Command) {
+	if h.MaxMsgNums <= 0 || h.MaxMsgNums > popMaxMsgNums {
+		return nil, errResponse(remoting.InvalidParameter, "maxMsgNums %d is not in [1, %d]", h.MaxMsgNums, popMaxMsgNums)
+	}
+	if h.InvisibleTime <= 0 {
+		return nil, errResponse(remoting.InvalidParameter, "invisibleTime %d must be positive (ms)", h.InvisibleTime)
+	}
+	if b.permission()&protocol.PermRead == 0 {
+		return nil, errResponse(remoting.NoPermission, "the broker[%s] pulling message is forbidden (brokerPermission %d)", b.addr, b.permission())
+	}
+	tc := b.topics.get(h.Topic)
+	if tc == nil {
+		return nil, errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
+	}
+	if tc.Perm&protocol.PermRead == 0 {
+		return nil, errResponse(remoting.NoPermission, "the topic[%s] peeking message is forbidden (perm %d)", h.Topic, tc.Perm)
+	}
+	if h.QueueID >= tc.ReadQueueNums {
+		return nil, errResponse(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.QueueID, h.Topic, tc.ReadQueueNums, remote)
+	}
+	group := b.groups.find(h.ConsumerGroup)
+	if group == nil {
+		return nil, errResponse(remoting.SubscriptionGroupNotExist, "subscription group [%s] does not exist", h.ConsumerGroup)
+	}
+	if !group.ConsumeEnable {
+		return nil, errResponse(remoting.NoPermission, "subscription group [%s] has consumeEnable=false", h.ConsumerGroup)
+	}
+	expType := h.ExpType
+	if expType == "" {
+		expType = "TAG"
+	}
+	if expType != "TAG" && !b.cfg.EnablePropertyFilter {
+		return nil, errResponse(remoting.SubscriptionParseFailed, "the broker does not support consumer to filter message by %s (enablePropertyFilter=false)", expType)
+	}
+	exp := h.Exp
+	if exp == "" {
+		exp = "*"
+	}
+	sub := b.sqlCache.compile(&protocol.SubscriptionData{Topic: h.Topic, SubString: exp, ExpressionType: expType})
+	if sub.sqlErr != nil {
+		return nil, errResponse(remoting.SubscriptionParseFailed, "the expression %q of group %s on %s does not compile: %v", exp, h.ConsumerGroup, h.Topic, sub.sqlErr)
+	}
+	return &pop.Request{Group: h.ConsumerGroup, Topic: h.Topic, QueueID: h.QueueID, ReadQueues: tc.ReadQueueNums,
+		Max: int(h.MaxMsgNums), Invisible: h.InvisibleTime, InitMode: h.InitMode, Filter: sub.messageFilter(),
+		Order: h.Order, AttemptID: h.AttemptID}, nil
 }
 
 // processAckMessage is ACK_MESSAGE.
@@ -214,13 +223,18 @@ func (b *Broker) popHandle(topic, extraInfo string) (protocol.ExtraInfo, *remoti
 	if err != nil {
 		return ei, errResponse(remoting.InvalidParameter, "%v", err)
 	}
+	return ei, b.checkHandle(topic, ei)
+}
+
+// checkHandle checks that a receipt handle of topic names this broker, and that the topic is here.
+func (b *Broker) checkHandle(topic string, ei protocol.ExtraInfo) *remoting.Command {
 	if b.topics.get(topic) == nil {
-		return ei, errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
+		return errResponse(remoting.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
 	}
 	if ei.BrokerName != "" && ei.BrokerName != b.cfg.BrokerName {
-		return ei, errResponse(remoting.InvalidParameter, "the receipt handle is of broker %s, not of %s", ei.BrokerName, b.cfg.BrokerName)
+		return errResponse(remoting.InvalidParameter, "the receipt handle is of broker %s, not of %s", ei.BrokerName, b.cfg.BrokerName)
 	}
-	return ei, nil
+	return nil
 }
 
 // popErrResponse answers a pop engine error: NO_MESSAGE for a handle not in flight, SERVICE_NOT_AVAILABLE
@@ -363,6 +377,13 @@ func (b *Broker) holdPop(conn *remoting.Conn, req *remoting.Command, r *pop.Requ
 // rerunHeldPop answers a held pop or notification: it runs it again (held again for the time it has
 // left if it still finds nothing) on the pop pool.
 func (b *Broker) rerunHeldPop(p *heldPop) {
+	if p.wake != nil { // a local-mode pop waits for this itself
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
 	b.rerunOn(b.popPool, p.conn, p.req, "held pop", func() *remoting.Command {
 		if p.req.Code == int32(remoting.Notification) {
 			return b.notification(p.conn, p.req, p.deadline)

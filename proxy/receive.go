@@ -17,22 +17,20 @@ import (
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// popper is what receiving and acking need of the native client: the broker's pop consumption
-// (*client.Client is one).
+// popper is what receiving, acking and renewing need of a broker: its pop consumption (brokers is one, over
+// remoting or in process).
 type popper interface {
 	// PopMessage pops up to p.MaxNums messages of p.Group at the broker at addr, holding the call up to
 	// p.Poll when none is there; the messages stay hidden from other pops for p.Invisible.
 	PopMessage(ctx context.Context, addr string, p *client.Pop) (*client.PopResult, error)
 	// AckMessage acks the message of handle; NO_MESSAGE when it is no longer in flight under handle.
 	AckMessage(ctx context.Context, addr, group, topic, handle string) error
-	// BatchAck acks the messages of handles in one request and answers one error per handle (NO_MESSAGE
-	// for one no longer in flight); the error alone is the request's.
-	BatchAck(ctx context.Context, addr, group, topic string, handles []string) ([]error, error)
+	// BatchAckInfos acks the messages of handles in one request and answers one error per handle
+	// (NO_MESSAGE for one no longer in flight); the error alone is the request's.
+	BatchAckInfos(ctx context.Context, addr, group, topic string, handles []protocol.ExtraInfo) ([]error, error)
 	// ChangeInvisibleTime hides the message of handle for invisible from now and returns its new handle.
 	ChangeInvisibleTime(ctx context.Context, addr, group, topic, handle string, invisible time.Duration) (string, error)
 }
-
-var _ popper = (*client.Client)(nil)
 
 // The bounds of a receive, as RocketMQ 5's proxy has them (its minimum invisible time is 10 s; 1 s here,
 // so that redelivery can be shown in tests without long waits).
@@ -50,18 +48,17 @@ func receiptHandle(extra string, commitLogOffset int64) string {
 	return extra + " " + strconv.FormatInt(commitLogOffset, 10)
 }
 
-// parseHandle splits a receipt handle into the broker's part, its ExtraInfo and the CommitLog offset (-1
-// when a client hands back a bare broker handle).
+// parseHandle splits a receipt handle into the broker's part (a substring of h), its ExtraInfo and the
+// CommitLog offset (-1 when a client hands back a bare broker handle). It reads h once.
 func parseHandle(h string) (extra string, info protocol.ExtraInfo, commitLogOffset int64, err error) {
-	f := strings.Split(h, " ")
-	commitLogOffset = -1
-	if len(f) == 9 {
-		if commitLogOffset, err = strconv.ParseInt(f[8], 10, 64); err != nil {
+	extra, commitLogOffset = h, -1
+	if strings.Count(h, " ") == 8 {
+		i := strings.LastIndexByte(h, ' ')
+		if commitLogOffset, err = strconv.ParseInt(h[i+1:], 10, 64); err != nil {
 			return "", info, 0, fail(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle %q: the CommitLog offset is not a number", h)
 		}
-		f = f[:8]
+		extra = h[:i]
 	}
-	extra = strings.Join(f, " ")
 	if info, err = protocol.ParseExtraInfo(extra); err != nil {
 		return "", info, 0, fail(v2pb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
 	}
@@ -170,6 +167,9 @@ func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.Mes
 	if err != nil {
 		return answer(toStatus(err))
 	}
+	if res.Release != nil {
+		defer res.Release() // each message is encoded by its stream.Send, which returns before this
+	}
 	switch res.Status {
 	case client.PopFound:
 	case client.PopPollingFull:
@@ -243,12 +243,12 @@ func (s *Server) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*
 	statuses := make([]*v2pb.Status, len(entries))
 	type brokerAcks struct {
 		addr    string
-		handles []string
+		handles []protocol.ExtraInfo
 		entries []int
 	}
 	var byBroker []*brokerAcks
 	for i, e := range entries {
-		extra, info, _, err := s.currentHandle(e.GetReceiptHandle())
+		_, info, _, err := s.currentHandle(e.GetReceiptHandle())
 		var addr string
 		if err == nil {
 			addr, err = s.ackAddr(ctx, topic, info)
@@ -262,11 +262,11 @@ func (s *Server) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*
 			j = len(byBroker)
 			byBroker = append(byBroker, &brokerAcks{addr: addr})
 		}
-		byBroker[j].handles = append(byBroker[j].handles, extra)
+		byBroker[j].handles = append(byBroker[j].handles, info)
 		byBroker[j].entries = append(byBroker[j].entries, i)
 	}
 	ack := func(b *brokerAcks) {
-		errs, err := s.pop.BatchAck(ctx, b.addr, group, topic, b.handles)
+		errs, err := s.pop.BatchAckInfos(ctx, b.addr, group, topic, b.handles)
 		for k, i := range b.entries {
 			e := err
 			if e == nil {

@@ -42,7 +42,7 @@ var rules = []rule{
 		from: []string{"client"}, never: append(without(ours(), "message", "protocol", "remoting"), "github.com/hashicorp/raft/...")},
 	{why: "client tools build for darwin and windows: no server package, no hashicorp/raft",
 		from: clientTools, never: append(slices.Clone(servers), "github.com/hashicorp/raft/...")},
-	{why: "the gRPC endpoint reaches brokers only through the one native client (local and cluster mode share it)",
+	{why: "the gRPC endpoint reaches brokers only through the one native client, or in local mode through proxy.Local, which the broker implements",
 		from: []string{"proxy/..."}, never: append(without(ours(), "acl", "client", "message", "protocol", "remoting"),
 			"github.com/hashicorp/raft/..."),
 		// acl (the v5 signatures are checked against the broker's ACL file) writes that file with it.

@@ -250,6 +250,15 @@ func (s *Engine) Pop(ctx context.Context, r *Request) (*Answer, error) {
 	if hasRetry && !retryFirst && a.Count < r.Max {
 		c.queue(ctx, retry, 0, true)
 	}
+	if a.Count == 0 && len(c.busy) > 0 {
+		// Every queue with messages was being read by another pop of the group: wait for those (a read of
+		// memory, short) rather than answer nothing or hold the pop for an arrival while messages are there.
+		busy := c.busy
+		c.busy, c.wait = nil, true
+		for _, b := range busy {
+			c.queue(ctx, b.topic, b.queueID, b.retry)
+		}
+	}
 	if a.Count == 0 && c.err != nil {
 		return nil, c.err
 	}
@@ -272,6 +281,15 @@ type popCall struct {
 	start, offs, counts *strings.Builder
 	rest                int64
 	err                 error
+	// busy are the queues skipped because another pop read them; with wait, queue waits for such a queue.
+	busy []busyQueue
+	wait bool
+}
+
+type busyQueue struct {
+	topic   string
+	queueID int32
+	retry   bool
 }
 
 // queue pops from one queue: read from where the group's next pop reads, record the check point (or take
@@ -289,8 +307,12 @@ func (c *popCall) queue(ctx context.Context, topic string, q int32, isRetry bool
 	}
 	qs := s.st.queueLocked(gq)
 	s.st.mu.Unlock()
-	if !qs.pop.TryLock() {
-		return // another pop reads this queue now (RocketMQ's queueLockManager.tryLock)
+	if c.wait {
+		qs.pop.Lock()
+	} else if !qs.pop.TryLock() {
+		// Another pop reads this queue now (RocketMQ's queueLockManager.tryLock): the others first.
+		c.busy = append(c.busy, busyQueue{topic, q, isRetry})
+		return
 	}
 	defer qs.pop.Unlock()
 	var off int64
