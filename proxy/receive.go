@@ -180,6 +180,7 @@ func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.Mes
 	if err := answer(ok()); err != nil {
 		return err
 	}
+	invisibleDuration := durationpb.New(invisible) // read by each Send's encoding only: shared
 	for _, pm := range res.Msgs {
 		m := fromMessageExt(pm.MessageExt, topic)
 		sp := m.SystemProperties
@@ -189,9 +190,8 @@ func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.Mes
 			s.renew.add(h, &renewal{client: clientID(ctx), group: group, topic: topic, addr: addr, current: pm.ReceiptHandle,
 				phy: pm.PhysicalOffset})
 		}
-		sp.InvisibleDuration = durationpb.New(invisible)
-		attempt := pm.Attempt
-		sp.DeliveryAttempt = &attempt
+		sp.InvisibleDuration = invisibleDuration
+		*sp.DeliveryAttempt = pm.Attempt
 		if err := stream.Send(&v2pb.ReceiveMessageResponse{Content: &v2pb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
 			return err
 		}
