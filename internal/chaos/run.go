@@ -77,6 +77,8 @@ func (c RunConfig) Validate() error {
 		return fmt.Errorf("chaos: run: flushDiskType %q: want SYNC_FLUSH or ASYNC_FLUSH", c.Flush)
 	case c.Queues < 1 || c.Workers < 1:
 		return fmt.Errorf("chaos: run: queues %d and workers %d must be at least 1", c.Queues, c.Workers)
+	case c.PopWorkers < 0:
+		return fmt.Errorf("chaos: run: pop workers %d is negative", c.PopWorkers)
 	case c.Rate <= 0:
 		return fmt.Errorf("chaos: run: rate %v must be positive", c.Rate)
 	case c.Size < 32:
