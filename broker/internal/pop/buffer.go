@@ -92,7 +92,6 @@ func (s *Engine) storeBuffered(ctx context.Context, epoch uint64, qs *queueState
 // store writes the record of c, a buffered check point (c.storing set), then one ack record of what was
 // acked of it while it was buffered or being written.
 func (s *Engine) store(ctx context.Context, c *ckState) error {
-	var acked uint32
 	err := s.writeCheckPoint(ctx, c, func(err error) {
 		c.storing = false
 		if err != nil || c.epoch != s.st.epoch {
@@ -101,28 +100,13 @@ func (s *Engine) store(ctx context.Context, c *ckState) error {
 		s.st.buffered--
 		if c.queue != nil {
 			c.queue.storedEnd = max(c.queue.storedEnd, c.end())
-		}
-		acked = c.acked &^ c.written
-		if acked == 0 {
-			s.finishLocked(c)
-		} else if c.queue != nil {
 			s.advanceLocked(c.queue) // c is settled: it has its record
 		}
 	})
-	if err != nil || acked == 0 {
+	if err != nil {
 		return err
 	}
-	werr := s.rlog.writeAck(ctx, c.rq, s.ackOf(c, acked), s.nowMs())
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	if werr == nil {
-		c.written |= acked
-	} else {
-		// The acks stand in memory; after a restart, without their record, the messages come back once more.
-		s.o.Log.Warn("pop: ack record of a check point's buffered acks", "group", c.ck.CID, "topic", c.ck.Topic,
-			"queue", c.ck.QueueID, "err", werr)
-	}
-	s.finishLocked(c)
+	s.writeAcks(ctx, c)
 	return nil
 }
 

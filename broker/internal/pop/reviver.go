@@ -90,28 +90,40 @@ func (s *Engine) revive(ctx context.Context) error {
 	return failed
 }
 
-// reviveSettle acks the redelivered messages of d in its check point (its ack record first when it has a
+// reviveSettle acks the redelivered messages of d in its check point (one ack record of them when it has a
 // record) and lets go of the rest of the claim.
 func (s *Engine) reviveSettle(ctx context.Context, d dueCheckPoint, revived uint32) {
 	c := d.c
 	s.st.mu.Lock()
-	stored := c.stored()
+	c.pending &^= d.claimed
+	c.acked |= revived
 	s.st.mu.Unlock()
-	var werr error
-	if revived != 0 && stored {
-		if werr = s.rlog.writeAck(ctx, c.rq, s.ackOf(c, revived), s.nowMs()); werr != nil {
-			// The messages are in the retry topic: they are not redelivered from the check point again in
-			// this term; after a restart, without the ack record, they would be (once more).
-			s.o.Log.Warn("pop revive: ack record of redelivered messages", "group", c.ck.CID, "topic", c.ck.Topic,
-				"queue", c.ck.QueueID, "err", werr)
+	// Its record may have been written meanwhile (buffer.go), after the acks it carries were counted.
+	s.writeAcks(ctx, c)
+}
+
+// writeAcks writes one ack record of what is acked of c and not in the log yet, when c has a record, and
+// forgets c once done. An ack record that cannot be written leaves the acks in memory: after a restart their
+// messages come back once more.
+func (s *Engine) writeAcks(ctx context.Context, c *ckState) {
+	s.st.mu.Lock()
+	var m uint32
+	if c.stored() && !c.storing {
+		m = c.acked &^ (c.written | c.writing)
+		c.writing |= m
+	}
+	s.st.mu.Unlock()
+	var err error
+	if m != 0 {
+		if err = s.rlog.writeAck(ctx, c.rq, s.ackOf(c, m), s.nowMs()); err != nil {
+			s.o.Log.Warn("pop: ack record", "group", c.ck.CID, "topic", c.ck.Topic, "queue", c.ck.QueueID, "err", err)
 		}
 	}
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	c.pending &^= d.claimed
-	c.acked |= revived
-	if stored && werr == nil {
-		c.written |= revived
+	c.writing &^= m
+	if err == nil {
+		c.written |= m
 	}
 	s.finishLocked(c)
 }

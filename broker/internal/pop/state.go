@@ -34,6 +34,7 @@ type ckState struct {
 	storing bool   // its record is being written (buffer.go)
 	acked   uint32 // acked, or handed to the retry topic by the revive service: never delivered again from it
 	written uint32 // acked bits an ack record in the revive log says (only once at >= 0)
+	writing uint32 // acked bits whose ack record is being written (writeAcks)
 	pending uint32 // claimed: an ack, a change of invisible time or a redelivery of it is being written
 	// next is where its queue's next pop read from after it (the pop's next begin offset): the group's
 	// committed pop offset once it and every pop before it on the queue are settled.
