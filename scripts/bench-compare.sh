@@ -322,13 +322,22 @@ ours() {
 }
 
 # grpc_broker KEY ENABLE: a fresh ASYNC_FLUSH broker for KEY, its gRPC endpoint on (ENABLE true) or off; sets
-# LAST_PID and GRPC_PORT (listening when on).
+# LAST_PID and GRPC_PORT (listening when on). A gRPC port another process took between free_port and the bind
+# stops the broker at start: it is started again on a new one (three tries).
 grpc_broker() {
-  GRPC_PORT="$(free_port)"
-  # shellcheck disable=SC2046
-  start_broker "bench-$1" "$work/$1" "$(free_port)" --flushDiskType=ASYNC_FLUSH --enableProxy="$2" \
-    --grpcServerPort="$GRPC_PORT" $(profile_args "$1") "${BROKER_EXTRA[@]}"
-  if [[ "$2" == true ]]; then wait_port "$GRPC_PORT" "$LAST_PID" "$work/$1.log" 30; fi
+  local try
+  for try in 1 2 3; do
+    GRPC_PORT="$(free_port)"
+    rm -rf "$work/$1"
+    # shellcheck disable=SC2046
+    if start_broker "bench-$1" "$work/$1" "$(free_port)" --flushDiskType=ASYNC_FLUSH --enableProxy="$2" \
+      --grpcServerPort="$GRPC_PORT" $(profile_args "$1") "${BROKER_EXTRA[@]}"; then
+      if [[ "$2" != true ]] || wait_port "$GRPC_PORT" "$LAST_PID" "$work/$1.log" 30; then return 0; fi
+    fi
+    echo "$1: the broker did not start (try $try of 3; a port taken meanwhile?)" >&2
+    stop "$LAST_PID" 2>/dev/null || true
+  done
+  return 1
 }
 
 # grpc_send KEY MODE: the producer workload through RocketMQ 5's gRPC protocol (mqbench --client grpc) against
