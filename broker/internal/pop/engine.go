@@ -28,7 +28,9 @@ type Store interface {
 	// store.ErrNotFound (wrapped) when the queue or offset does not exist.
 	ConsumeQueueUnit(topic string, queueID int32, queueOffset int64) (store.QueueUnit, error)
 	// LookMessageByOffset decodes a copy of the record at a physical offset, which the caller owns;
-	// store.ErrNotFound (wrapped) when its CommitLog file is gone.
+	// store.ErrNotFound (wrapped) when its CommitLog file is gone, and also, with store.ErrNotVisibleYet,
+	// in Raft mode for a record whose unit was dispatched before the state machine raised the read limit
+	// over it (not gone: read again later).
 	LookMessageByOffset(phyOffset int64) (*message.MessageExt, error)
 	// GetMessage reads up to maxMsgNums records of a queue from offset (store.Store.GetMessage: the caller
 	// releases the result; a nil filter matches everything).

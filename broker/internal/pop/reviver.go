@@ -3,6 +3,7 @@ package pop
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // The revive service: every reviveInterval it brings back the messages of the check points whose invisible
@@ -136,7 +138,8 @@ func (s *Engine) unclaim(d dueCheckPoint) {
 
 // redeliver copies the message at off of the check point's queue to the group's retry topic with one more
 // reconsume time, or to %DLQ%<group> when it was delivered the group's retryMaxTimes + 1 times. A message
-// whose record is gone (expired files) is skipped.
+// whose record is gone (expired files) is skipped; one not visible yet (Raft mode) is an error, so the claim is
+// let go and the message read again on the next round.
 func (s *Engine) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, off int64) error {
 	unit, err := s.o.Store.ConsumeQueueUnit(ck.Topic, ck.QueueID, off)
 	if err != nil {
@@ -144,6 +147,9 @@ func (s *Engine) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, off 
 		return nil
 	}
 	m, err := s.o.Store.LookMessageByOffset(unit.PhysicalOffset)
+	if errors.Is(err, store.ErrNotVisibleYet) {
+		return fmt.Errorf("pop revive: read %s/%d offset %d: %w", ck.Topic, ck.QueueID, off, err) // retried
+	}
 	if err != nil {
 		s.o.Log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
 		return nil
