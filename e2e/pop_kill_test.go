@@ -35,21 +35,44 @@ func TestPopRaftKill9Leader(t *testing.T) {
 }
 
 func popKill9(t *testing.T, stored bool) {
+	popAcrossFault(t, "broker-p", stored, false, func(c *cluster.Cluster, w *remoting.Client, flags ...string) (string, func() string) {
+		nodes := startRaftChildren(t, c, "broker-p", "", append([]string{"--dLegerOffsetSyncIntervalMs=60000"}, flags...)...)
+		m := raftChildMaster(t, c, w, "broker-p", "", nodes, "")
+		return m.addr, func() string {
+			if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = m.cmd.Wait()
+			return raftChildMaster(t, c, w, "broker-p", "", nodes, m.addr).addr
+		}
+	})
+}
+
+// popAcrossFault pops four messages of one queue of the broker group named group, acks two, brings the
+// fault and checks what the broker serving after it hands out. start starts the group with flags (the
+// revive loop's pace, the merge buffer's stay) and returns the address serving pops and the fault, which
+// returns the address serving after it.
+//
+//   - stored: the check point and its acks reached the revive log before the fault (a stay of 500 ms,
+//     waited for); graceful: the fault lets the broker close (SIGTERM), which writes its merge buffer.
+//     Either way the two acked never come back and the two not acked come back from the revive service
+//     (attempt 2).
+//   - otherwise the check point and the acks died in the merge buffer: the pop offset had not passed the
+//     pop, so the four are handed out again from the queue (attempt 1); the two acked may come back (their
+//     acks are gone), the two not acked must.
+func popAcrossFault(t *testing.T, group string, stored, graceful bool, start func(c *cluster.Cluster, w *remoting.Client, flags ...string) (string, func() string)) {
 	c := cluster.Start(t, cluster.Options{NoBrokers: true})
-	const group = "broker-p"
 	stay := "--popCkStayBufferTime=600000"
 	if stored {
 		stay = "--popCkStayBufferTime=500"
 	}
-	nodes := startRaftChildren(t, c, group, "", "--dLegerOffsetSyncIntervalMs=60000", "--reviveInterval=100", stay)
 	w := newWireClient(t)
-	m := raftChildMaster(t, c, w, group, "", nodes, "")
-	const topic, cg = "PopKill9", "CG_pop_kill"
-	raftCreateTopic(t, w, m.addr, topic)
+	addr, fault := start(c, w, "--reviveInterval=100", stay)
+	const topic, cg = "PopFault", "CG_pop_fault"
+	raftCreateTopic(t, w, addr, topic)
 	nc := client.New(client.Config{Timeout: 5 * time.Second})
 	t.Cleanup(func() { _ = nc.Close() })
 	ctx := context.Background()
-	addr := m.addr
 	for i := range 4 {
 		props := message.EncodeProperties(map[string]string{message.PropertyUniqKey: fmt.Sprintf("%032d", i)})
 		if _, err := nc.SendMessage(ctx, addr, &client.Send{Group: "P", Topic: topic, BrokerName: group, QueueID: 0,
@@ -82,41 +105,40 @@ func popKill9(t *testing.T, stored bool) {
 		// Past the stay: the check point and then its acks are written by the revive loop (every 100 ms).
 		var n float64
 		cluster.Eventually(t, 30*time.Second, func() bool {
-			n = reviveRecords(t, nc, m.addr)
+			n = reviveRecords(t, nc, group, addr)
 			return n >= 2
 		}, "the check point and its acks in the revive log")
+	} else if n := reviveRecords(t, nc, group, addr); n != 0 {
+		t.Fatalf("%v revive records before the fault, want none (the check point and its acks in the merge buffer)", n)
 	}
-	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = m.cmd.Wait()
-	addr = raftChildMaster(t, c, w, group, "", nodes, m.addr).addr
+	addr = fault()
 	back := map[string]*client.PoppedMessage{}
 	cluster.Eventually(t, 90*time.Second, func() bool {
 		for _, p := range pop(time.Hour) {
 			if back[string(p.Body)] != nil {
-				t.Fatalf("%s popped twice on the new master %s", p.Body, addr)
+				t.Fatalf("%s popped twice at %s after the fault", p.Body, addr)
 			}
 			back[string(p.Body)] = p
 		}
 		return back["k2"] != nil && back["k3"] != nil
-	}, "k2 and k3 redelivered by the new master")
+	}, "k2 and k3 delivered again after the fault")
 	for _, p := range pop(time.Hour) {
 		back[string(p.Body)] = p
 	}
+	kept := stored || graceful
 	for _, b := range []string{"k0", "k1"} {
 		switch {
-		case stored && back[b] != nil:
-			t.Errorf("acked %s delivered again after the kill", b)
+		case kept && back[b] != nil:
+			t.Errorf("acked %s delivered again after the fault", b)
 		case back[b] != nil:
-			t.Logf("acked %s delivered again after the kill (its ack was in the old leader's memory)", b)
+			t.Logf("acked %s delivered again after the fault (its ack was in the merge buffer)", b)
 			if err := nc.AckMessage(ctx, addr, cg, topic, back[b].ReceiptHandle); err != nil {
 				t.Errorf("ack of %s delivered again: %v", b, err)
 			}
 		}
 	}
 	want := int32(2) // redelivered by the revive service, from the retry topic
-	if !stored {
+	if !kept {
 		want = 1 // handed out again from the queue
 	}
 	for _, b := range []string{"k2", "k3"} {
@@ -128,17 +150,17 @@ func popKill9(t *testing.T, stored bool) {
 		}
 	}
 	if err := nc.AckMessage(ctx, addr, cg, topic, got["k2"].ReceiptHandle); !client.HasCode(err, remoting.NoMessage) {
-		t.Errorf("ack with the handle from before the kill after the redelivery: %v, want NO_MESSAGE", err)
+		t.Errorf("ack with the handle from before the fault after the redelivery: %v, want NO_MESSAGE", err)
 	}
 }
 
-// reviveRecords is how many records the revive topic's queues hold at the broker at addr.
-func reviveRecords(t *testing.T, w *client.Client, addr string) float64 {
+// reviveRecords is how many records the revive topic's queues hold at the broker group's broker at addr.
+func reviveRecords(t *testing.T, w *client.Client, group, addr string) float64 {
 	t.Helper()
 	var n float64
 	for q := range int32(8) {
 		off, err := w.QueueOffset(context.Background(), remoting.GetMaxOffset, client.Queue{MessageQueue: protocol.MessageQueue{
-			Topic: protocol.ReviveTopic("DefaultCluster"), BrokerName: "broker-p", QueueID: q}, Addr: addr}, 0)
+			Topic: protocol.ReviveTopic("DefaultCluster"), BrokerName: group, QueueID: q}, Addr: addr}, 0)
 		if err == nil {
 			n += float64(off)
 		}
