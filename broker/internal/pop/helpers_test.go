@@ -51,10 +51,21 @@ func (o *memOffsets) snapshot() map[GroupQueue]int64 {
 	return maps.Clone(o.m)
 }
 
-// countingStore counts the reads of the revive topic.
+// countingStore counts the reads of the revive topic; while hidden is set it answers every record read
+// by position as the store does in Raft mode for a record not visible yet, and counts those reads.
 type countingStore struct {
 	*store.Store
 	reviveReads *atomic.Int64
+	hidden      *atomic.Bool
+	hiddenLooks *atomic.Int64
+}
+
+func (s countingStore) LookMessageByOffset(phy int64) (*message.MessageExt, error) {
+	if s.hidden.Load() {
+		s.hiddenLooks.Add(1)
+		return nil, fmt.Errorf("%w: %w %d", store.ErrNotFound, store.ErrNotVisibleYet, phy)
+	}
+	return s.Store.LookMessageByOffset(phy)
 }
 
 func (s countingStore) GetMessage(group, topic string, q int32, off int64, n, maxBytes int, f store.MessageFilter) (*store.GetResult, error) {
@@ -79,7 +90,9 @@ type harness struct {
 	offsets     *memOffsets
 	e           *Engine
 	reviveReads atomic.Int64
-	topics      sync.Map // topics put to: HasTopic
+	hidden      atomic.Bool  // countingStore: records read by position are not visible yet
+	hiddenLooks atomic.Int64 // reads answered so
+	topics      sync.Map     // topics put to: HasTopic
 }
 
 func testConfig() Config {
@@ -116,7 +129,7 @@ func (h *harness) open() {
 		h.topics.Store(m.Topic, true)
 		return st.PutMessage(ctx, m)
 	}
-	h.e = New(Options{Store: countingStore{st, &h.reviveReads}, Offsets: h.offsets, Put: put,
+	h.e = New(Options{Store: countingStore{st, &h.reviveReads, &h.hidden, &h.hiddenLooks}, Offsets: h.offsets, Put: put,
 		Clock: clockFunc(time.Now), Log: testutil.Logger(h.t, slog.LevelWarn), Config: h.cfg, Cluster: testCluster,
 		Broker: "b", Host: testHost,
 		EnsureTopic: func(string, int32) error { return nil },
