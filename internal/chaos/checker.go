@@ -703,7 +703,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "acknowledged, never consumed: %d%s\n", len(r.NotConsumed), sample(r.NotConsumed))
 	fmt.Fprintf(&b, "replicas differ: %d%s\n", len(r.Diverged), sample(r.Diverged))
 	if p := r.Pop; p != nil {
-		fmt.Fprintf(&b, "pop consumer (%s, one BATCH_ACK_MESSAGE a pop; 1 in %d first deliveries left unacked): drained %v, %d ids in %d deliveries, "+
+		fmt.Fprintf(&b, "pop consumer (%s, one BATCH_ACK_MESSAGE a pop; 1 in %d ids left unacked on attempt 1 until acked once): drained %v, %d ids in %d deliveries, "+
 			"%d held, %d acks failed; deliveries again after a held one (expected) %d, after an acked one (the ack lost to a fault or "+
 			"in a broker's memory: at least once) %d, after a failed ack %d\n", popGroup, popHeldEvery, i.PopDrained, p.IDs,
 			p.Deliveries, p.Held, p.AckErrors, p.AfterHeld, p.AfterAcked, p.AfterAckError)

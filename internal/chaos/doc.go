@@ -52,8 +52,11 @@
 //
 // The pop consumer (RunConfig.PopWorkers, 2 by default) is RocketMQ 5's way of consuming beside the pulling
 // consumers: POP_MESSAGE of 32 from the routed master (through its client proxy), invisible 3 s, and one
-// BATCH_ACK_MESSAGE of what it does not hold back: the first delivery of one id in 16 is left unacked and
-// must come back. So every fault also meets messages popped and not acked, check points in the broker's
+// BATCH_ACK_MESSAGE of what it does not hold back: a delivery of attempt 1 of one id in 16 is left unacked,
+// while no delivery of the id was acked, and must come back (a duplicate of a consumed message need not:
+// after a failover the new master's pop offsets may lag the old one's, synced about once a second, so it
+// hands out acked messages once more, and a later master whose offsets passed them does not bring such
+// a delivery back; pop.go, popHeldEvery). So every fault also meets messages popped and not acked, check points in the broker's
 // merge buffer and acks of them (broker/internal/pop). After the load it goes on until it got every
 // acknowledged message and every held one back (at most 90 s).
 //

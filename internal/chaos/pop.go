@@ -27,7 +27,10 @@ const popGroup = "chaos_pop"
 // popInvisible is how long a popped message stays hidden: short, so held messages come back within the run.
 const popInvisible = 3 * time.Second
 
-// popHeldEvery: one message in this many (by its id) is left unacked on its first delivery (attempt 1).
+// popHeldEvery: one message in this many (by its id) is left unacked on a delivery of attempt 1 while the
+// pop consumer never acked it. A message acked once is consumed: a delivery of it again (at least once: an
+// ack or an offset lost to a fault) is acked, never held, for nothing obliges a broker to bring back a
+// duplicate of a consumed message (a master whose pop offset passed it in an earlier term does not).
 const popHeldEvery = 16
 
 // PopRecord is one delivery to the pop consumer. Time is Unix microseconds.
@@ -43,7 +46,7 @@ type PopRecord struct {
 	AckError string `json:"ack_error,omitempty"`
 }
 
-// held reports whether the pop consumer leaves a first delivery of id unacked.
+// held reports whether id is one of the ids whose delivery of attempt 1 the pop consumer leaves unacked.
 func held(id string) bool {
 	h := fnv.New32a()
 	h.Write([]byte(id))
@@ -64,13 +67,14 @@ type popConsumer struct {
 	mu struct {
 		sync.Mutex
 		seen    map[string]bool  // ids delivered
+		acked   map[string]bool  // ids of a delivery acked OK
 		pending map[string]int64 // held ids not delivered again yet, and when held
 	}
 }
 
 func newPopConsumer(cfg *RunConfig, wire *client.Client, rt *routes, nodes nodeSet, pops *recorder, log *slog.Logger) *popConsumer {
 	c := &popConsumer{cfg: cfg, wire: wire, routes: rt, nodes: nodes, pops: pops, log: log}
-	c.mu.seen, c.mu.pending = map[string]bool{}, map[string]int64{}
+	c.mu.seen, c.mu.acked, c.mu.pending = map[string]bool{}, map[string]bool{}, map[string]int64{}
 	return c
 }
 
@@ -118,7 +122,7 @@ func (c *popConsumer) once(ctx context.Context) bool {
 	for i, m := range res.Msgs {
 		id, _ := message.PropertyString(m.Properties, message.PropertyKeys)
 		recs[i] = PopRecord{Time: now, Node: name, ID: id, Attempt: m.Attempt}
-		if m.Attempt == 1 && held(id) {
+		if m.Attempt == 1 && held(id) && !c.ackedOnce(id) {
 			recs[i].Held = true
 			continue
 		}
@@ -144,6 +148,9 @@ func (c *popConsumer) once(ctx context.Context) bool {
 	c.mu.Lock()
 	for _, r := range recs {
 		c.mu.seen[r.ID] = true
+		if r.Acked {
+			c.mu.acked[r.ID] = true
+		}
 		delete(c.mu.pending, r.ID)
 		if r.Held {
 			c.mu.pending[r.ID] = r.Time
@@ -155,6 +162,13 @@ func (c *popConsumer) once(ctx context.Context) bool {
 	}
 	c.read.Add(int64(len(recs)))
 	return true
+}
+
+// ackedOnce reports whether a delivery of id was acked OK.
+func (c *popConsumer) ackedOnce(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.acked[id]
 }
 
 // drained reports whether every id of want was delivered and every held message delivered again.

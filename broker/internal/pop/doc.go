@@ -102,6 +102,11 @@
 //     (acked pops at the head of the queue settle at once). An ack of a CK being written is recorded
 //     after its CK record; a crash between the two delivers the message once more.
 //   - A redelivery's put and its ack record are not atomic: a crash between them delivers twice.
+//   - Pop offsets reach a new master by the offset sync (about once a second), so after a failover it may
+//     hand out from its queue messages the old master saw acked (at least once). Such a duplicate is a
+//     pop of the new term like any other; but if it is not acked and the master after that starts from
+//     offsets that already passed it (the first master's), it does not come back: the message was
+//     consumed, its acked delivery stands.
 //
 // Replaying the revive log is idempotent (a CK is kept once, an ack sets bits), so a load that reads
 // records the previous term already read, or a crash in the middle of writing the buffer, changes
