@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/broker/internal/pop"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -57,7 +58,7 @@ func (b *Broker) processGetConsumeStats(ctx context.Context, conn *remoting.Conn
 // orderOnly only ordered topics.
 func (b *Broker) consumeEntries(group string, topics []string, orderOnly bool) ([]protocol.QueueEntry[protocol.OffsetWrapper], float64) {
 	subscribed := b.clients.subscribedTopics(group)
-	pops := b.pop.inFlight()
+	pops := b.pop.InFlight()
 	var (
 		entries []protocol.QueueEntry[protocol.OffsetWrapper]
 		tps     float64
@@ -74,9 +75,14 @@ func (b *Broker) consumeEntries(group string, topics []string, orderOnly bool) (
 			w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0),
 				ConsumerOffset: max(b.offsets.query(group, topic, q), 0)}
 			w.PullOffset = max(w.ConsumerOffset, b.stats.pullOffset(group, topic, q))
-			if f, ok := pops[groupQueue{group, topic, q}]; ok {
-				// A pop group: its offset is the next to pop; what it has in flight starts at f.first.
-				w.PullOffset, w.ConsumerOffset = w.ConsumerOffset, min(w.ConsumerOffset, f.first)
+			if f, ok := pops[pop.GroupQueue{Group: group, Topic: topic, QueueID: q}]; ok {
+				// A pop group: its pull offset is the next to pop (its committed pop offset may be behind while
+				// pops are in the engine's merge buffer); what it has in flight starts at f.First.
+				next := w.ConsumerOffset
+				if f.Next >= 0 {
+					next = f.Next
+				}
+				w.PullOffset, w.ConsumerOffset = next, min(next, f.First)
 			}
 			if w.ConsumerOffset > 0 {
 				w.LastTimestamp, _ = b.store.MessageStoreTime(topic, q, w.ConsumerOffset-1) // 0 when gone

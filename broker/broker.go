@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/acl"
+	"github.com/rocketraft/rocketraft/broker/internal/pop"
 	"github.com/rocketraft/rocketraft/internal/conf"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -63,7 +64,7 @@ type Broker struct {
 	schedule *scheduleService
 	timer    *timerService
 	txCheck  *transactionChecker
-	pop      *popService     // pop_*.go: RocketMQ 5's pop consumption, a master service
+	pop      popEngine       // RocketMQ 5's pop consumption (broker/internal/pop), a master service
 	popPoll  *popPollService // held pops and notifications (pop_poll.go)
 	uniqIDs  *message.UniqIDGenerator
 	sqlCache sqlCache
@@ -73,6 +74,7 @@ type Broker struct {
 	opts     Options
 	pools    []*remoting.Pool
 	pullPool *remoting.Pool
+	popPool  *remoting.Pool // held pops run again there (pop.go)
 
 	delayLevels []time.Duration // messageDelayLevel, parsed
 
@@ -162,7 +164,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.txCheck = newTransactionChecker(transactionCheckOptions{store: openedStore{&b.store}, put: b.putRaw, offsets: b.offsets,
 		topics: b.topics, producers: b.clients, clock: b.clock, log: b.log, storeHost: b.storeHost,
 		interval: ms(cfg.TransactionCheckInterval), timeout: ms(cfg.TransactionTimeOut), checkMax: cfg.TransactionCheckMax})
-	b.pop = newPopService(b.popOptions())
+	b.pop = popEngine{pop.New(b.popOptions())}
 	b.popPoll = newPopPollService(cfg.Pop.PopPollingSize, cfg.Pop.MaxPopPollingSize, b.rerunHeldPop)
 	b.services.list = []namedService{{"persist delay offsets", b.schedule}, {"persist timer checkpoint", b.timer},
 		{"transaction check", b.txCheck}, {"pop revive", b.pop}}
@@ -249,6 +251,9 @@ func (b *Broker) registerProcessors() {
 	send := pool("send", c.SendMessageThreadPoolNums, c.SendThreadPoolQueueCapacity)
 	pull := pool("pull", c.PullMessageThreadPoolNums, c.PullThreadPoolQueueCapacity)
 	b.pullPool = pull
+	popPool := pool("pop", c.PopMessageThreadPoolNums, c.PopThreadPoolQueueCapacity)
+	b.popPool = popPool
+	ackPool := pool("ack", c.AckMessageThreadPoolNums, c.AckThreadPoolQueueCapacity)
 	query := pool("query", c.QueryMessageThreadPoolNums, 20_000)
 	admin := pool("admin", c.AdminBrokerThreadPoolNums, 10_000)
 	client := pool("client", c.ClientManageThreadPoolNums, 50_000)
@@ -263,12 +268,14 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.ConsumerSendMsgBack, send, b.role.masterServed(b.processConsumerSendMsgBack))
 	s.Register(remoting.EndTransaction, send, b.role.masterServed(b.processEndTransaction))
 	s.Register(remoting.RecallMessage, send, b.role.masterServed(b.processRecallMessage))
-	s.Register(remoting.PopMessage, pull, b.role.masterServed(b.processPopMessage))
-	s.Register(remoting.AckMessage, pull, b.role.masterServed(b.processAckMessage))
-	s.Register(remoting.BatchAckMessage, pull, b.role.masterServed(b.processBatchAckMessage))
-	s.Register(remoting.ChangeMessageInvisibleTime, pull, b.role.masterServed(b.processChangeInvisibleTime))
-	s.Register(remoting.Notification, pull, b.role.masterServed(b.processNotification))
-	s.Register(remoting.PollingInfo, pull, b.role.masterServed(b.processPollingInfo))
+	// RocketMQ 5's pop family on pools of their own (as its popMessageExecutor and ackMessageExecutor): a pop or
+	// an ack that writes a revive record never holds a pull worker.
+	s.Register(remoting.PopMessage, popPool, b.role.masterServed(b.processPopMessage))
+	s.Register(remoting.AckMessage, ackPool, b.role.masterServed(b.processAckMessage))
+	s.Register(remoting.BatchAckMessage, ackPool, b.role.masterServed(b.processBatchAckMessage))
+	s.Register(remoting.ChangeMessageInvisibleTime, ackPool, b.role.masterServed(b.processChangeInvisibleTime))
+	s.Register(remoting.Notification, popPool, b.role.masterServed(b.processNotification))
+	s.Register(remoting.PollingInfo, popPool, b.role.masterServed(b.processPollingInfo))
 	s.Register(remoting.QueryMessage, query, b.processQueryMessage)
 	s.Register(remoting.ViewMessageByID, query, b.processViewMessageByID)
 	s.Register(remoting.HeartBeat, client, b.processHeartbeat)
@@ -332,22 +339,21 @@ func (b *Broker) arrived(a store.Arrival) {
 		}
 		return // a system topic no client reads
 	}
-	b.pop.arrived(a)
 	b.popPoll.arrived(a.Topic, a.QueueID)
 	b.pullHold.arrived(a)
 }
 
 // rerunPull answers a held pull: it runs the pull again (without suspending) on the pull pool.
 func (b *Broker) rerunPull(p *heldPull) {
-	b.rerunOnPullPool(p.conn, p.req, "held pull", func() *remoting.Command { return b.pull(p.conn, p.req, false) })
+	b.rerunOn(b.pullPool, p.conn, p.req, "held pull", func() *remoting.Command { return b.pull(p.conn, p.req, false) })
 }
 
-// rerunOnPullPool runs a held request again on the pull pool and replies with what run answers (nothing
+// rerunOn runs a held request again on pool (the pull pool, or the pop pool for a held pop) and replies with what run answers (nothing
 // when run returns nil: held again). A request of a connection the client has closed is not run: a pull's
 // messages would be counted as handed out (rocketmq_messages_out_total) and go nowhere. dropConn forgets
 // such pulls too, but only once the connection's reader has seen the close; a message arriving first wakes
 // them before that.
-func (b *Broker) rerunOnPullPool(conn *remoting.Conn, req *remoting.Command, what string, run func() *remoting.Command) {
+func (b *Broker) rerunOn(pool *remoting.Pool, conn *remoting.Conn, req *remoting.Command, what string, run func() *remoting.Command) {
 	job := func() {
 		select {
 		case <-conn.Closed():
@@ -365,8 +371,8 @@ func (b *Broker) rerunOnPullPool(conn *remoting.Conn, req *remoting.Command, wha
 			b.log.Debug("reply to "+what, "client", conn.RemoteAddr(), "err", err)
 		}
 	}
-	if !b.pullPool.Submit(job) {
-		_ = conn.Reply(req, errResponse(remoting.SystemBusy, "[REJECTREQUEST]system busy, the pull pool is full"))
+	if !pool.Submit(job) {
+		_ = conn.Reply(req, errResponse(remoting.SystemBusy, "[REJECTREQUEST]system busy, the %s pool is full", pool.Name()))
 	}
 }
 
@@ -414,7 +420,7 @@ func (b *Broker) start() error {
 	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
 	b.startStatsLog()
 	var err error
-	if b.grpc, err = startGrpc(b.cfg, b.aclCheck, b.log.With("component", "grpc")); err != nil {
+	if b.grpc, err = startGrpc(b.cfg, b.aclCheck, grpcLocal{b}, b.log.With("component", "grpc")); err != nil {
 		return err
 	}
 	b.log.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName, "role", b.cfg.BrokerRole,

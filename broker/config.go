@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ type Config struct {
 	Grpc GrpcConfig `mapstructure:",squash"`
 	// Raft holds the Raft mode's keys (raft_config.go): enableDLegerCommitLog, dLegerPeers, ...
 	Raft RaftConfig `mapstructure:",squash"`
-	// Pop holds RocketMQ 5's keys of pop consumption (pop_config.go): reviveQueueNum, reviveInterval, ...
+	// Pop holds RocketMQ 5's keys of pop consumption (broker/internal/pop): reviveQueueNum, reviveInterval, ...
 	Pop PopConfig `mapstructure:",squash"`
 	// ExporterConfig holds RocketMQ 5's metrics keys: metricsExporterType (DISABLE by default, or PROM),
 	// metricsPromExporterHost, metricsPromExporterPort (5557), and metricsPort, the older synonym that turns
@@ -91,6 +92,10 @@ type Config struct {
 	QueryMessageThreadPoolNums   int    `mapstructure:"queryMessageThreadPoolNums"`   // query workers
 	SendThreadPoolQueueCapacity  int    `mapstructure:"sendThreadPoolQueueCapacity"`  // queued sends before SYSTEM_BUSY
 	PullThreadPoolQueueCapacity  int    `mapstructure:"pullThreadPoolQueueCapacity"`  // queued pulls before SYSTEM_BUSY
+	PopMessageThreadPoolNums     int    `mapstructure:"popMessageThreadPoolNums"`     // pop and notification workers
+	AckMessageThreadPoolNums     int    `mapstructure:"ackMessageThreadPoolNums"`     // ack and change-of-invisible-time workers
+	PopThreadPoolQueueCapacity   int    `mapstructure:"popThreadPoolQueueCapacity"`   // queued pops before SYSTEM_BUSY
+	AckThreadPoolQueueCapacity   int    `mapstructure:"ackThreadPoolQueueCapacity"`   // queued acks before SYSTEM_BUSY
 	TransferMsgByHeap            bool   `mapstructure:"transferMsgByHeap"`            // false: pull answers are written from the mapped file
 	DiskFallRecorded             bool   `mapstructure:"diskFallRecorded"`             // kept for config compatibility
 	StoreReplyMessageEnable      bool   `mapstructure:"storeReplyMessageEnable"`      // keep replies in the store too
@@ -158,6 +163,10 @@ func DefaultConfig() Config {
 		QueryMessageThreadPoolNums:   4,
 		SendThreadPoolQueueCapacity:  10_000,
 		PullThreadPoolQueueCapacity:  100_000,
+		PopMessageThreadPoolNums:     16 + 2*runtime.NumCPU(), // RocketMQ 5's defaults
+		AckMessageThreadPoolNums:     3,
+		PopThreadPoolQueueCapacity:   100_000,
+		AckThreadPoolQueueCapacity:   100_000,
 		StoreReplyMessageEnable:      true,
 		MetricsQueueLagSeriesLimit:   10_000,
 		MessageDelayLevel:            "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
@@ -257,6 +266,10 @@ func (c Config) Validate() error {
 		"queryMessageThreadPoolNums":   int64(c.QueryMessageThreadPoolNums),
 		"sendThreadPoolQueueCapacity":  int64(c.SendThreadPoolQueueCapacity),
 		"pullThreadPoolQueueCapacity":  int64(c.PullThreadPoolQueueCapacity),
+		"popMessageThreadPoolNums":     int64(c.PopMessageThreadPoolNums),
+		"ackMessageThreadPoolNums":     int64(c.AckMessageThreadPoolNums),
+		"popThreadPoolQueueCapacity":   int64(c.PopThreadPoolQueueCapacity),
+		"ackThreadPoolQueueCapacity":   int64(c.AckThreadPoolQueueCapacity),
 	}
 	for _, k := range sortedKeys(positive) {
 		if positive[k] <= 0 {
@@ -278,7 +291,7 @@ func (c Config) Validate() error {
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Pop.validate(); err != nil {
+	if err := c.Pop.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ACL.AclEnable && c.ACL.AclFile == "" {

@@ -65,49 +65,16 @@
 // message's delivery time; filter.go and
 // sql_cache.go pick the store filter (tag hashes or SQL92 from filter/) of a subscription.
 //
-// # Pop consumption (pop*.go)
+// # Pop consumption (pop*.go, broker/internal/pop)
 //
 // RocketMQ 5's pop: the broker, not the client, tracks what a consumer group has in hand. pop.go checks the
-// requests; the popService (pop_service.go: pops, pop_ack.go: acks, changes of invisible time and the
-// revive loop, pop_revive.go: the revive log, pop_order.go: ordered pops) is a master service built with
-// narrow interfaces (popStore, popOffsets, a put function, the clock, callbacks for topics and the
-// dead-letter copy), never the broker.
-//
-//	pop        reads from the group's pop offset (a consumer offset like any other), writes a check point
-//	           (CK: queue, start offset, offsets popped, pop time, invisible time) as a message to a queue
-//	           of rmq_sys_REVIVE_LOG_<cluster>, waits until it is dispatched, moves the pop offset past the
-//	           messages and answers; every message's receipt handle names that CK. A group's retry topic
-//	           %RETRY%<group>_<topic> is read too (popFromRetryProbability first, else when the topic had
-//	           fewer than asked), its messages sent as the topic popped with the handle in POP_CK.
-//	ack        checks the handle against the revive queue's pending CKs (read from the log) and writes an
-//	           ack record to the same revive queue; a handle not in flight (acked, redelivered, replaced)
-//	           is NO_MESSAGE. BATCH_ACK_MESSAGE writes one batch ack per entry, skipping such handles.
-//	change     CHANGE_MESSAGE_INVISIBLETIME writes a new CK for the one message (pop time now), then an
-//	           ack of the old one: the old handle is retired, the answer carries the new pop time.
-//	revive     every reviveInterval, per revive queue: read new records, and for every CK whose pop time +
-//	           invisible time passed, copy each unacked message to the retry topic with reconsumeTimes + 1
-//	           (FIRST_POP_TIME kept), or, once it was delivered retryMaxTimes + 1 times, to %DLQ%<group>;
-//	           then write a batch ack for them. The revive offset (ReviveGroup's consumer offset of the
-//	           revive queue) follows the oldest pending CK.
-//	poll       (pop_poll.go) a pop or NOTIFICATION that finds nothing is held up to its pollTime and run
-//	           again when a message of its topic or of the group's retry topic is dispatched, or an ordered
-//	           ack unblocks its queue (popPollingSize per topic, maxPopPollingSize in all, else POLLING_FULL).
-//	metrics    (pop_metrics.go) the revive series; pop groups' inflight and lag in the consumer progress
-//	           series and GET_CONSUME_STATS (consumerOffset at the first unacked message, pullOffset next).
-//	ordered    (pop_order.go) no CK: the group's offset stays at the first unacked message and the queue is
-//	           blocked for the group while its last pop is neither acked nor past its invisible time.
-//
-// One mutex per revive queue is held while its records are read, while due CKs are redelivered, and while
-// an ack or change is checked and its messages claimed; the claimed messages' records are written without
-// it (acks of one revive queue share the store's group commit) and the revive loop leaves them alone, so an
-// ack and a redelivery of one message never both succeed. What survives what: CKs and acks are messages, flushed by the flush policy, replicated by the
-// role (the slave's CommitLog, the Raft log), so after a restart, or on the node that becomes master, the
-// service reads each revive queue again from its revive offset and redelivers exactly the messages popped
-// and not acked (at least once: a crash between a redelivery's put and its ack record delivers twice).
-// Pop offsets and revive offsets are consumer offsets (persisted, synced to slaves, proposed through Raft
-// about once a second); a pop offset that lags behind the log is lifted past every CK read. Ordered pops'
-// blocks are in memory: after a restart or failover the queue delivers again from the group's offset, the
-// first message not acked (a message acked within the last offset sync before a Raft failover comes again).
+// requests (POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION,
+// POLLING_INFO) and hands them to the pop engine, package broker/internal/pop (its doc.go says what it does
+// and what survives what), a master service built with narrow interfaces it owns (pop.Store, pop.Offsets, a
+// put function, the clock, callbacks for topics and the dead-letter copy), never the broker. pop_poll.go
+// holds a pop or NOTIFICATION that finds nothing up to its pollTime and runs it again when a message of its
+// topic or of the group's retry topic is dispatched, or an ordered ack unblocks its queue (popPollingSize per
+// topic, maxPopPollingSize in all, else POLLING_FULL).
 //
 // # Cost per message (send.go, send_bench_test.go; issue 16)
 //
@@ -175,8 +142,9 @@
 // client has closed is not re-run (broker.go rerunPull); the Go client closes its connection on Shutdown
 // and sends no UNREGISTER_CLIENT, so the close is all the broker learns.
 //
-// Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, query,
-// admin, client, consumer), so a slow disk never delays heartbeats. A send is answered from the store's
+// Threading: requests arrive on the remoting server's pools, one pool per family (send, pull, pop, ack,
+// query, admin, client, consumer), so a slow disk never delays heartbeats, nor a pop's or an ack's revive
+// record a pull. A send is answered from the store's
 // completion callback and a pull that finds nothing is parked in the pull-hold service; neither keeps a
 // worker waiting. Dispatch (the store's reput goroutine) wakes held pulls through the arrival listener.
 //

@@ -41,15 +41,17 @@ func (c Config) validateGrpc() error {
 	return nil
 }
 
-// grpcEndpoint is the local-mode gRPC endpoint and the native client it reaches this broker (and its name
-// servers) through.
+// grpcEndpoint is the local-mode gRPC endpoint and the native client it reaches the name servers through
+// (routes), and this broker's master over remoting while this broker is not it; while it is, the data path
+// runs in process (grpc_local.go).
 type grpcEndpoint struct {
 	c  *client.Client
 	px *proxy.Server
 }
 
-// startGrpc starts the gRPC endpoint on grpcServerPort when enableProxy is set (nil, nil otherwise).
-func startGrpc(cfg Config, check *acl.Validator, log *slog.Logger) (*grpcEndpoint, error) {
+// startGrpc starts the gRPC endpoint on grpcServerPort when enableProxy is set (nil, nil otherwise); local is
+// this broker, which serves the endpoint's data path in process.
+func startGrpc(cfg Config, check *acl.Validator, local proxy.Local, log *slog.Logger) (*grpcEndpoint, error) {
 	if !cfg.Grpc.EnableProxy {
 		return nil, nil
 	}
@@ -62,7 +64,7 @@ func startGrpc(cfg Config, check *acl.Validator, log *slog.Logger) (*grpcEndpoin
 		}
 		ccfg.TLS = tc
 	}
-	opts := proxy.Options{Client: client.New(ccfg), BrokerName: cfg.BrokerName, Log: log}
+	opts := proxy.Options{Client: client.New(ccfg), BrokerName: cfg.BrokerName, Local: local, Log: log}
 	if check != nil {
 		opts.Auth = check
 	}

@@ -138,3 +138,6 @@ func (o openedStore) GetMessage(group, topic string, queueID int32, offset int64
 func (o openedStore) LookMessageByOffset(phyOffset int64) (*message.MessageExt, error) {
 	return (*o.st).LookMessageByOffset(phyOffset)
 }
+
+func (o openedStore) MaxPhyOffset() int64     { return (*o.st).MaxPhyOffset() }
+func (o openedStore) DispatchedOffset() int64 { return (*o.st).DispatchedOffset() }

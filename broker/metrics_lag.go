@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rocketraft/rocketraft/broker/internal/pop"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 )
 
@@ -93,7 +94,7 @@ func (b *Broker) progressPairs() []groupTopic {
 // or on a slave behind its master, counts as 0).
 func (b *Broker) consumerProgress() []groupProgress {
 	pairs := b.progressPairs()
-	pops := b.pop.inFlight()
+	pops := b.pop.InFlight()
 	out := make([]groupProgress, 0, len(pairs))
 	for _, p := range pairs {
 		tc := b.topics.get(p.topic)
@@ -114,10 +115,14 @@ func (b *Broker) consumerProgress() []groupProgress {
 				pulled = committed
 			}
 			inflight := max(pulled-committed, 0)
-			if f, ok := pops[groupQueue{p.group, p.topic, q}]; ok {
+			if f, ok := pops[pop.GroupQueue{Group: p.group, Topic: p.topic, QueueID: q}]; ok {
 				// A pop group's offset is its pop offset: what it popped and has not acked is in flight
 				// (RocketMQ 5 counts it into the lag as well), from the first such message on.
-				pulled, committed, inflight = max(committed, pulled), min(committed, f.first), f.count
+				next := committed
+				if f.Next >= 0 {
+					next = f.Next // the committed pop offset may be behind while pops are in the merge buffer
+				}
+				pulled, committed, inflight = max(next, pulled), min(next, f.First), f.Count
 				if n := len(g.queues); n > 0 && g.queues[n-1].queueID == q {
 					g.queues[n-1].lag = max(end-committed, 0)
 				}

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,7 +44,11 @@ func BenchmarkPopBatchAck(b *testing.B) {
 			handles[i] = m.ReceiptHandle
 		}
 		if len(handles) > 0 {
-			if err := h.c.BatchAck(ctx, h.addr(), h.group, h.topic, handles); err != nil {
+			errs, err := h.c.BatchAck(ctx, h.addr(), h.group, h.topic, handles)
+			if err == nil {
+				err = errors.Join(errs...)
+			}
+			if err != nil {
 				b.Fatal(err)
 			}
 		}

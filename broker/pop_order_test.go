@@ -82,9 +82,10 @@ func TestPopOrdered(t *testing.T) {
 	if err := h.ack(second[0]); !client.HasCode(err, remoting.NoMessage) {
 		t.Fatalf("ack with the handle of the superseded pop: %v, want NO_MESSAGE", err)
 	}
-	handles := []string{again[0].ReceiptHandle, again[1].ReceiptHandle}
-	if err := h.c.BatchAck(context.Background(), h.addr(), h.group, h.topic, handles); err != nil {
-		t.Fatal(err)
+	handles := []string{again[0].ReceiptHandle, again[1].ReceiptHandle, second[1].ReceiptHandle}
+	errs, err := h.c.BatchAck(context.Background(), h.addr(), h.group, h.topic, handles)
+	if err != nil || errs[0] != nil || errs[1] != nil || !client.HasCode(errs[2], remoting.NoMessage) {
+		t.Fatalf("batch ack of o2 o3 and of o3's superseded handle: %v %v, want ok ok NO_MESSAGE", errs, err)
 	}
 	last := h.popOrder(2, time.Hour)
 	if got := bodies(last); !slices.Equal(got, []string{"o4"}) {
@@ -104,24 +105,47 @@ func TestPopOrdered(t *testing.T) {
 	}
 }
 
-// BATCH_ACK_MESSAGE acks several messages of one pop in one request.
+// BATCH_ACK_MESSAGE acks several messages of one pop in one request and says, per message, which were not
+// in flight any more (our answer body, protocol.BatchAckResultBody).
 func TestPopBatchAck(t *testing.T) {
 	c := popCluster(t)
 	h := newPopHarness(t, c.Broker(0).Addr, "POPB", 1)
-	for _, b := range []string{"b0", "b1", "b2"} {
+	for _, b := range []string{"b0", "b1", "b2", "b3"} {
 		h.send(0, b)
 	}
-	got := h.popUntil([]string{"b0", "b1", "b2"}, time.Hour)
-	var handles []string
-	for _, m := range got {
-		handles = append(handles, m.ReceiptHandle)
-	}
-	if err := h.c.BatchAck(context.Background(), h.addr(), h.group, h.topic, handles); err != nil {
+	names := []string{"b0", "b1", "b2", "b3"}
+	got := h.popUntil(names, time.Hour)
+	if err := h.ack(got["b3"]); err != nil {
 		t.Fatal(err)
+	}
+	var handles []string
+	for _, b := range names {
+		handles = append(handles, got[b].ReceiptHandle)
+	}
+	errs, err := h.c.BatchAck(context.Background(), h.addr(), h.group, h.topic, append(handles, "not a handle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []remoting.ResponseCode{remoting.Success, remoting.Success, remoting.Success, remoting.NoMessage} {
+		if want == remoting.Success && errs[i] != nil || want != remoting.Success && !client.HasCode(errs[i], want) {
+			t.Errorf("batch ack of %s: %v, want %s", names[i], errs[i], want)
+		}
+	}
+	if errs[4] == nil {
+		t.Error("a malformed handle was acked")
 	}
 	for b, m := range got {
 		if err := h.ack(m); !client.HasCode(err, remoting.NoMessage) {
 			t.Errorf("%s after the batch ack: %v, want NO_MESSAGE", b, err)
+		}
+	}
+	errs, err = h.c.BatchAck(context.Background(), h.addr(), h.group, h.topic, handles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range errs {
+		if !client.HasCode(e, remoting.NoMessage) {
+			t.Errorf("batch ack of %s again: %v, want NO_MESSAGE", names[i], e)
 		}
 	}
 }

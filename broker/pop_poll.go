@@ -11,8 +11,9 @@ import (
 // heldPop is a POP_MESSAGE or NOTIFICATION that found nothing and waits, up to its pollTime, for a message
 // of its topic or of its group's retry topic.
 type heldPop struct {
-	conn     *remoting.Conn
-	req      *remoting.Command
+	conn     *remoting.Conn    // nil for a pop of the gRPC endpoint's local mode: wake is told instead
+	req      *remoting.Command // nil with conn
+	wake     chan struct{}     // capacity 1; set for a pop of local mode (grpc_local.go)
 	group    string
 	topics   []string // the topic, and the group's retry topic of it (not for ordered pops)
 	queueID  int32    // -1: any queue
@@ -123,6 +124,15 @@ func (s *popPollService) forgetLocked(p *heldPop) {
 		}
 	}
 	s.mu.n--
+}
+
+// forget removes p if it is still held (a local-mode pop whose caller gave up).
+func (s *popPollService) forget(p *heldPop) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.mu.held[p.topics[0]], p) {
+		s.forgetLocked(p)
+	}
 }
 
 // heldOn is how many requests of group are held on topic's queue queueID (POLLING_INFO).

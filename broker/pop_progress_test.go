@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -17,12 +18,21 @@ import (
 
 // A pop group's messages popped and not acked are its inflight ones: GET_CONSUME_STATS reports its
 // consumer offset at the first of them and its pull offset at the next to pop; the consumer progress
-// series count them as inflight and into the lag; the revive series count the records put.
+// series count them as inflight and into the lag; the revive series count the records put (none while
+// the pop's check point is in the merge buffer).
 func TestPopProgress(t *testing.T) {
+	for _, merge := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enablePopBufferMerge=%v", merge), func(t *testing.T) { popProgress(t, merge) })
+	}
+}
+
+func popProgress(t *testing.T, merge bool) {
 	var port int
 	c := cluster.Start(t, cluster.Options{Configure: func(_ int, cfg *broker.Config) {
 		cfg.BrokerName = "broker-a"
 		cfg.Pop.ReviveInterval = 20
+		cfg.Pop.EnablePopBufferMerge = merge
+		cfg.Pop.PopCkStayBufferTime = 120_000 // the check point stays in memory for the whole test
 		cfg.MetricsPort = cluster.FreePort(t)
 		port = cfg.MetricsPort
 	}})
@@ -70,8 +80,9 @@ func TestPopProgress(t *testing.T) {
 		}
 	}
 	for kind, want := range map[string]float64{"CK": 1, "ACK": 1} {
-		if v, ok := f.Value("rocketmq_pop_revive_in_message_total", append(labels, "revive_message_type", kind, "put_status", "PUT_OK")...); !ok || v != want {
-			t.Errorf("revive in %s = %v (%v), want %v", kind, v, ok, want)
+		v, ok := f.Value("rocketmq_pop_revive_in_message_total", append(labels, "revive_message_type", kind, "put_status", "PUT_OK")...)
+		if merge && ok || !merge && (!ok || v != want) {
+			t.Errorf("revive in %s = %v (%v), want %v (none with the merge buffer)", kind, v, ok, want)
 		}
 	}
 }

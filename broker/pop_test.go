@@ -41,12 +41,22 @@ func newPopHarness(t testing.TB, addr func() string, topic string, queues int32)
 	return h
 }
 
+// send stores body in queue; a SERVICE_NOT_AVAILABLE (in the Raft mode: no leader at the moment, the send
+// not written) is sent again to the master of the moment for up to 30 s, as a client does.
 func (h *popHarness) send(queue int32, body string) {
 	h.t.Helper()
 	props := message.EncodeProperties(map[string]string{message.PropertyUniqKey: fmt.Sprintf("%032x", time.Now().UnixNano()), message.PropertyTags: "T"})
-	if _, err := h.c.SendMessage(context.Background(), h.addr(), &client.Send{Group: "P", Topic: h.topic, BrokerName: h.broker,
-		QueueID: queue, Properties: props, Body: []byte(body)}); err != nil {
-		h.t.Fatalf("send %s: %v", body, err)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := h.c.SendMessage(context.Background(), h.addr(), &client.Send{Group: "P", Topic: h.topic, BrokerName: h.broker,
+			QueueID: queue, Properties: props, Body: []byte(body)})
+		if err == nil {
+			return
+		}
+		if !client.HasCode(err, remoting.ServiceNotAvailable) || time.Now().After(deadline) {
+			h.t.Fatalf("send %s: %v", body, err)
+		}
+		h.t.Logf("send %s: %v; sending again", body, err)
+		time.Sleep(100 * time.Millisecond) // the pace of the retries, not a wait for a condition
 	}
 }
 

@@ -110,7 +110,8 @@ func (b *Broker) checkSend(h *sendHeader, conn *remoting.Conn) (int32, *remoting
 var wouldCreate = new(remoting.Command)
 
 // checkSendOn is checkSend; with create false a missing topic is answered wouldCreate, before anything was
-// done for the request (sendInline, for a topic deleted since sendCannotBlock looked).
+// done for the request (sendInline, for a topic deleted since sendCannotBlock looked). conn is nil for a
+// send of the gRPC endpoint's local mode.
 func (b *Broker) checkSendOn(h *sendHeader, conn *remoting.Conn, create bool) (int32, *remoting.Command) {
 	if resp := b.role.refuseWrite(); resp != nil {
 		return 0, resp
@@ -152,8 +153,12 @@ func (b *Broker) checkSendOn(h *sendHeader, conn *remoting.Conn, create bool) (i
 		qid = rand.Int32N(max(tc.WriteQueueNums, 1))
 	}
 	if n := tc.QueueNums(); qid >= n {
+		producer := "in process" // the gRPC endpoint's local mode (grpc_local.go)
+		if conn != nil {
+			producer = conn.RemoteAddr()
+		}
 		return 0, errResponse(remoting.SystemError, "request queueId[%d] is illegal, topic %s has %d queues (read %d, write %d), producer %s",
-			qid, h.topic, n, tc.ReadQueueNums, tc.WriteQueueNums, conn.RemoteAddr())
+			qid, h.topic, n, tc.ReadQueueNums, tc.WriteQueueNums, producer)
 	}
 	return qid, nil
 }
@@ -259,13 +264,20 @@ func (b *Broker) send(conn *remoting.Conn, req *remoting.Command, mayBlock bool)
 // stored is the store's callback for a single message: the timer's statistics when prepare parked the
 // message in the timer (put.go), then the answer.
 func (j *sendJob) stored(res store.PutResult, err error) {
-	if m := &j.m; err == nil && m.Topic == TopicTimer {
-		j.b.stats.timerIn.Get(j.h.topic).Add(1)
-		if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
-			j.b.stats.timerSet.Get(j.h.topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
-		}
+	if err == nil {
+		j.b.countTimerPut(j.h.topic, &j.m)
 	}
 	j.done(res, err)
+}
+
+// countTimerPut counts a message of topic that prepare parked in the timer (put.go) in the timer statistics.
+func (b *Broker) countTimerPut(topic string, m *message.Message) {
+	if m.Topic == TopicTimer {
+		b.stats.timerIn.Get(topic).Add(1)
+		if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
+			b.stats.timerSet.Get(topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
+		}
+	}
 }
 
 // done answers the send (or hands a put the store refused to the master: raft_forward.go).
@@ -335,12 +347,17 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 	resp.SetExt("queueOffset", itoa(res.QueueOffset))
 	resp.SetExt("MSG_REGION", "DefaultRegion")
 	resp.SetExt("TRACE_ON", "true")
+	b.countSend(h, res)
+	return resp
+}
+
+// countSend counts a stored send in the put statistics.
+func (b *Broker) countSend(h *sendHeader, res store.PutResult) {
 	typ := messageTypeOf(h.properties)
 	b.stats.recordPut(h.topic, typ, res.Count, res.WroteBytes)
 	if typ == messageTransaction {
 		b.stats.recordHalf(h.topic)
 	}
-	return resp
 }
 
 // putErrorResponse maps a store error to the response code RocketMQ uses for it.

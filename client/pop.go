@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,6 +73,10 @@ type PopResult struct {
 	PopTime   int64 // the broker's clock, ms
 	Invisible int64 // ms
 	RestNum   int64 // messages left in the queues read
+	// Release, when set (an in-process broker's answer: proxy.Local), gives back the store memory the
+	// messages' bodies and properties point into; the messages are not to be used after it. Nil for an
+	// answer decoded from the wire.
+	Release func()
 }
 
 // PopMessage sends p to the broker at addr and decodes the answer. It waits p.Poll plus the client's
@@ -131,39 +136,51 @@ func ParsePop(addr string, p *Pop, resp *remoting.Command) (*PopResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s from %s: %w", remoting.PopMessage, addr, err)
 	}
+	if res.Msgs, err = PoppedMessages(p, h, msgs); err != nil {
+		return nil, fmt.Errorf("%s from %s: %w", remoting.PopMessage, addr, err)
+	}
+	return res, nil
+}
+
+// PoppedMessages are the messages of a pop answer (FOUND, its header h) to p, each with its receipt handle
+// as the 5.x Java client builds it (MQClientAPIImpl.processPopResponse): the message's POP_CK when the broker
+// set one, else from the answer's startOffsetInfo and popTime, invisibleTime and reviveQid. Each message's
+// Topic becomes p.Topic.
+func PoppedMessages(p *Pop, h *protocol.PopMessageResponseHeader, msgs []*message.MessageExt) ([]*PoppedMessage, error) {
 	starts, err := protocol.ParseOffsetInfo(h.StartOffsetInfo)
 	if err != nil {
-		return nil, fmt.Errorf("%s from %s: startOffsetInfo: %w", remoting.PopMessage, addr, err)
+		return nil, fmt.Errorf("startOffsetInfo: %w", err)
 	}
 	counts, err := protocol.ParseOffsetInfo(h.OrderCountInfo)
 	if err != nil {
-		return nil, fmt.Errorf("%s from %s: orderCountInfo: %w", remoting.PopMessage, addr, err)
+		return nil, fmt.Errorf("orderCountInfo: %w", err)
 	}
+	out := make([]*PoppedMessage, 0, len(msgs))
 	for _, m := range msgs {
 		pm := &PoppedMessage{MessageExt: m, Attempt: m.ReconsumeTimes + 1}
-		props := message.ParseProperties(m.Properties)
-		if ck, ok := props[message.PropertyPopCK]; ok {
+		if ck, ok := message.PropertyString(m.Properties, message.PropertyPopCK); ok {
 			pm.ReceiptHandle = ck
+			if pm.Handle, err = protocol.ParseExtraInfo(ck); err != nil {
+				return nil, err
+			}
 		} else {
 			key := protocol.OffsetInfoKey(m.Topic, m.QueueID)
 			start, ok := starts[key]
 			if !ok || len(start) != 1 {
-				return nil, fmt.Errorf("%s from %s: no start offset for %s queue %d in %q", remoting.PopMessage, addr, m.Topic, m.QueueID, h.StartOffsetInfo)
+				return nil, fmt.Errorf("no start offset for %s queue %d in %q", m.Topic, m.QueueID, h.StartOffsetInfo)
 			}
-			pm.ReceiptHandle = protocol.ExtraInfo{CKQueueOffset: start[0], PopTime: h.PopTime, InvisibleTime: h.InvisibleTime,
+			pm.Handle = protocol.ExtraInfo{CKQueueOffset: start[0], PopTime: h.PopTime, InvisibleTime: h.InvisibleTime,
 				ReviveQueueID: h.ReviveQid, RetryMark: protocol.RetryMark(m.Topic), BrokerName: p.BrokerName,
-				QueueID: m.QueueID, QueueOffset: m.QueueOffset}.String()
+				QueueID: m.QueueID, QueueOffset: m.QueueOffset}
+			pm.ReceiptHandle = pm.Handle.String()
 			if n := counts[key]; len(n) == 1 && n[0] > 0 {
 				pm.Attempt = int32(n[0]) + 1
 			}
 		}
-		if pm.Handle, err = protocol.ParseExtraInfo(pm.ReceiptHandle); err != nil {
-			return nil, fmt.Errorf("%s from %s: %w", remoting.PopMessage, addr, err)
-		}
 		m.Topic = p.Topic
-		res.Msgs = append(res.Msgs, pm)
+		out = append(out, pm)
 	}
-	return res, nil
+	return out, nil
 }
 
 // ackTarget is what an ack or change of invisible time of handle on topic names: the topic the message was
@@ -216,38 +233,109 @@ func (c *Client) ChangeInvisibleTime(ctx context.Context, addr, group, topic, ha
 	return ei.String(), nil
 }
 
+// batchAckSpan bounds how far past its check point's first offset a handle's message may be to travel in a
+// BATCH_ACK_MESSAGE entry (a bit set from that offset: 128 KiB at most); one further is acked alone.
+const batchAckSpan = 1 << 20
+
 // BatchAck acks the messages of handles (popped by group from topic, from the broker at addr) in one
-// BATCH_ACK_MESSAGE, one entry per pop and queue. Handles no longer in flight are skipped by the broker
-// without an error (as RocketMQ's); use AckMessage to learn about each.
-func (c *Client) BatchAck(ctx context.Context, addr, group, topic string, handles []string) error {
+// BATCH_ACK_MESSAGE, one entry per pop and queue, and returns one error per handle: nil when it was acked,
+// a *ResponseError with code NO_MESSAGE when its message was no longer in flight under it (acked already,
+// redelivered after its invisible time, replaced by ChangeInvisibleTime), another *ResponseError when the
+// broker failed its entry, or an error for a malformed handle (not sent). The error returned alone is the
+// request's: nothing is known to be acked then. A broker that answers SUCCESS without saying which offsets
+// it skipped (RocketMQ's) reports every handle acked.
+func (c *Client) BatchAck(ctx context.Context, addr, group, topic string, handles []string) ([]error, error) {
+	infos := make([]protocol.ExtraInfo, len(handles))
+	bad := make([]error, len(handles))
+	for i, h := range handles {
+		if infos[i], bad[i] = protocol.ParseExtraInfo(h); bad[i] != nil {
+			bad[i] = fmt.Errorf("%s: %w", remoting.BatchAckMessage, bad[i])
+			infos[i].QueueOffset = -1
+		}
+	}
+	errs, err := c.BatchAckInfos(ctx, addr, group, topic, infos)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range bad {
+		if e != nil {
+			errs[i] = e
+		}
+	}
+	return errs, nil
+}
+
+// BatchAckInfos is BatchAck of receipt handles already parsed; one with no queue offset (QueueOffset < 0)
+// gets an error and is not sent.
+func (c *Client) BatchAckInfos(ctx context.Context, addr, group, topic string, handles []protocol.ExtraInfo) ([]error, error) {
+	errs := make([]error, len(handles))
 	body := protocol.BatchAckMessageRequestBody{}
-	index := map[string]int{}
-	for _, handle := range handles {
-		ei, _, err := ackTarget(group, topic, handle)
+	entryOf := make([]int, len(handles)) // the body entry of each handle; -1 when not sent
+	for hi, ei := range handles {
+		entryOf[hi] = -1
+		var err error
+		switch {
+		case ei.QueueOffset < 0:
+			err = fmt.Errorf("receipt handle %q has no queue offset (8th field)", ei.String())
+		case ei.QueueOffset < ei.CKQueueOffset || ei.QueueOffset-ei.CKQueueOffset >= batchAckSpan:
+			err = fmt.Errorf("receipt handle %q: queue offset %d is not within [%d, %d) of its check point", ei.String(),
+				ei.QueueOffset, ei.CKQueueOffset, ei.CKQueueOffset+batchAckSpan)
+		default:
+			_, err = protocol.RealTopic(topic, group, ei.RetryMark)
+		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", remoting.BatchAckMessage, err)
+			errs[hi] = fmt.Errorf("%s: %w", remoting.BatchAckMessage, err)
+			continue
 		}
 		body.BrokerName = ei.BrokerName
-		k := ei.RetryMark + " " + strconv.Itoa(int(ei.QueueID)) + " " + strconv.FormatInt(ei.CKQueueOffset, 10) + " " +
-			strconv.FormatInt(ei.PopTime, 10) + " " + strconv.Itoa(int(ei.ReviveQueueID))
-		i, ok := index[k]
-		if !ok {
+		i := slices.IndexFunc(body.Acks, func(a protocol.BatchAck) bool {
+			return a.Retry == ei.RetryMark && a.QueueID == ei.QueueID && a.StartOffset == ei.CKQueueOffset &&
+				a.PopTime == ei.PopTime && a.ReviveQueueID == ei.ReviveQueueID
+		})
+		if i < 0 {
 			i = len(body.Acks)
-			index[k] = i
 			body.Acks = append(body.Acks, protocol.BatchAck{ConsumerGroup: group, Topic: topic, Retry: ei.RetryMark,
 				StartOffset: ei.CKQueueOffset, QueueID: ei.QueueID, ReviveQueueID: ei.ReviveQueueID, PopTime: ei.PopTime,
 				InvisibleTime: ei.InvisibleTime})
 		}
-		if ei.QueueOffset < ei.CKQueueOffset {
-			return fmt.Errorf("%s: receipt handle %q: queue offset below the check point's", remoting.BatchAckMessage, handle)
-		}
 		body.Acks[i].SetOffset(ei.QueueOffset)
+		entryOf[hi] = i
+	}
+	if len(body.Acks) == 0 {
+		return errs, nil
 	}
 	b, err := json.Marshal(&body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.callJSON(ctx, addr, remoting.BatchAckMessage, map[string]string{}, b, nil)
+	var res protocol.BatchAckResultBody
+	err = c.callJSON(ctx, addr, remoting.BatchAckMessage, map[string]string{}, b, func(resp *remoting.Command) error {
+		if len(resp.Body) == 0 {
+			return nil
+		}
+		return json.Unmarshal(resp.Body, &res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range res.Entries {
+		var failed error
+		if e.Code != 0 {
+			failed = &ResponseError{Request: remoting.BatchAckMessage, Addr: addr, Code: remoting.ResponseCode(e.Code), Remark: e.Remark}
+		}
+		for hi, i := range entryOf {
+			if i != e.Index || errs[hi] != nil {
+				continue
+			}
+			if slices.Contains(e.NotInFlight, handles[hi].QueueOffset) {
+				errs[hi] = &ResponseError{Request: remoting.BatchAckMessage, Addr: addr, Code: remoting.NoMessage,
+					Remark: "the message is not in flight under this receipt handle: acked already, redelivered after its invisible time, or its handle replaced"}
+			} else if failed != nil {
+				errs[hi] = failed
+			}
+		}
+	}
+	return errs, nil
 }
 
 // Notification is NOTIFICATION: it reports whether a pop of the group would find a message, waiting up to

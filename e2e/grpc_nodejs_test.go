@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/faultnet"
 	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/proxy"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -49,6 +51,13 @@ type nodeLine struct {
 	Failed   string            `json:"failed"`
 	Handle   string            `json:"handle"`
 	Recalled string            `json:"recalled"`
+	// drain's summary
+	Drained    int            `json:"drained"`
+	Deliveries int            `json:"deliveries"`
+	Again      map[string]int `json:"again"`
+	AckErrors  int            `json:"ackErrors"`
+	Seconds    float64        `json:"seconds"`
+	IDs        []string       `json:"ids"`
 }
 
 // nodeScript is v5client.js, once node, npm and the client are there; without node or npm the test skips.
@@ -94,6 +103,7 @@ func nodeCmd(script string, timeout time.Duration, args ...string) (lines []node
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	sc.Buffer(make([]byte, 64<<10), 64<<20) // drain's summary line lists every message id
 	for sc.Scan() {
 		var l nodeLine
 		if json.Unmarshal(sc.Bytes(), &l) == nil {
@@ -291,6 +301,120 @@ func TestNodeClientThroughMqproxy(t *testing.T) {
 			t.Errorf("broker %d holds no message of T5: the proxy did not spread the sends", i)
 		}
 	}
+}
+
+// drainMessages is how many messages TestNodeSimpleConsumersDrain drains: ROCKETRAFT_NODE_DRAIN, else 2000
+// (make test: seconds).
+func drainMessages(t *testing.T) int {
+	if v := os.Getenv("ROCKETRAFT_NODE_DRAIN"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("ROCKETRAFT_NODE_DRAIN=%q: want a positive number of messages", v)
+		}
+		return n
+	}
+	return 2000
+}
+
+// TestNodeSimpleConsumersDrain: a group of 4 SimpleConsumers of the official Node.js client drains N
+// stored messages (ROCKETRAFT_NODE_DRAIN, 2000 by default) through one broker's own endpoint (local mode:
+// pops and acks in process) and through the proxy in cluster mode in front of two broker groups: every
+// message sent is received and acked; a message received again is counted by why (a delivery attempt
+// above 1: its invisible time passed; an earlier ack of it failed), and one received again for no such
+// reason fails the test.
+func TestNodeSimpleConsumersDrain(t *testing.T) {
+	script := nodeScript(t)
+	n := drainMessages(t)
+	for _, mode := range []string{"local", "mqproxy"} {
+		t.Run(mode, func(t *testing.T) {
+			var c *cluster.Cluster
+			var endpoint string
+			if mode == "local" {
+				c = cluster.Start(t, cluster.Options{Configure: grpcBrokerConfig(t)})
+				endpoint = c.Broker(0).GrpcAddr()
+			} else {
+				c = cluster.Start(t, cluster.Options{Brokers: 2})
+				endpoint = startProxy(t, proxy.Options{Client: nativeClient(t, c)}).Addr()
+			}
+			createTopic(t, c, "TDRAIN", 4)
+			sent := sendStored(t, c, "TDRAIN", n)
+			secs := max(60, n/300)
+			began := time.Now()
+			lines := runNode(t, script, time.Duration(secs+60)*time.Second, "drain", endpoint, "GDRAIN", "TDRAIN",
+				strconv.Itoa(n), strconv.Itoa(secs), "4")
+			var sum *nodeLine
+			for i := range lines {
+				if lines[i].Error != "" {
+					t.Fatalf("drain: %s", lines[i].Error)
+				}
+				if lines[i].IDs != nil {
+					sum = &lines[i]
+				}
+			}
+			if sum == nil {
+				t.Fatal("drain printed no summary")
+			}
+			got := map[string]bool{}
+			for _, id := range sum.IDs {
+				if !sent[id] {
+					t.Errorf("received %s, never sent", id)
+				}
+				got[id] = true
+			}
+			for id := range sent {
+				if !got[id] {
+					t.Errorf("sent %s, never received", id)
+				}
+			}
+			again := sum.Deliveries - sum.Drained
+			t.Logf("%s: %d messages drained by 4 SimpleConsumers in %.1f s (%.0f msgs/s; the node process %v in all), "+
+				"%d deliveries, %d received again: %d with a delivery attempt above 1, %d after a failed ack, %d otherwise; %d acks failed",
+				mode, sum.Drained, sum.Seconds, float64(sum.Drained)/sum.Seconds, time.Since(began).Round(time.Millisecond),
+				sum.Deliveries, again, sum.Again["attempt"], sum.Again["afterAckError"], sum.Again["other"], sum.AckErrors)
+			if sum.Again["other"] > 0 {
+				t.Errorf("%d messages received again with delivery attempt 1 and no failed ack before", sum.Again["other"])
+			}
+		})
+	}
+}
+
+// sendStored sends n messages to topic through our client (its queues round robin over the brokers) and
+// returns their message ids.
+func sendStored(t *testing.T, c *cluster.Cluster, topic string, n int) map[string]bool {
+	t.Helper()
+	nc := nativeClient(t, c)
+	route, err := nc.WaitRoute(context.Background(), topic, c.BrokerCount())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := client.RouteQueues(route, topic, "", true)
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				q := qs[i%len(qs)]
+				ids[i] = client.NewUniqID()
+				props := message.EncodeProperties(map[string]string{message.PropertyUniqKey: ids[i]})
+				if _, err := nc.SendMessage(context.Background(), q.Addr, &client.Send{Group: "PDRAIN", Topic: topic,
+					BrokerName: q.BrokerName, QueueID: q.QueueID, Properties: props, Body: []byte("drain-" + strconv.Itoa(i))}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]bool, n)
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
 }
 
 // TestNodeProducerSlowRoutes: a Node.js producer of two topics starts through a proxy whose name server

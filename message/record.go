@@ -452,6 +452,20 @@ func DecodeMessage(rec []byte, withBody bool) (*MessageExt, error) {
 	return m, nil
 }
 
+// DecodeMessageView decodes the record at the start of rec; its Body is a slice of rec (nil when empty), so
+// the message is valid while rec is. Errors as DecodeMessage's.
+func DecodeMessageView(rec []byte) (*MessageExt, error) {
+	m := new(MessageExt)
+	v, err := decodeInto(m, rec, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(v.Body) > 0 {
+		m.Body = v.Body[:len(v.Body):len(v.Body)]
+	}
+	return m, nil
+}
+
 // DecodeRecords decodes every record of b (records back to back, as in a pull answer's body)
 // for a reader that owns b and will not write to it again: each Body is a slice of b (capped
 // at its length, so an append copies it instead of overwriting the next record), and the
@@ -604,6 +618,24 @@ func PropertyValue(props []byte, name string) (value []byte, ok bool) {
 		return v, true
 	}
 	return nil, false
+}
+
+// PropertyString is PropertyValue of properties held in a string: the value is a substring of props.
+func PropertyString(props, name string) (value string, ok bool) {
+	for len(props) > 0 {
+		item := props
+		if i := strings.IndexByte(props, PropertySeparator); i >= 0 {
+			item, props = props[:i], props[i+1:]
+		} else {
+			props = ""
+		}
+		k, v, found := strings.Cut(item, string(NameValueSeparator))
+		if !found || k != name || strings.IndexByte(v, NameValueSeparator) >= 0 {
+			continue
+		}
+		return v, true
+	}
+	return "", false
 }
 
 func indexByte(b []byte, c byte) int {

@@ -295,3 +295,22 @@ type BatchAckMessageRequestBody struct {
 	BrokerName string     `json:"brokerName"`
 	Acks       []BatchAck `json:"acks"`
 }
+
+// BatchAckResultBody is ours, not RocketMQ's: the answer body of a BATCH_ACK_MESSAGE (SUCCESS) that did not
+// ack every offset it named, one entry per request entry with such offsets. RocketMQ's broker answers
+// SUCCESS with no body and skips what is not in flight; its clients read no body and so are unaffected.
+// An answer without a body acked everything.
+type BatchAckResultBody struct {
+	Entries []BatchAckEntryResult `json:"entries"`
+}
+
+// BatchAckEntryResult is what was not acked of the request entry Index (of BatchAckMessageRequestBody.Acks):
+// NotInFlight are offsets whose message was not in flight under the entry's pop (acked already, redelivered,
+// its handle replaced: NO_MESSAGE as ACK_MESSAGE answers); a non-zero Code (a remoting response code, with
+// Remark) failed the entry's other offsets.
+type BatchAckEntryResult struct {
+	Index       int     `json:"i"`
+	NotInFlight []int64 `json:"nif,omitempty"`
+	Code        int32   `json:"code,omitempty"`
+	Remark      string  `json:"remark,omitempty"`
+}

@@ -3,33 +3,56 @@ package proxy_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/client"
+	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/proxy/v2pb"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// BenchmarkProduce sends 1 KiB messages to one broker (ASYNC_FLUSH, in this process) through the gRPC endpoint
-// and straight over remoting with the native client, in one run, with as many senders as GOMAXPROCS x 8
-// (b.SetParallelism): msgs/s of each, to compare (make the ratio, not the absolute figures, the claim).
+// The gRPC endpoint against the 4.x path, in one run, one broker (ASYNC_FLUSH, in this process): straight
+// over remoting with the native client; through a proxy in cluster mode (a proxy.Server of its own, reaching
+// the broker over remoting: mqproxy); through the broker's own endpoint in local mode (enableProxy: in
+// process). Each reports msgs/s and the process's CPU time per message (cpu-us/op, getrusage: client,
+// proxy and broker together, since all run here). Make the ratios, not the absolute figures, the claim.
 //
-//	go test ./proxy -run '^$' -bench Produce -benchtime 5s
+//	go test ./proxy -run '^$' -bench 'Produce|Consume' -benchtime 5000x
+
+// cpuNow is the process's CPU time (user + system).
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure reports msgs/s and cpu-us/op of n messages since began and cpu0.
+func measure(b *testing.B, n int, began time.Time, cpu0 time.Duration) {
+	b.ReportMetric(float64(n)/time.Since(began).Seconds(), "msgs/s")
+	b.ReportMetric(float64((cpuNow()-cpu0).Microseconds())/float64(max(n, 1)), "cpu-us/op")
+}
+
+// BenchmarkProduce sends 1 KiB messages, with as many senders as GOMAXPROCS x 8 (b.SetParallelism).
 func BenchmarkProduce(b *testing.B) {
 	e := startBench(b)
 	body := make([]byte, 1024)
 	b.Run("remoting", func(b *testing.B) {
-		qs := e.queues(b)
+		qs := e.queues(b, "TBENCH")
 		var n atomic.Uint64
 		b.SetParallelism(8)
 		b.ResetTimer()
-		began := time.Now()
+		began, cpu0 := time.Now(), cpuNow()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				q := qs[n.Add(1)%uint64(len(qs))]
@@ -41,83 +64,117 @@ func BenchmarkProduce(b *testing.B) {
 				}
 			}
 		})
-		b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "msgs/s")
+		measure(b, b.N, began, cpu0)
 	})
-	b.Run("grpc", func(b *testing.B) {
-		b.SetParallelism(8)
-		b.ResetTimer()
-		began := time.Now()
-		b.RunParallel(func(pb *testing.PB) {
-			ctx := metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", e.client)
-			for pb.Next() {
-				m := &v2pb.Message{Topic: res("TBENCH"), Body: body,
-					SystemProperties: &v2pb.SystemProperties{MessageId: client.NewUniqID(), MessageType: v2pb.MessageType_NORMAL}}
-				r, err := e.rpc.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{m}})
-				if err != nil || r.Status.Code != v2pb.Code_OK {
-					b.Errorf("send: %v %v", r, err)
+	for _, mode := range []struct {
+		name string
+		rpc  func(e *benchEnv) v2pb.MessagingServiceClient
+	}{{"grpc-cluster", (*benchEnv).clusterRPC}, {"grpc-local", (*benchEnv).localRPC}} {
+		b.Run(mode.name, func(b *testing.B) {
+			rpc := mode.rpc(e)
+			b.SetParallelism(8)
+			b.ResetTimer()
+			began, cpu0 := time.Now(), cpuNow()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", e.client)
+				for pb.Next() {
+					m := &v2pb.Message{Topic: res("TBENCH"), Body: body,
+						SystemProperties: &v2pb.SystemProperties{MessageId: client.NewUniqID(), MessageType: v2pb.MessageType_NORMAL}}
+					r, err := rpc.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{m}})
+					if err != nil || r.Status.Code != v2pb.Code_OK {
+						b.Errorf("send: %v %v", r, err)
+						return
+					}
+				}
+			})
+			measure(b, b.N, began, cpu0)
+		})
+	}
+}
+
+// benchEnv is one broker (broker-a, serving its own gRPC endpoint: local mode), a proxy in cluster mode in
+// front of it, and clients of both.
+type benchEnv struct {
+	*env
+	local v2pb.MessagingServiceClient
+}
+
+func (e *benchEnv) clusterRPC() v2pb.MessagingServiceClient { return e.rpc }
+func (e *benchEnv) localRPC() v2pb.MessagingServiceClient   { return e.local }
+
+func startBench(b *testing.B) *benchEnv {
+	b.Helper()
+	e := start(b, envOptions{cluster: cluster.Options{Configure: func(_ int, cfg *broker.Config) {
+		cfg.Grpc.EnableProxy, cfg.Grpc.GrpcServerPort = true, testutil.FreePort(b)
+	}}})
+	conn, err := grpc.NewClient(e.c.Broker(0).GrpcAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	e.topic(b, "TBENCH", 8)
+	return &benchEnv{env: e, local: v2pb.NewMessagingServiceClient(conn)}
+}
+
+func (e *benchEnv) queues(b *testing.B, topic string) []client.Queue {
+	r, err := e.nc.Route(context.Background(), topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client.RouteQueues(r, topic, "", true)
+}
+
+// fill stores n 1 KiB messages over the 4 queues of a new topic and waits until they are dispatched.
+func (e *benchEnv) fill(b *testing.B, topic string, n int) []client.Queue {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	e.topic(b, topic, 4)
+	qs := e.queues(b, topic)
+	body := make([]byte, 1024)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				q := qs[i%len(qs)]
+				props := message.EncodeProperties(map[string]string{message.PropertyUniqKey: client.NewUniqID()})
+				if _, err := e.nc.SendMessage(context.Background(), q.Addr, &client.Send{Group: "PG_bench", Topic: topic,
+					BrokerName: q.BrokerName, QueueID: q.QueueID, Properties: props, Body: body}); err != nil {
+					b.Error(err)
 					return
 				}
 			}
 		})
-		b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "msgs/s")
-	})
-}
-
-func startBench(b *testing.B) *env {
-	b.Helper()
-	e := start(b, envOptions{})
-	e.topic(b, "TBENCH", 8)
-	return e
-}
-
-func (e *env) queues(b *testing.B) []client.Queue {
-	r, err := e.nc.Route(context.Background(), "TBENCH")
-	if err != nil {
-		b.Fatal(err)
 	}
-	return client.RouteQueues(r, "TBENCH", "", true)
+	wg.Wait()
+	for i, q := range qs { // the last message dispatched to its queue
+		want := int64(n / len(qs))
+		if i < n%len(qs) {
+			want++
+		}
+		testutil.WaitFor(b, 30*time.Second, "the messages in their queues", func() bool {
+			off, err := e.nc.QueueOffset(context.Background(), remoting.GetMaxOffset, q, 0)
+			return err == nil && off >= want
+		})
+	}
+	return qs
 }
 
-// BenchmarkConsume consumes b.N stored 1 KiB messages, one consumer each way in one run: PULL_MESSAGE over
-// remoting with the native client (32 a pull, queue by queue), and ReceiveMessage (32 a receive, the broker's
-// pop) plus one AckMessage for the batch through the gRPC endpoint. msgs/s of each.
+// BenchmarkConsume consumes b.N stored 1 KiB messages: PULL_MESSAGE over remoting with the native client (32
+// a pull, queue by queue, the offset committed with the next pull's), one consumer; and ReceiveMessage (32 a
+// receive, the broker's pop) plus one AckMessage of the batch through the gRPC endpoint, in cluster and in
+// local mode, by 4 consumers of one group side by side.
 func BenchmarkConsume(b *testing.B) {
 	e := startBench(b)
-	body := make([]byte, 1024)
-	fill := func(b *testing.B, topic string) []client.Queue {
-		b.StopTimer()
-		e.topic(b, topic, 4)
-		r, err := e.nc.Route(context.Background(), topic)
-		if err != nil {
-			b.Fatal(err)
-		}
-		qs := client.RouteQueues(r, topic, "", true)
-		for i := range b.N {
-			q := qs[i%len(qs)]
-			props := message.EncodeProperties(map[string]string{message.PropertyUniqKey: client.NewUniqID()})
-			if _, err := e.nc.SendMessage(context.Background(), q.Addr, &client.Send{Group: "PG_bench", Topic: topic,
-				BrokerName: q.BrokerName, QueueID: q.QueueID, Properties: props, Body: body}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for _, q := range qs { // the last message dispatched to its queue
-			testutil.WaitFor(b, 10*time.Second, "the messages in their queues", func() bool {
-				n, err := e.nc.QueueOffset(context.Background(), remoting.GetMaxOffset, q, 0)
-				return err == nil && n >= int64(b.N/len(qs))
-			})
-		}
-		b.StartTimer()
-		return qs
-	}
 	var round atomic.Int64
 	b.Run("remoting", func(b *testing.B) {
 		topic := "TCONS_R" + strconv.FormatInt(round.Add(1), 10)
-		qs := fill(b, topic)
-		began, got := time.Now(), 0
+		qs := e.fill(b, topic, b.N)
+		began, cpu0, got := time.Now(), cpuNow(), 0
 		for _, q := range qs {
 			for off := int64(0); ; {
 				r, err := e.nc.PullMessage(context.Background(), q.Addr, &client.Pull{Group: "G_bench", Topic: topic,
-					BrokerName: q.BrokerName, QueueID: q.QueueID, Offset: off, MaxNums: 32})
+					BrokerName: q.BrokerName, QueueID: q.QueueID, Offset: off, MaxNums: 32, Commit: off > 0, CommitOffset: off})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -131,39 +188,74 @@ func BenchmarkConsume(b *testing.B) {
 		if got != b.N {
 			b.Fatalf("pulled %d of %d", got, b.N)
 		}
-		b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "msgs/s")
+		measure(b, b.N, began, cpu0)
 	})
-	b.Run("grpc", func(b *testing.B) {
-		topic := "TCONS_G" + strconv.FormatInt(round.Add(1), 10)
-		fill(b, topic)
-		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", e.client)
-		began, got := time.Now(), 0
-		for got < b.N {
-			stream, err := e.rpc.ReceiveMessage(ctx, &v2pb.ReceiveMessageRequest{Group: res("G_bench"),
-				MessageQueue: &v2pb.MessageQueue{Topic: res(topic), Broker: &v2pb.Broker{Name: "broker-a"}}, BatchSize: 32,
-				InvisibleDuration: durationOf(time.Minute), LongPollingTimeout: durationOf(time.Second)})
-			if err != nil {
-				b.Fatal(err)
+	for _, mode := range []struct {
+		name string
+		rpc  func(e *benchEnv) v2pb.MessagingServiceClient
+	}{{"grpc-cluster", (*benchEnv).clusterRPC}, {"grpc-local", (*benchEnv).localRPC}} {
+		b.Run(mode.name, func(b *testing.B) {
+			topic := "TCONS_G" + strconv.FormatInt(round.Add(1), 10)
+			e.fill(b, topic, b.N)
+			rpc := mode.rpc(e)
+			ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", e.client))
+			defer cancel()
+			var got atomic.Int64
+			began, cpu0 := time.Now(), cpuNow()
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for ctx.Err() == nil {
+						n, err := receiveAndAck(ctx, rpc, topic)
+						if err != nil && ctx.Err() == nil {
+							b.Error(err)
+							return
+						}
+						if got.Add(int64(n)) >= int64(b.N) {
+							cancel() // the others' receives held for messages that will not come
+						}
+					}
+				})
 			}
-			ack := &v2pb.AckMessageRequest{Group: res("G_bench"), Topic: res(topic)}
-			for {
-				r, err := stream.Recv()
-				if err != nil {
-					break
-				}
-				if m := r.GetMessage(); m != nil {
-					ack.Entries = append(ack.Entries, &v2pb.AckMessageEntry{MessageId: m.SystemProperties.MessageId,
-						ReceiptHandle: m.SystemProperties.GetReceiptHandle()})
-				}
-			}
-			if len(ack.Entries) == 0 {
-				continue
-			}
-			got += len(ack.Entries)
-			if r, err := e.rpc.AckMessage(ctx, ack); err != nil || r.Status.Code != v2pb.Code_OK {
-				b.Fatalf("ack: %v %v", r, err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "msgs/s")
-	})
+			wg.Wait()
+			measure(b, b.N, began, cpu0)
+		})
+	}
 }
+
+// receiveAndAck receives up to 32 messages of topic for G_bench (waiting up to 1 s) and acks them in one
+// AckMessage; it returns how many.
+func receiveAndAck(ctx context.Context, rpc v2pb.MessagingServiceClient, topic string) (int, error) {
+	stream, err := rpc.ReceiveMessage(ctx, &v2pb.ReceiveMessageRequest{Group: res("G_bench"),
+		MessageQueue: &v2pb.MessageQueue{Topic: res(topic), Broker: &v2pb.Broker{Name: "broker-a"}}, BatchSize: 32,
+		InvisibleDuration: durationOf(time.Minute), LongPollingTimeout: durationOf(time.Second)})
+	if err != nil {
+		return 0, err
+	}
+	ack := &v2pb.AckMessageRequest{Group: res("G_bench"), Topic: res(topic)}
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		if m := r.GetMessage(); m != nil {
+			ack.Entries = append(ack.Entries, &v2pb.AckMessageEntry{MessageId: m.SystemProperties.MessageId,
+				ReceiptHandle: m.SystemProperties.GetReceiptHandle()})
+		}
+	}
+	if len(ack.Entries) == 0 {
+		return 0, nil
+	}
+	r, err := rpc.AckMessage(ctx, ack)
+	if err != nil {
+		return 0, err
+	}
+	if r.Status.Code != v2pb.Code_OK {
+		return 0, &statusErr{r.Status}
+	}
+	return len(ack.Entries), nil
+}
+
+type statusErr struct{ s *v2pb.Status }
+
+func (e *statusErr) Error() string { return e.s.String() }

@@ -70,20 +70,21 @@ func toOutgoing(m *v2pb.Message, maxBody int) (*outgoing, error) {
 	if maxBody > 0 && len(o.body) > maxBody {
 		return nil, fail(v2pb.Code_MESSAGE_BODY_TOO_LARGE, "message %s: body of %d bytes, more than the %d allowed", o.id, len(o.body), maxBody)
 	}
-	props := make(map[string]string, len(m.GetUserProperties())+6)
+	var props propsBuilder
+	props.Grow(len(o.id) + 64)
 	for k, v := range m.GetUserProperties() {
 		if systemKeys[k] {
 			return nil, fail(v2pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "message %s: user property %s is a system property", o.id, k)
 		}
-		props[k] = v
+		props.set(k, v)
 	}
-	props[message.PropertyUniqKey] = o.id
+	props.set(message.PropertyUniqKey, o.id)
 	if sp.Tag != nil {
 		tag := sp.GetTag()
 		if tag == "" || strings.ContainsAny(tag, "|\x00") || strings.TrimSpace(tag) != tag {
 			return nil, fail(v2pb.Code_ILLEGAL_MESSAGE_TAG, "message %s: tag %q is empty or holds '|' or blanks", o.id, tag)
 		}
-		props[message.PropertyTags] = tag
+		props.set(message.PropertyTags, tag)
 	}
 	if keys := sp.GetKeys(); len(keys) > 0 {
 		for _, k := range keys {
@@ -91,13 +92,13 @@ func toOutgoing(m *v2pb.Message, maxBody int) (*outgoing, error) {
 				return nil, fail(v2pb.Code_ILLEGAL_MESSAGE_KEY, "message %s: a key is blank", o.id)
 			}
 		}
-		props[message.PropertyKeys] = strings.Join(keys, " ")
+		props.set(message.PropertyKeys, strings.Join(keys, " "))
 	}
 	if h := sp.GetBornHost(); h != "" {
-		props[propBornHost] = h
+		props.set(propBornHost, h)
 	}
 	if tc := sp.GetTraceContext(); tc != "" {
-		props[propTraceCtx] = tc
+		props.set(propTraceCtx, tc)
 	}
 	o.born = time.Now()
 	if bt := sp.GetBornTimestamp(); bt != nil {
@@ -107,85 +108,124 @@ func toOutgoing(m *v2pb.Message, maxBody int) (*outgoing, error) {
 		if o.group = sp.GetMessageGroup(); o.group == "" {
 			return nil, fail(v2pb.Code_ILLEGAL_MESSAGE_GROUP, "message %s: message_group is empty", o.id)
 		}
-		props[message.PropertyShardingKey] = o.group
+		props.set(message.PropertyShardingKey, o.group)
 	}
 	if dt := sp.GetDeliveryTimestamp(); dt != nil {
 		if o.group != "" {
 			return nil, fail(v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "message %s: a FIFO message cannot have a delivery time", o.id)
 		}
-		props[message.PropertyTimerDeliverMs] = strconv.FormatInt(dt.AsTime().UnixMilli(), 10)
+		props.set(message.PropertyTimerDeliverMs, strconv.FormatInt(dt.AsTime().UnixMilli(), 10))
 	}
 	if o.typ == v2pb.MessageType_TRANSACTION {
 		if o.group != "" || sp.GetDeliveryTimestamp() != nil {
 			return nil, fail(v2pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "message %s: a transactional message cannot have a group or a delivery time", o.id)
 		}
-		props[message.PropertyTransactionPrepared] = "true"
-		props[message.PropertyProducerGroup] = txGroup(o.topic)
+		props.set(message.PropertyTransactionPrepared, "true")
+		props.set(message.PropertyProducerGroup, txGroup(o.topic))
 		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil && d.AsDuration() >= time.Second {
-			props[message.PropertyCheckImmunityTimeInSeconds] = strconv.FormatInt(int64(d.AsDuration()/time.Second), 10)
+			props.set(message.PropertyCheckImmunityTimeInSeconds, strconv.FormatInt(int64(d.AsDuration()/time.Second), 10))
 		}
 		o.sysFlag = message.SysFlagTransactionPrepared
 	}
-	o.properties = message.EncodeProperties(props)
+	o.properties = props.String()
 	return o, nil
+}
+
+// propsBuilder encodes properties as message.EncodeProperties does, in the order set (no map, no sort).
+type propsBuilder struct{ strings.Builder }
+
+func (p *propsBuilder) set(k, v string) {
+	p.WriteString(k)
+	p.WriteByte(message.NameValueSeparator)
+	p.WriteString(v)
+	p.WriteByte(message.PropertySeparator)
 }
 
 // fromMessageExt is a stored message as v2 hands it to a consumer (or to a producer's transaction check):
 // the user properties apart from the ones the broker reads, the system properties from those, an MD5 body
 // digest (the clients' CRC32 texts differ between languages; MD5 is hex everywhere).
 func fromMessageExt(m *message.MessageExt, topic string) *v2pb.Message {
-	props := message.ParseProperties(m.Properties)
-	user := make(map[string]string, len(props))
-	for k, v := range props {
-		if !systemKeys[k] && !isInternal(k) {
-			user[k] = v
-		}
-	}
-	id := props[message.PropertyUniqKey]
-	if id == "" {
-		id = message.CreateOffsetMsgID(m.StoreHost, m.PhysicalOffset)
-	}
-	sum := md5.Sum(m.Body)
 	sp := &v2pb.SystemProperties{
-		MessageId:      id,
-		BodyDigest:     &v2pb.Digest{Type: v2pb.DigestType_MD5, Checksum: strings.ToUpper(hex.EncodeToString(sum[:]))},
 		BodyEncoding:   v2pb.Encoding_IDENTITY,
 		MessageType:    v2pb.MessageType_NORMAL,
 		BornTimestamp:  timestamppb.New(time.UnixMilli(m.BornTimestamp)),
-		BornHost:       hostOf(props[propBornHost], m.BornHost),
 		StoreTimestamp: timestamppb.New(time.UnixMilli(m.StoreTimestamp)),
 		StoreHost:      m.StoreHost.String(),
 		QueueId:        m.QueueID,
 		QueueOffset:    &m.QueueOffset,
 	}
-	attempt := m.ReconsumeTimes + 1
-	sp.DeliveryAttempt = &attempt
-	if v, ok := props[message.PropertyTags]; ok && v != "" {
-		sp.Tag = &v
+	// One pass over the stored properties (no map of them): the system ones into sp, the others the user's.
+	var user map[string]string
+	var bornHost string
+	var delay, tx bool
+	for props := m.Properties; len(props) > 0; {
+		item := props
+		if i := strings.IndexByte(props, message.PropertySeparator); i >= 0 {
+			item, props = props[:i], props[i+1:]
+		} else {
+			props = ""
+		}
+		k, v, ok := strings.Cut(item, string(message.NameValueSeparator))
+		if !ok || k == "" || strings.IndexByte(v, message.NameValueSeparator) >= 0 {
+			continue // as message.ParseProperties
+		}
+		switch k {
+		case message.PropertyUniqKey:
+			sp.MessageId = v
+		case message.PropertyTags:
+			if v != "" {
+				sp.Tag = &v
+			}
+		case message.PropertyKeys:
+			sp.Keys = strings.Fields(v)
+		case message.PropertyShardingKey:
+			if v != "" {
+				sp.MessageGroup = &v
+			}
+		case message.PropertyTimerDeliverMs:
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && v != "" {
+				sp.DeliveryTimestamp = timestamppb.New(time.UnixMilli(ms))
+				delay = true
+			}
+		case message.PropertyTransactionPrepared:
+			tx = v == "true"
+		case message.PropertyCheckImmunityTimeInSeconds:
+			if n, err := strconv.Atoi(v); err == nil {
+				sp.OrphanedTransactionRecoveryDuration = durationpb.New(time.Duration(n) * time.Second)
+			}
+		case propTraceCtx:
+			if v != "" {
+				sp.TraceContext = &v
+			}
+		case propBornHost:
+			bornHost = v
+		default:
+			if !systemKeys[k] && !isInternal(k) {
+				if user == nil {
+					user = make(map[string]string, 4)
+				}
+				user[k] = v
+			}
+		}
 	}
-	if v := props[message.PropertyKeys]; v != "" {
-		sp.Keys = strings.Fields(v)
+	if sp.MessageId == "" {
+		sp.MessageId = message.CreateOffsetMsgID(m.StoreHost, m.PhysicalOffset)
 	}
-	if v := props[message.PropertyShardingKey]; v != "" {
-		sp.MessageGroup = &v
+	switch {
+	case tx:
+		sp.MessageType = v2pb.MessageType_TRANSACTION
+	case delay:
+		sp.MessageType = v2pb.MessageType_DELAY
+	case sp.MessageGroup != nil:
 		sp.MessageType = v2pb.MessageType_FIFO
 	}
-	if v := props[message.PropertyTimerDeliverMs]; v != "" {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
-			sp.DeliveryTimestamp = timestamppb.New(time.UnixMilli(ms))
-			sp.MessageType = v2pb.MessageType_DELAY
-		}
-	}
-	if props[message.PropertyTransactionPrepared] == "true" {
-		sp.MessageType = v2pb.MessageType_TRANSACTION
-	}
-	if v := props[message.PropertyCheckImmunityTimeInSeconds]; v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
-			sp.OrphanedTransactionRecoveryDuration = durationpb.New(time.Duration(n) * time.Second)
-		}
-	}
-	if v := props[propTraceCtx]; v != "" {
-		sp.TraceContext = &v
+	sp.BornHost = hostOf(bornHost, m.BornHost)
+	sum := md5.Sum(m.Body)
+	sp.BodyDigest = &v2pb.Digest{Type: v2pb.DigestType_MD5, Checksum: strings.ToUpper(hex.EncodeToString(sum[:]))}
+	attempt := m.ReconsumeTimes + 1
+	sp.DeliveryAttempt = &attempt
+	if user == nil {
+		user = map[string]string{}
 	}
 	return &v2pb.Message{Topic: &v2pb.Resource{Name: topic}, UserProperties: user, SystemProperties: sp, Body: m.Body}
 }

@@ -2,8 +2,12 @@
 // (proxy/v2pb) on grpcServerPort (8081), served in front of the brokers through the one native client
 // (package client, remoting to the brokers). The same Server runs in two modes, as RocketMQ 5's proxy does:
 //
-//   - local mode (Options.BrokerName set): inside a broker process (enableGrpcServer=true); only that broker
-//     group's queues are offered;
+//   - local mode (Options.BrokerName set): inside a broker process (enableProxy=true); only that broker
+//     group's queues are offered. While that broker is its group's master, the data path (sends, pops,
+//     acks, changes of invisible time, offsets) calls it in process through Options.Local (local.go), as
+//     RocketMQ 5's local mode calls the broker's processors: no connection, no request header, no copy of
+//     a message body. Routes, transactions, recalls and the rest, and everything while the broker is not
+//     the master (a Raft follower), go over remoting as in cluster mode.
 //   - cluster mode: the mqproxy binary in front of every broker group the name servers route.
 //
 // # The calls (one file each)
@@ -16,7 +20,8 @@
 //	clients.go  Heartbeat, NotifyClientTermination, Telemetry (settings both ways; thread stack, verify message
 //	            and orphaned-transaction commands out, their answers in)
 //	receive.go  ReceiveMessage (the broker's pop consumption through the popper interface, long polling,
-//	            ordered for groups with consumeMessageOrderly), AckMessage, ChangeInvisibleDuration,
+//	            ordered for groups with consumeMessageOrderly), AckMessage (one BATCH_ACK_MESSAGE per
+//	            broker, a result per entry), ChangeInvisibleDuration,
 //	            ForwardMessageToDeadLetterQueue, RecallMessage (RECALL_MESSAGE to the handle's broker)
 //	renew.go    auto_renew receives (push consumers): the proxy renews the handles until the client answers
 //	consumers.go  the v5 consumers registered at their brokers under their own client ids (HEART_BEAT as
@@ -24,6 +29,7 @@
 //	pull.go     PullMessage, UpdateOffset, GetOffset, QueryOffset
 //	auth.go     the ACL (v5 signatures checked by an Authorizer, acl.Validator's CheckV2)
 //	convert.go  v2 messages to the stored properties and back
+//	local.go    Local (the broker of local mode, in process) and brokers, which picks it or remoting
 //
 // # Transactions
 //

@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,15 +13,21 @@ import (
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/proxy/v2pb"
 )
 
 // TestLocalModeInTheBroker: with enableProxy a broker serves the gRPC endpoint on grpcServerPort itself,
-// offering only its own group's queues; a message sent there is received and acked there.
+// offering only its own group's queues; a message sent there is received and acked there, in process: the
+// broker's remoting server sees none of the sends, pops, acks and offset calls (rocketmq_rpc_latency counts
+// every request it answers).
 func TestLocalModeInTheBroker(t *testing.T) {
+	metricsPorts := make([]int, 2)
 	c := cluster.Start(t, cluster.Options{Brokers: 2, Configure: func(i int, cfg *broker.Config) {
 		cfg.Grpc.EnableProxy, cfg.Grpc.GrpcServerPort = true, testutil.FreePort(t)
+		metricsPorts[i] = cluster.FreePort(t)
+		cfg.MetricsPort = metricsPorts[i]
 	}})
 	nc := client.New(client.Config{Namesrvs: c.NamesrvAddrs()})
 	defer nc.Close()
@@ -72,5 +80,28 @@ func TestLocalModeInTheBroker(t *testing.T) {
 	}
 	if st := e.ack(t, "G_local", "TLOCAL", got[0]); st.Code != v2pb.Code_OK {
 		t.Fatalf("ack: %v", st)
+	}
+	if st := e.ack(t, "G_local", "TLOCAL", got[0]); st.Code != v2pb.Code_INVALID_RECEIPT_HANDLE {
+		t.Fatalf("second ack of one handle: %v", st)
+	}
+	mq := &v2pb.MessageQueue{Topic: res("TLOCAL"), Id: got[0].SystemProperties.QueueId, Broker: &v2pb.Broker{Name: "broker-b"}}
+	if r, err := e.rpc.UpdateOffset(e.ctx(t), &v2pb.UpdateOffsetRequest{Group: res("G_local_pull"), MessageQueue: mq, Offset: 1}); err != nil || r.Status.Code != v2pb.Code_OK {
+		t.Fatalf("update offset: %v %v", r, err)
+	}
+	if r, err := e.rpc.GetOffset(e.ctx(t), &v2pb.GetOffsetRequest{Group: res("G_local_pull"), MessageQueue: mq}); err != nil || r.Status.Code != v2pb.Code_OK || r.Offset != 1 {
+		t.Fatalf("get offset: %v %v", r, err)
+	}
+	if r, err := e.rpc.QueryOffset(e.ctx(t), &v2pb.QueryOffsetRequest{MessageQueue: mq, QueryOffsetPolicy: v2pb.QueryOffsetPolicy_END}); err != nil || r.Status.Code != v2pb.Code_OK || r.Offset != 1 {
+		t.Fatalf("query offset (end): %v %v", r, err)
+	}
+	f, err := metrics.Scrape(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPorts[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{"send_message_v2", "pop_message", "batch_ack_message", "ack_message",
+		"update_consumer_offset", "query_consumer_offset", "get_max_offset"} {
+		if n := f.Sum("rocketmq_rpc_latency_milliseconds", "request_code", code); n != 0 {
+			t.Errorf("broker-b answered %v %s requests over remoting: local mode goes in process", n, code)
+		}
 	}
 }

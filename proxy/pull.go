@@ -127,7 +127,7 @@ func (s *Server) UpdateOffset(ctx context.Context, req *v2pb.UpdateOffsetRequest
 	}
 	q, err := s.queueOf(ctx, req.GetMessageQueue(), true)
 	if err == nil {
-		err = s.c.UpdateConsumerOffset(ctx, group, q, req.GetOffset())
+		err = s.pop.UpdateConsumerOffset(ctx, group, q, req.GetOffset())
 	}
 	if err != nil {
 		return &v2pb.UpdateOffsetResponse{Status: toStatus(err)}, nil
@@ -145,7 +145,7 @@ func (s *Server) GetOffset(ctx context.Context, req *v2pb.GetOffsetRequest) (*v2
 	if err != nil {
 		return &v2pb.GetOffsetResponse{Status: toStatus(err)}, nil
 	}
-	off, found, err := s.c.QueryConsumerOffset(ctx, group, q)
+	off, found, err := s.pop.QueryConsumerOffset(ctx, group, q)
 	switch {
 	case err != nil:
 		return &v2pb.GetOffsetResponse{Status: toStatus(err)}, nil
@@ -172,7 +172,7 @@ func (s *Server) QueryOffset(ctx context.Context, req *v2pb.QueryOffsetRequest) 
 		}
 		code, ts = remoting.SearchOffsetByTimestamp, req.GetTimestamp().AsTime().UnixMilli()
 	}
-	off, err := s.c.QueueOffset(ctx, code, q, ts)
+	off, err := s.pop.QueueOffset(ctx, code, q, ts)
 	if err != nil {
 		return &v2pb.QueryOffsetResponse{Status: toStatus(err)}, nil
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,19 +17,20 @@ import (
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// popper is what receiving and acking need of the native client: the broker's pop consumption
-// (*client.Client is one).
+// popper is what receiving, acking and renewing need of a broker: its pop consumption (brokers is one, over
+// remoting or in process).
 type popper interface {
 	// PopMessage pops up to p.MaxNums messages of p.Group at the broker at addr, holding the call up to
 	// p.Poll when none is there; the messages stay hidden from other pops for p.Invisible.
 	PopMessage(ctx context.Context, addr string, p *client.Pop) (*client.PopResult, error)
 	// AckMessage acks the message of handle; NO_MESSAGE when it is no longer in flight under handle.
 	AckMessage(ctx context.Context, addr, group, topic, handle string) error
+	// BatchAckInfos acks the messages of handles in one request and answers one error per handle
+	// (NO_MESSAGE for one no longer in flight); the error alone is the request's.
+	BatchAckInfos(ctx context.Context, addr, group, topic string, handles []protocol.ExtraInfo) ([]error, error)
 	// ChangeInvisibleTime hides the message of handle for invisible from now and returns its new handle.
 	ChangeInvisibleTime(ctx context.Context, addr, group, topic, handle string, invisible time.Duration) (string, error)
 }
-
-var _ popper = (*client.Client)(nil)
 
 // The bounds of a receive, as RocketMQ 5's proxy has them (its minimum invisible time is 10 s; 1 s here,
 // so that redelivery can be shown in tests without long waits).
@@ -46,18 +48,17 @@ func receiptHandle(extra string, commitLogOffset int64) string {
 	return extra + " " + strconv.FormatInt(commitLogOffset, 10)
 }
 
-// parseHandle splits a receipt handle into the broker's part, its ExtraInfo and the CommitLog offset (-1
-// when a client hands back a bare broker handle).
+// parseHandle splits a receipt handle into the broker's part (a substring of h), its ExtraInfo and the
+// CommitLog offset (-1 when a client hands back a bare broker handle). It reads h once.
 func parseHandle(h string) (extra string, info protocol.ExtraInfo, commitLogOffset int64, err error) {
-	f := strings.Split(h, " ")
-	commitLogOffset = -1
-	if len(f) == 9 {
-		if commitLogOffset, err = strconv.ParseInt(f[8], 10, 64); err != nil {
+	extra, commitLogOffset = h, -1
+	if strings.Count(h, " ") == 8 {
+		i := strings.LastIndexByte(h, ' ')
+		if commitLogOffset, err = strconv.ParseInt(h[i+1:], 10, 64); err != nil {
 			return "", info, 0, fail(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle %q: the CommitLog offset is not a number", h)
 		}
-		f = f[:8]
+		extra = h[:i]
 	}
-	extra = strings.Join(f, " ")
 	if info, err = protocol.ParseExtraInfo(extra); err != nil {
 		return "", info, 0, fail(v2pb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
 	}
@@ -166,6 +167,9 @@ func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.Mes
 	if err != nil {
 		return answer(toStatus(err))
 	}
+	if res.Release != nil {
+		defer res.Release() // each message is encoded by its stream.Send, which returns before this
+	}
 	switch res.Status {
 	case client.PopFound:
 	case client.PopPollingFull:
@@ -176,6 +180,7 @@ func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.Mes
 	if err := answer(ok()); err != nil {
 		return err
 	}
+	invisibleDuration := durationpb.New(invisible) // read by each Send's encoding only: shared
 	for _, pm := range res.Msgs {
 		m := fromMessageExt(pm.MessageExt, topic)
 		sp := m.SystemProperties
@@ -185,18 +190,14 @@ func (s *Server) ReceiveMessage(req *v2pb.ReceiveMessageRequest, stream v2pb.Mes
 			s.renew.add(h, &renewal{client: clientID(ctx), group: group, topic: topic, addr: addr, current: pm.ReceiptHandle,
 				phy: pm.PhysicalOffset})
 		}
-		sp.InvisibleDuration = durationpb.New(invisible)
-		attempt := pm.Attempt
-		sp.DeliveryAttempt = &attempt
+		sp.InvisibleDuration = invisibleDuration
+		*sp.DeliveryAttempt = pm.Attempt
 		if err := stream.Send(&v2pb.ReceiveMessageResponse{Content: &v2pb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// ackParallel is how many entries of one AckMessage are acked at once.
-const ackParallel = 16
 
 // currentHandle parses a client's receipt handle; for a message the proxy renews (auto_renew) it stops the
 // renewal and returns the broker's handle now in force.
@@ -225,8 +226,8 @@ func (s *Server) ackAddr(ctx context.Context, topic string, info protocol.ExtraI
 	return addr, nil
 }
 
-// AckMessage acks each entry's message (ACK_MESSAGE to the broker its receipt handle names); a handle no
-// longer in flight is INVALID_RECEIPT_HANDLE.
+// AckMessage acks the entries' messages: one BATCH_ACK_MESSAGE per broker the receipt handles name (one
+// record per pop there), with one answer per entry; a handle no longer in flight is INVALID_RECEIPT_HANDLE.
 func (s *Server) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*v2pb.AckMessageResponse, error) {
 	group, topic := req.GetGroup().GetName(), req.GetTopic().GetName()
 	if err := checkGroup(group); err != nil {
@@ -235,50 +236,73 @@ func (s *Server) AckMessage(ctx context.Context, req *v2pb.AckMessageRequest) (*
 	if err := checkTopic(topic); err != nil {
 		return &v2pb.AckMessageResponse{Status: toStatus(err)}, nil
 	}
-	resp := &v2pb.AckMessageResponse{Status: ok()}
-	// The entries are acked side by side (ackParallel at a time), each with its own answer, as RocketMQ 5's
-	// proxy acks them: one after the other, a batch of 32 took 32 round trips to the broker.
 	entries := req.GetEntries()
-	statuses := make([]*v2pb.Status, len(entries))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, ackParallel)
-	for i, e := range entries {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			statuses[i] = s.ackOne(ctx, group, topic, e.GetReceiptHandle())
-		}()
+	if len(entries) == 0 {
+		return &v2pb.AckMessageResponse{Status: st(v2pb.Code_BAD_REQUEST, "no entry to ack")}, nil
 	}
-	wg.Wait()
+	statuses := make([]*v2pb.Status, len(entries))
+	type brokerAcks struct {
+		addr    string
+		handles []protocol.ExtraInfo
+		entries []int
+	}
+	var byBroker []*brokerAcks
+	for i, e := range entries {
+		_, info, _, err := s.currentHandle(e.GetReceiptHandle())
+		var addr string
+		if err == nil {
+			addr, err = s.ackAddr(ctx, topic, info)
+		}
+		if err != nil {
+			statuses[i] = toStatus(err)
+			continue
+		}
+		j := slices.IndexFunc(byBroker, func(b *brokerAcks) bool { return b.addr == addr })
+		if j < 0 {
+			j = len(byBroker)
+			byBroker = append(byBroker, &brokerAcks{addr: addr})
+		}
+		byBroker[j].handles = append(byBroker[j].handles, info)
+		byBroker[j].entries = append(byBroker[j].entries, i)
+	}
+	ack := func(b *brokerAcks) {
+		errs, err := s.pop.BatchAckInfos(ctx, b.addr, group, topic, b.handles)
+		for k, i := range b.entries {
+			e := err
+			if e == nil {
+				e = errs[k]
+			}
+			statuses[i] = ackStatus(e)
+		}
+	}
+	if len(byBroker) == 1 {
+		ack(byBroker[0])
+	} else { // one request per broker, side by side
+		var wg sync.WaitGroup
+		for _, b := range byBroker {
+			wg.Go(func() { ack(b) })
+		}
+		wg.Wait()
+	}
+	resp := &v2pb.AckMessageResponse{Status: ok(), Entries: make([]*v2pb.AckMessageResultEntry, len(entries))}
 	for i, e := range entries {
 		if statuses[i].Code != v2pb.Code_OK {
 			resp.Status = statuses[i]
 		}
-		resp.Entries = append(resp.Entries, &v2pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: statuses[i]})
-	}
-	if len(req.GetEntries()) == 0 {
-		resp.Status = st(v2pb.Code_BAD_REQUEST, "no entry to ack")
+		resp.Entries[i] = &v2pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: statuses[i]}
 	}
 	return resp, nil
 }
 
-func (s *Server) ackOne(ctx context.Context, group, topic, handle string) *v2pb.Status {
-	extra, info, _, err := s.currentHandle(handle)
-	if err != nil {
-		return toStatus(err)
-	}
-	addr, err := s.ackAddr(ctx, topic, info)
-	if err == nil {
-		err = s.pop.AckMessage(ctx, addr, group, topic, extra)
-	}
-	if client.HasCode(err, remoting.NoMessage) {
+// ackStatus is an ack's answer: INVALID_RECEIPT_HANDLE for a message no longer in flight under the handle.
+func ackStatus(err error) *v2pb.Status {
+	switch {
+	case err == nil:
+		return ok()
+	case client.HasCode(err, remoting.NoMessage):
 		return st(v2pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle expired or already used: %v", err)
 	}
-	if err != nil {
-		return toStatus(err)
-	}
-	return ok()
+	return toStatus(err)
 }
 
 // ChangeInvisibleDuration hides a received message for invisible_duration from now and answers its new

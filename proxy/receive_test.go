@@ -3,10 +3,15 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/broker"
+	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/proxy"
 	"github.com/rocketraft/rocketraft/proxy/v2pb"
@@ -272,5 +277,66 @@ func TestNackRedeliversAtOnce(t *testing.T) {
 	again := e.receiveAll(t, "G_nack", "TN", 1, time.Minute)
 	if again[0].SystemProperties.MessageId != id || again[0].SystemProperties.GetDeliveryAttempt() != 2 {
 		t.Fatalf("after the nack: %v", again[0])
+	}
+}
+
+// TestAckMessageInOneRequest: one AckMessage of a pop's messages is one BATCH_ACK_MESSAGE to their broker,
+// which writes at most one ack record for the pop (rocketmq_pop_revive_in_message_total counts the records
+// put, at the put), and answers per entry: OK, INVALID_RECEIPT_HANDLE for a message acked already and for a
+// handle that does not parse.
+func TestAckMessageInOneRequest(t *testing.T) {
+	var metricsPort int
+	e := start(t, envOptions{cluster: cluster.Options{Configure: func(_ int, cfg *broker.Config) {
+		metricsPort = cluster.FreePort(t)
+		cfg.MetricsPort = metricsPort
+	}}})
+	e.topic(t, "TACK", 1)
+	const n = 8
+	for range n {
+		e.send(t, msg("TACK", "batch"))
+	}
+	e.waitPull(t, "TACK", "broker-a", 0, n)
+	st, got := e.receive(t, "G_ack", "TACK", 32, time.Minute, 2*time.Second)
+	if st.Code != v2pb.Code_OK || len(got) != n {
+		t.Fatalf("one receive of the %d messages of one queue: %v, %d messages", n, st, len(got))
+	}
+	acks := func() float64 {
+		f, err := metrics.Scrape(context.Background(), net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Sum("rocketmq_pop_revive_in_message_total", "revive_message_type", "ACK")
+	}
+	before := acks()
+	if s := e.ack(t, "G_ack", "TACK", got[0]); s.Code != v2pb.Code_OK {
+		t.Fatalf("ack of the first: %v", s)
+	}
+	req := &v2pb.AckMessageRequest{Group: res("G_ack"), Topic: res("TACK")}
+	for _, m := range got {
+		req.Entries = append(req.Entries, &v2pb.AckMessageEntry{MessageId: m.SystemProperties.MessageId,
+			ReceiptHandle: m.SystemProperties.GetReceiptHandle()})
+	}
+	req.Entries = append(req.Entries, &v2pb.AckMessageEntry{MessageId: "x", ReceiptHandle: "not a handle"})
+	r, err := e.rpc.AckMessage(e.ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Entries) != n+1 || r.Status.Code == v2pb.Code_OK {
+		t.Fatalf("answer: %v", r)
+	}
+	for i, en := range r.Entries {
+		want := v2pb.Code_OK
+		if i == 0 || i == n {
+			want = v2pb.Code_INVALID_RECEIPT_HANDLE
+		}
+		if en.Status.Code != want || en.MessageId != req.Entries[i].MessageId {
+			t.Errorf("entry %d: %v, want %s", i, en, want)
+		}
+	}
+	if d := acks() - before; d > 2 {
+		t.Errorf("%v ack records for one ack and one AckMessage of one pop's messages, want at most 2", d)
+	}
+	if st, msgs := e.receive(t, "G_ack", "TACK", 32, time.Second, 0); st.Code != v2pb.Code_MESSAGE_NOT_FOUND || len(msgs) != 0 {
+		t.Errorf("after the acks: %v %v", st, msgs)
 	}
 }

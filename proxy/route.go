@@ -23,6 +23,9 @@ type route struct {
 	data    *protocol.TopicRouteData
 	fetched time.Time
 	next    atomic.Uint64 // round robin over the write queues
+	// writes are the write queues of the route's topic, made once (a send picks one of them).
+	writes     []client.Queue
+	writesOnce sync.Once
 }
 
 // routeCache keeps the routes the name servers gave for RouteTTL.
@@ -146,7 +149,8 @@ func (r *route) brokerOf(addr string) string {
 
 // writeQueues lists the queues a send may go to, ordered by broker name and queue id.
 func (r *route) writeQueues(topic string) []client.Queue {
-	return client.RouteQueues(r.data, topic, "", true)
+	r.writesOnce.Do(func() { r.writes = client.RouteQueues(r.data, topic, "", true) })
+	return r.writes
 }
 
 // pick chooses the queue of a send: a message group's queue by the Java hash of the group over the write

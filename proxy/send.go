@@ -56,7 +56,7 @@ func (s *Server) sendOne(ctx context.Context, r *route, o *outgoing) *v2pb.SendR
 	if !found {
 		return &v2pb.SendResultEntry{Status: st(v2pb.Code_FORBIDDEN, "topic %s has no writable queue", o.topic), MessageId: o.id}
 	}
-	res, err := s.c.SendMessage(ctx, q.Addr, &client.Send{Group: txGroup(o.topic), Topic: o.topic, BrokerName: q.BrokerName,
+	res, err := s.pop.SendMessage(ctx, q.Addr, &client.Send{Group: txGroup(o.topic), Topic: o.topic, BrokerName: q.BrokerName,
 		QueueID: q.QueueID, Born: o.born, Properties: o.properties, Body: o.body, SysFlag: o.sysFlag})
 	if err != nil {
 		var re *client.ResponseError

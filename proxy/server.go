@@ -36,6 +36,9 @@ type Options struct {
 	TLS *tls.Config
 	// Auth, when set, checks every call's signature and permissions (ACL); nil lets every call through.
 	Auth Authorizer
+	// Local, in local mode, is the broker the Server runs in: the data path (sends, pops, acks, offsets)
+	// calls it in process while it is its group's master (local.go). Nil: over remoting, as cluster mode.
+	Local Local
 	// RouteTTL bounds how long a topic's route is reused before the name servers are asked again (default 3s).
 	RouteTTL time.Duration
 	// MaxLongPolling bounds how long a receive waits for messages, and is the long polling time handed to
@@ -61,7 +64,7 @@ type Server struct {
 	routes  *routeCache
 	clients *registry
 	hb      *heartbeater
-	pop     popper
+	pop     *brokers // the data path to the brokers (local.go)
 	groups  *groupCache
 	renew   *renewer
 
@@ -99,7 +102,10 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, c: opts.Client, log: log.With("service", "grpc-proxy")}
 	s.routes = newRouteCache(opts.Client, opts.BrokerName, opts.RouteTTL)
 	s.clients = newRegistry()
-	s.pop = opts.Client
+	s.pop = &brokers{c: opts.Client, name: opts.BrokerName}
+	if opts.BrokerName != "" {
+		s.pop.local = opts.Local
+	}
 	s.groups = &groupCache{c: opts.Client, ttl: opts.RouteTTL, m: map[string]groupEntry{}}
 	s.renew = newRenewer(s.pop, opts.AutoRenewInvisible, s.log)
 	s.hb = newHeartbeater(s.c, s.routes, s.clients, opts.HeartbeatInterval, s.log)

@@ -11,6 +11,17 @@
 #   ours  Raft group of three, ASYNC_FLUSH   acked on a quorum (in memory) <-> NATS R3, default (fsync every 2 min)
 #                                            (only when this build has the Raft mode, issue 6)
 #
+# and RocketMQ 5's gRPC path against the 4.x path (issue 38), one ASYNC_FLUSH broker each:
+#
+#   grpc-send          the same producer workload through the broker's own gRPC endpoint (enableProxy: local
+#                      mode, in process) with RocketMQ 5's protocol (mqbench --client grpc)     <-> async
+#   grpc-send-cluster  the same through mqproxy in front of the broker (cluster mode; its CPU counts with the
+#                      broker's)                                                               <-> async
+#   pull               CONSUME_MESSAGES stored messages consumed with PULL_MESSAGE (32 a pull, the offset
+#                      committed with the next), CONSUMERS goroutines (the native consumer)
+#   pop                the same consumed through the broker's gRPC endpoint by CONSUMERS SimpleConsumers of one
+#                      group (ReceiveMessage of 32, one AckMessage of them: the broker's pop)   <-> pull
+#
 # The Raft rows are also set against our single broker of the same flush mode (the issue 12 goals), and the
 # nodes' rocketmq_raft_* series are scraped before and after the measured run: messages per Raft entry,
 # fsyncs per message (all three nodes), entries per follower append, and the mean of each stage of a send
@@ -23,7 +34,9 @@
 # runs one server, or three clustered on 127.0.0.1, with file storage; its publisher goes through the same
 # driver and statistics as mqbench (internal/bench). Settings: DURATION (60s), THREADS (16), SIZE (1024),
 # QUEUES (8), DISK_SIZE (bytes of the disk's write test, 1 GiB), ROWS (which rows, default
-# "async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always"; they run in that order),
+# "async grpc-send grpc-send-cluster sync ms raft raft-async pull pop nats-r1 nats-r1-always nats-r3
+# nats-r3-always"; they run in that order), CONSUME_MESSAGES (100000: the backlog of the pull and pop rows,
+# sent before their measured run), CONSUMERS (4),
 # KEEP=1 (keep the temp folder and logs), PROFILE=1 (a CPU profile of every broker of our rows, its top
 # printed at the end; kept in the temp folder with KEEP=1), RAFT_ARGS (more --key=value for the Raft nodes),
 # BROKER_ARGS (more --key=value for the brokers of the async and sync rows), NODE_PROCS (GOMAXPROCS of each
@@ -46,7 +59,9 @@ THREADS="${THREADS:-16}"
 SIZE="${SIZE:-1024}"
 QUEUES="${QUEUES:-8}"
 DISK_SIZE="${DISK_SIZE:-1073741824}"
-ROWS="${ROWS:-async sync ms raft raft-async nats-r1 nats-r1-always nats-r3 nats-r3-always}"
+ROWS="${ROWS:-async grpc-send grpc-send-cluster sync ms raft raft-async pull pop nats-r1 nats-r1-always nats-r3 nats-r3-always}"
+CONSUME_MESSAGES="${CONSUME_MESSAGES:-100000}"
+CONSUMERS="${CONSUMERS:-4}"
 PROFILE="${PROFILE:-}"
 HOP="${HOP:-}"
 read -r -a RAFT_EXTRA <<<"${RAFT_ARGS:-}"
@@ -69,7 +84,7 @@ node_procs() {
 }
 
 # Results by row key: messages/s, p99 ms, failures; Raft rows: what their metrics say (RAFT_LINE).
-declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU HOP_LINE CLIENT_CPU BUSY
+declare -A TPS P99 FAIL RAFT_LINE WROTE DEV CPU HOP_LINE CLIENT_CPU BUSY CONSUMED
 # profile_args NAME: the --cpuprofile flag of broker NAME ($work/prof-NAME.pprof) when PROFILE is set.
 profile_args() {
   if [[ -n "$PROFILE" ]]; then echo "--cpuprofile=$work/prof-$1.pprof"; fi
@@ -255,8 +270,9 @@ ours() {
   local w
   for w in $(seq 1 10); do
     echo "== $1: warm-up $w" >&2
+    # shellcheck disable=SC2086
     s="$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration 2s \
-      --queues "$QUEUES" --json || true)"
+      --queues "$QUEUES" ${CLIENT_ARGS:-} --json || true)"
     [[ -n "$s" && "$(num "$s" failed)" == 0 && "$(num "$s" rejected)" == 0 ]] && break
   done
   # shellcheck disable=SC2086
@@ -275,8 +291,9 @@ ours() {
   local stat0
   stat0="$(head -n1 /proc/stat)"
   # The producer's own CPU time: bash's times, in the command substitution's shell, after it ended.
+  # shellcheck disable=SC2086
   record "$1" "$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
-    --queues "$QUEUES" --json || true; times >"$work/times-$1")"
+    --queues "$QUEUES" ${CLIENT_ARGS:-} --json || true; times >"$work/times-$1")"
   BUSY[$1]="$(machine_busy "$stat0" "$(head -n1 /proc/stat)")"
   if [[ -n "${TPS[$1]:-}" ]]; then
     CLIENT_CPU[$1]="$(awk -v t="${TPS[$1]}" -v d="${DURATION%s}" 'NR == 2 {
@@ -302,6 +319,91 @@ ours() {
       'BEGIN { if (t * d > 0) printf "%.0f", c / hz * 1e6 / (t * d); else printf "-" }')"
   fi
   if [[ -n "${METRICS_PORTS:-}" ]]; then raft_summary "$1" "$before" "$(raft_scrape $METRICS_PORTS)"; fi
+}
+
+# grpc_broker KEY ENABLE: a fresh ASYNC_FLUSH broker for KEY, its gRPC endpoint on (ENABLE true) or off; sets
+# LAST_PID and GRPC_PORT (listening when on). A gRPC port another process took between free_port and the bind
+# stops the broker at start: it is started again on a new one (three tries).
+grpc_broker() {
+  local try
+  for try in 1 2 3; do
+    GRPC_PORT="$(free_port)"
+    rm -rf "$work/$1"
+    # shellcheck disable=SC2046
+    if start_broker "bench-$1" "$work/$1" "$(free_port)" --flushDiskType=ASYNC_FLUSH --enableProxy="$2" \
+      --grpcServerPort="$GRPC_PORT" $(profile_args "$1") "${BROKER_EXTRA[@]}"; then
+      if [[ "$2" != true ]] || wait_port "$GRPC_PORT" "$LAST_PID" "$work/$1.log" 30; then return 0; fi
+    fi
+    echo "$1: the broker did not start (try $try of 3; a port taken meanwhile?)" >&2
+    stop "$LAST_PID" 2>/dev/null || true
+  done
+  return 1
+}
+
+# grpc_send KEY MODE: the producer workload through RocketMQ 5's gRPC protocol (mqbench --client grpc) against
+# one ASYNC_FLUSH broker: MODE local (the broker's own endpoint, enableProxy) or cluster (mqproxy in front of
+# it; the proxy's CPU counts with the broker's).
+grpc_send() {
+  local key="$1" endpoint pids
+  if [[ "$2" == local ]]; then
+    grpc_broker "$key" true
+    pids="$LAST_PID"
+    endpoint="127.0.0.1:$GRPC_PORT"
+  else
+    grpc_broker "$key" false
+    pids="$LAST_PID"
+    start_listening "$work/$key-proxy.log" 30 "$(free_port)" ./bin/mqproxy -n "$NS" --grpcServerPort=@PORT@ \
+      --logDir="$work/$key-proxy.logs"
+    pids+=" $LAST_PID"
+    endpoint="127.0.0.1:$BOUND_PORT"
+  fi
+  CLIENT_ARGS="--client grpc --endpoint $endpoint" BROKER_PIDS="$pids" ours "$key" "bench_${key//-/_}"
+  local p
+  for p in $pids; do stop "$p"; done
+  rm -rf "$work/$key"
+}
+
+# consume KEY: CONSUME_MESSAGES SIZE-byte messages stored in a fresh ASYNC_FLUSH broker (gRPC endpoint on), then
+# consumed by CONSUMERS goroutines, 32 messages a request: PULL_MESSAGE (pull) or the gRPC endpoint's
+# ReceiveMessage and AckMessage (pop). The consumer's msgs/s (first message to last), the broker's CPU per
+# message over the consuming run, the client's CPU per message and the machine's busy share.
+consume() {
+  local key="$1" args=(--client native) pid s ticks stat0
+  grpc_broker "$key" true
+  pid="$LAST_PID"
+  [[ "$key" == pop ]] && args=(--client grpc --endpoint "127.0.0.1:$GRPC_PORT")
+  echo "== $key: mqbench producer, $CONSUME_MESSAGES messages to consume" >&2
+  s="$(./bin/mqbench producer -n "$NS" -t "bench_$key" -w "$THREADS" -s "$SIZE" --mode async -q "$CONSUME_MESSAGES" \
+    --queues "$QUEUES" --json || true)"
+  if [[ -z "$s" || "$(num "$s" messages)" != "$CONSUME_MESSAGES" ]]; then
+    echo "$key: the backlog was not sent: $s" >&2
+    stop "$pid"
+    return 0
+  fi
+  disk_quiet "$pid"
+  ticks="$(cpu_ticks "$pid")"
+  stat0="$(head -n1 /proc/stat)"
+  echo "== $key: mqbench consumer" >&2
+  s="$(./bin/mqbench consumer -n "$NS" -t "bench_$key" -g "bench_${key}_group" -w "$CONSUMERS" --pull-batch 32 \
+    -q "$CONSUME_MESSAGES" --duration 10m "${args[@]}" --json || true; times >"$work/times-$key")"
+  BUSY[$key]="$(machine_busy "$stat0" "$(head -n1 /proc/stat)")"
+  if [[ -n "$s" ]]; then
+    TPS[$key]="$(num "$s" msgs_per_sec)"
+    FAIL[$key]="$(($(num "$s" failed) + $(num "$s" rejected)))"
+    CONSUMED[$key]="$(num "$s" messages)"
+    local secs
+    secs="$(num "$s" seconds)"
+    CPU[$key]="$(awk -v c="$(($(cpu_ticks "$pid") - ticks))" -v hz="$(getconf CLK_TCK)" -v n="${CONSUMED[$key]}" \
+      'BEGIN { if (n > 0) printf "%.1f", c / hz * 1e6 / n; else printf "-" }')"
+    CLIENT_CPU[$key]="$(awk -v n="${CONSUMED[$key]}" 'NR == 2 {
+        split($1, u, /[ms]/); split($2, s, /[ms]/); c = u[1] * 60 + u[2] + s[1] * 60 + s[2]
+        if (n > 0) printf "%.1f", c * 1e6 / n; else printf "-" }' "$work/times-$key")"
+    echo "== $key: consumed ${CONSUMED[$key]} in $secs s" >&2
+  else
+    echo "$key: no consumer summary (see the errors above)" >&2
+  fi
+  stop "$pid"
+  rm -rf "$work/$key"
 }
 
 # raft KEY FLUSH: the workload against a fresh Raft group of three brokers (RocketMQ's DLedger keys,
@@ -372,6 +474,8 @@ if want async || want sync; then
     rm -rf "$work/$key"
   done
 fi
+want grpc-send && grpc_send grpc-send local
+want grpc-send-cluster && grpc_send grpc-send-cluster cluster
 if want ms; then
   GOMAXPROCS="${ms_procs:-${GOMAXPROCS:-}}" start_broker bench-ms "$work/ms-master" "$(free_port)" \
     --brokerRole=SYNC_MASTER --flushDiskType=SYNC_FLUSH
@@ -394,6 +498,8 @@ if want raft || want raft-async; then
     raft_note="raft: not run — this mqbroker has no Raft mode yet (no enableDLegerCommitLog key; issue 6)"
   fi
 fi
+want pull && consume pull
+want pop && consume pop
 want nats-r1 && nats nats-r1 1 1 default
 want nats-r1-always && nats nats-r1-always 1 1 always
 want nats-r3 && nats nats-r3 3 3 default
@@ -418,6 +524,8 @@ line() { # KEY DESCRIPTION PEER
   printf '%-16s %-44s %10.0f %9.2f %6d  %-15s %9s %9s\n' "$1" "$2" "${TPS[$1]}" "${P99[$1]}" "${FAIL[$1]}" "$peer" "$rt" "$rp"
 }
 line async "ours single, ASYNC_FLUSH (page cache)" nats-r1
+line grpc-send "ours single, ASYNC_FLUSH, gRPC local mode" async
+line grpc-send-cluster "ours single, ASYNC_FLUSH, gRPC via mqproxy" async
 line sync "ours single, SYNC_FLUSH (fsync)" nats-r1-always
 line ms "ours SYNC_MASTER+slave, SYNC_FLUSH (2 copies)" nats-r3-always
 line raft "ours Raft x3, SYNC_FLUSH (quorum, synced)" nats-r3-always
@@ -432,30 +540,53 @@ echo "x msgs/s, x p99: ours divided by the matching NATS row (above 1: more mess
 # body acknowledged. The kernel counts it when a page is dirtied, 4 KiB each time, so a page dirtied again
 # after every sync (the CommitLog's last page, ConsumeQueue and index pages, queue offsets written in place)
 # counts each time: a measure of page re-dirtying rather than of bytes reaching the disk.
-for k in async sync ms raft raft-async; do
+for k in async grpc-send grpc-send-cluster sync ms raft raft-async; do
   if [[ -n "${WROTE[$k]:-}" ]]; then printf '%-16s bytes of pages dirtied per body byte acknowledged: %s\n' "$k" "${WROTE[$k]}"; fi
 done
 # Bytes the block device holding the data wrote during the measured run (/sys/class/block, every process)
 # per byte of message body acknowledged: records with their headers, each node's copy, the ConsumeQueues and
 # index, the zeros written ahead (store/warm.go) and whatever a sync writes again.
-for k in async sync ms raft raft-async; do
+for k in async grpc-send grpc-send-cluster sync ms raft raft-async; do
   if [[ -n "${DEV[$k]:-}" ]]; then printf '%-16s device bytes written per body byte acknowledged: %s\n' "$k" "${DEV[$k]}"; fi
 done
 # /proc/PID/stat user + system time of our brokers during the measured run (all nodes of a row) per message
 # acknowledged: what a message costs the servers in CPU, whatever else the machine runs (its load changes
 # the msgs/s a row reaches far more than this).
-for k in async sync ms raft raft-async; do
+for k in async grpc-send grpc-send-cluster sync ms raft raft-async; do
   if [[ -n "${CPU[$k]:-}" ]]; then printf '%-16s broker CPU microseconds per message acknowledged: %s\n' "$k" "${CPU[$k]}"; fi
 done
 # The producer's own CPU time (user + system, bash's times) per message acknowledged, and the share of the
 # machine's CPU that was busy during the measured run (/proc/stat): with the brokers' line above, where the
 # cores went (raftlog/doc.go, "Where the replicate stage goes").
-for k in async sync ms raft raft-async; do
+for k in async grpc-send grpc-send-cluster sync ms raft raft-async; do
   if [[ -n "${CLIENT_CPU[$k]:-}" ]]; then
     printf '%-16s client CPU microseconds per message acknowledged: %s; machine CPU busy during the run: %s %%\n' \
       "$k" "${CLIENT_CPU[$k]}" "${BUSY[$k]:--}"
   fi
 done
+# The gRPC rows against the 4.x path of the same run (issue 38's goals: local-mode send at least 0.7x the
+# remoting send, cluster-mode send at least 0.45x, receive + ack at least 0.3x pull).
+for k in grpc-send grpc-send-cluster; do
+  if [[ -n "${TPS[$k]:-}" && -n "${TPS[async]:-}" ]]; then
+    printf '%-16s x async: msgs/s %s, broker CPU per message %s\n' "$k" "$(ratio "${TPS[$k]}" "${TPS[async]}")" \
+      "$(ratio "${CPU[$k]:-}" "${CPU[async]:-}")"
+  fi
+done
+if [[ -n "${TPS[pull]:-}${TPS[pop]:-}" ]]; then
+  echo
+  printf '%-16s %-58s %10s %9s %6s %12s %12s %6s\n' row "consumers ($CONSUMERS goroutines, 32 a request)" "msgs/s" consumed fails "broker us/msg" "client us/msg" "busy %"
+  for k in pull pop; do
+    [[ -n "${TPS[$k]:-}" ]] || continue
+    d="PULL_MESSAGE + commit with the next pull (native)"
+    [[ "$k" == pop ]] && d="gRPC ReceiveMessage + AckMessage (broker's pop, local mode)"
+    printf '%-16s %-58s %10.0f %9s %6s %12s %12s %6s\n' "$k" "$d" "${TPS[$k]}" "${CONSUMED[$k]:-}" "${FAIL[$k]:-}" \
+      "${CPU[$k]:--}" "${CLIENT_CPU[$k]:--}" "${BUSY[$k]:--}"
+  done
+  if [[ -n "${TPS[pop]:-}" && -n "${TPS[pull]:-}" ]]; then
+    printf '%-16s x pull: msgs/s %s, broker CPU per message %s\n' pop "$(ratio "${TPS[pop]}" "${TPS[pull]}")" \
+      "$(ratio "${CPU[pop]:-}" "${CPU[pull]:-}")"
+  fi
+fi
 # Raft rows against our single broker of the same flush mode, and what the nodes' metrics say.
 for k in raft raft-async; do
   [[ -n "${TPS[$k]:-}" ]] || continue

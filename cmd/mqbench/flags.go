@@ -29,8 +29,9 @@ func commonFlags(fs *flag.FlagSet, c *bench.Common, out *output) {
 	fs.StringVar(&c.Topic, "t", c.Topic, "topic")
 	fs.IntVar(&c.Threads, "w", c.Threads, "goroutines")
 	fs.DurationVar(&c.Duration, "duration", 0, "run this long, e.g. 60s (0: until -q is reached, or until interrupted)")
-	fs.Func("client", "native (our remoting client) or official (the Apache RocketMQ Go client) (default native)",
+	fs.Func("client", "native (our remoting client), official (the Apache RocketMQ Go client) or grpc (RocketMQ 5's gRPC protocol to --endpoint) (default native)",
 		func(s string) error { c.Client = bench.Client(s); return nil })
+	fs.StringVar(&c.Endpoint, "endpoint", "", "the gRPC endpoint, host:port (--client grpc: a broker's with enableProxy, or mqproxy's)")
 	fs.IntVar(&c.Queues, "queues", c.Queues, "read and write queues of the topic when it has to be created")
 	fs.DurationVar(&c.Interval, "interval", c.Interval, "report interval")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "timeout of one request")

@@ -3,6 +3,7 @@
 //	mqbench producer -n 127.0.0.1:9876 -t BenchmarkTest -w 16 -s 1024 --duration 60s [--client native|official]
 //	mqbench producer -n 127.0.0.1:9876 -t Scale -w 16 -s 1024 --duration 60s --topics 1000   (Scale_0 .. Scale_999)
 //	mqbench consumer -n 127.0.0.1:9876 -t BenchmarkTest -g benchmark_consumer --idle 3s
+//	mqbench producer|consumer ... --client grpc --endpoint 127.0.0.1:8081   (RocketMQ 5's gRPC protocol)
 //	mqbench hop --every 1ms --duration 20s   (a bare round trip to an echo process it starts)
 //
 // Each prints a line per second (messages/s, MB/s, latency p50/p99/p999/max, failures) and a summary at the

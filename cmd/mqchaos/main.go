@@ -181,6 +181,7 @@ func runFlags(fs *flag.FlagSet, cfg *chaos.RunConfig) *bool {
 	fs.IntVar(&cfg.Size, "size", cfg.Size, "message body size")
 	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "more attempts of a send that was not acknowledged")
 	fs.DurationVar(&cfg.SendTimeout, "send-timeout", cfg.SendTimeout, "send timeout")
+	fs.IntVar(&cfg.PopWorkers, "pop-workers", cfg.PopWorkers, "goroutines of the pop consumer (RocketMQ 5's pop and batch ack; 0: none)")
 	return fs.Bool("v", false, "log the suite's own events (proxies, pulls) to stderr")
 }
 

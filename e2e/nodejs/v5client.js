@@ -18,6 +18,12 @@
 //       a SimpleConsumer receives and acks until WANT messages came or SECONDS passed; prints
 //       {"received":...} per message; with INVISIBLE_MS, the first message is left unacked once and must
 //       come back after that invisible duration with a higher delivery attempt
+//   node v5client.js drain ENDPOINT GROUP TOPIC WANT SECONDS CONSUMERS
+//       CONSUMERS SimpleConsumers of GROUP (in this process) receive up to 32 messages at a time (invisible
+//       30 s) and ack each, until WANT distinct messages came or SECONDS passed; prints one line at the end:
+//       {"drained": distinct, "deliveries", "again" (deliveries of a message already received, by why:
+//       "attempt" the broker's delivery attempt above 1, "afterAckError" an earlier ack of it failed,
+//       "other"), "ackErrors", "seconds", "ids": every distinct message id}
 //   node v5client.js push ENDPOINT GROUP TOPIC WANT SECONDS POISON
 //       a PushConsumer consumes until WANT messages were consumed successfully or SECONDS passed; every
 //       message fails its first delivery (FAILURE: the client changes its invisible duration for a retry),
@@ -148,6 +154,47 @@ async function consume(endpoint, group, topic, want, seconds, invisibleMs) {
   }
 }
 
+async function drain(endpoint, group, topic, want, seconds, consumers) {
+  const started = Date.now();
+  const deadline = started + seconds * 1000;
+  const seen = new Set();
+  const ackFailed = new Set();
+  const again = { attempt: 0, afterAckError: 0, other: 0 };
+  let deliveries = 0;
+  let ackErrors = 0;
+  const run = async () => {
+    const consumer = new SimpleConsumer({ endpoints: endpoint, consumerGroup: group, subscriptions: new Map([ [ topic, '*' ] ]),
+      awaitDuration: 2000, logger: quiet });
+    await consumer.startup();
+    while (seen.size < want && Date.now() < deadline) {
+      const msgs = await consumer.receive(32, 30000);
+      deliveries += msgs.length;
+      await Promise.all(msgs.map(async (m) => {
+        if (seen.has(m.messageId)) {
+          if ((m.deliveryAttempt || 1) > 1) again.attempt++;
+          else if (ackFailed.has(m.messageId)) again.afterAckError++;
+          else again.other++;
+        }
+        seen.add(m.messageId);
+        try {
+          await consumer.ack(m);
+        } catch (err) {
+          ackErrors++;
+          ackFailed.add(m.messageId);
+          say('ack', m.messageId, String(err));
+        }
+      }));
+    }
+    await consumer.shutdown();
+  };
+  await Promise.all(Array.from({ length: consumers }, run));
+  out({ drained: seen.size, deliveries, again, ackErrors, seconds: (Date.now() - started) / 1000, ids: [ ...seen ] });
+  if (seen.size < want) {
+    out({ error: `received ${seen.size} of ${want} messages in ${seconds}s` });
+    process.exitCode = 1;
+  }
+}
+
 async function push(endpoint, group, topic, want, seconds, poison) {
   const done = new Set();
   let finish;
@@ -189,6 +236,8 @@ async function main() {
     await sendN(args[0], args[1], Number(args[2]), args[3]);
   } else if (mode === 'recall') {
     await recall(args[0], args[1], Number(args[2]));
+  } else if (mode === 'drain') {
+    await drain(args[0], args[1], args[2], Number(args[3]), Number(args[4]), Number(args[5]));
   } else if (mode === 'consume') {
     await consume(args[0], args[1], args[2], Number(args[3]), Number(args[4]), args[5]);
   } else {

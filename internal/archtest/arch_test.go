@@ -42,11 +42,13 @@ var rules = []rule{
 		from: []string{"client"}, never: append(without(ours(), "message", "protocol", "remoting"), "github.com/hashicorp/raft/...")},
 	{why: "client tools build for darwin and windows: no server package, no hashicorp/raft",
 		from: clientTools, never: append(slices.Clone(servers), "github.com/hashicorp/raft/...")},
-	{why: "the gRPC endpoint reaches brokers only through the one native client (local and cluster mode share it)",
+	{why: "the gRPC endpoint reaches brokers only through the one native client, or in local mode through proxy.Local, which the broker implements",
 		from: []string{"proxy/..."}, never: append(without(ours(), "acl", "client", "message", "protocol", "remoting"),
 			"github.com/hashicorp/raft/..."),
 		// acl (the v5 signatures are checked against the broker's ACL file) writes that file with it.
 		allow: []string{"internal/atomicfile"}},
+	{why: "the broker's engines (broker/internal/...) take what they use as interfaces of their own: they never reach the broker, its replication or the network",
+		from: []string{"broker/internal/..."}, never: []string{"broker", "ha", "raftlog", "namesrv", "proxy/...", "client", "remoting"}},
 	{why: "nothing imports a command", from: []string{"..."}, never: []string{"cmd/..."}},
 }
 
@@ -155,6 +157,8 @@ func TestViolationsAreFound(t *testing.T) {
 		{"the proxy imports internal", map[string][]string{m("proxy/v2pb"): {m("internal/logging")}}, "proxy/v2pb depends on internal/logging"},
 		{"client imports acl", map[string][]string{m("client"): {m("acl")}}, "client depends on acl"},
 		{"client imports internal", map[string][]string{m("client"): {m("internal/testutil")}}, "client depends on internal/testutil"},
+		{"the pop engine imports the broker", map[string][]string{m("broker/internal/pop"): {m("store"), m("broker")}},
+			"broker/internal/pop depends on broker"},
 		{"a package imports a command", map[string][]string{m("internal/cluster"): {m("cmd/mqbroker")}},
 			"internal/cluster depends on cmd/mqbroker"},
 	} {
@@ -164,11 +168,12 @@ func TestViolationsAreFound(t *testing.T) {
 		}
 	}
 	ok := map[string][]string{
-		m("store"):          {m("message"), "golang.org/x/sys/unix"},
-		m("namesrv"):        {m("acl"), m("protocol"), m("remoting")},
-		m("internal/admin"): {m("protocol"), m("message"), m("remoting"), "github.com/hashicorp/raft-boltdb/v2"},
-		m("broker"):         {m("store"), m("ha"), m("raftlog")},
-		m("client"):         {m("remoting"), m("protocol"), m("message")},
+		m("store"):               {m("message"), "golang.org/x/sys/unix"},
+		m("namesrv"):             {m("acl"), m("protocol"), m("remoting")},
+		m("internal/admin"):      {m("protocol"), m("message"), m("remoting"), "github.com/hashicorp/raft-boltdb/v2"},
+		m("broker"):              {m("store"), m("ha"), m("raftlog"), m("broker/internal/pop")},
+		m("broker/internal/pop"): {m("store"), m("protocol"), m("message"), m("internal/metrics")},
+		m("client"):              {m("remoting"), m("protocol"), m("message")},
 	}
 	if got := violations(ok, rules); len(got) > 0 {
 		t.Errorf("allowed graph reported: %q", got)

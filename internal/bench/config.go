@@ -19,6 +19,8 @@ const (
 	ClientNative Client = "native"
 	// ClientOfficial drives the official Apache RocketMQ Go client.
 	ClientOfficial Client = "official"
+	// ClientGRPC speaks RocketMQ 5's gRPC protocol to the endpoint at Endpoint (grpc.go).
+	ClientGRPC Client = "grpc"
 )
 
 // Mode is a producer's send mode.
@@ -43,6 +45,7 @@ type Common struct {
 	Interval     time.Duration // --interval: report period (1 s)
 	Timeout      time.Duration // --timeout: per request
 	IDs          string        // --ids: file of the message ids acknowledged or consumed (official client; idlog.go)
+	Endpoint     string        // --endpoint: the gRPC endpoint, host:port (--client grpc)
 }
 
 // ProducerConfig configures `mqbench producer`.
@@ -130,8 +133,11 @@ func (c *Common) validate() error {
 	if c.Duration < 0 {
 		errs = append(errs, fmt.Errorf("--duration: %v is negative", c.Duration))
 	}
-	if c.Client != ClientNative && c.Client != ClientOfficial {
-		errs = append(errs, fmt.Errorf("--client: %q is neither native nor official", c.Client))
+	if c.Client != ClientNative && c.Client != ClientOfficial && c.Client != ClientGRPC {
+		errs = append(errs, fmt.Errorf("--client: %q is none of native, official, grpc", c.Client))
+	}
+	if (c.Client == ClientGRPC) != (c.Endpoint != "") {
+		errs = append(errs, fmt.Errorf("--endpoint: %q: the gRPC endpoint (host:port) goes with --client grpc, and only with it", c.Endpoint))
 	}
 	if c.Queues < 1 || c.Queues > 1024 {
 		errs = append(errs, fmt.Errorf("--queues: %d is not within 1..1024", c.Queues))
@@ -181,6 +187,9 @@ func (c *ProducerConfig) Validate() error {
 	if c.Inflight < 1 {
 		errs = append(errs, fmt.Errorf("--inflight: %d is below 1", c.Inflight))
 	}
+	if c.Client == ClientGRPC && c.Mode != ModeSync {
+		errs = append(errs, fmt.Errorf("--mode: %q: the gRPC client sends one message per request, waiting for it (sync)", c.Mode))
+	}
 	if c.Serialize != "rocketmq" && c.Serialize != "json" {
 		errs = append(errs, fmt.Errorf("--serialize: %q is neither rocketmq nor json", c.Serialize))
 	}
@@ -217,6 +226,9 @@ func (c *ConsumerConfig) Validate() error {
 	}
 	if c.PullBatch < 1 || c.PullBatch > 1024 {
 		errs = append(errs, fmt.Errorf("--pull-batch: %d is not within 1..1024", c.PullBatch))
+	}
+	if c.Client == ClientGRPC && c.PullBatch > 32 {
+		errs = append(errs, fmt.Errorf("--pull-batch: %d: a gRPC receive takes 32 messages at most", c.PullBatch))
 	}
 	return errors.Join(errs...)
 }

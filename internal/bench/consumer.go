@@ -71,6 +71,8 @@ func RunConsumer(ctx context.Context, cfg ConsumerConfig, opts Options) (*Summar
 	switch cfg.Client {
 	case ClientNative:
 		cons, err = newNativeConsumer(ctx, &cfg, client.RouteQueues(route, cfg.Topic, "", false), stats, prog, log)
+	case ClientGRPC:
+		cons, err = newGRPCConsumer(&cfg, client.RouteQueues(route, cfg.Topic, "", false), stats, prog, log)
 	default:
 		cons, err = newOfficialConsumer(&cfg, stats, prog, log)
 	}

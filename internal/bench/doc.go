@@ -1,7 +1,9 @@
 // Package bench is the load generator behind cmd/mqbench, modelled on RocketMQ's benchmark tool
 // (example/.../benchmark/Producer.java and Consumer.java): producers and consumers driven either by our own
-// client (package client, "native": requests built by hand, the fastest a Go client can be) or by the official
-// Apache RocketMQ Go client ("official": what a user runs).
+// client (package client, "native": requests built by hand, the fastest a Go client can be), by the official
+// Apache RocketMQ Go client ("official": what a user runs), or with RocketMQ 5's gRPC protocol against a
+// gRPC endpoint ("grpc", grpc.go: sends of one message, a SimpleConsumer's receive of up to --pull-batch
+// messages and one ack of them, as the 5.x clients do).
 //
 // # What is measured
 //

@@ -68,6 +68,8 @@ func RunProducer(ctx context.Context, cfg ProducerConfig, opts Options) (*Summar
 	switch cfg.Client {
 	case ClientNative:
 		client = newNativeProducer(&cfg, targets, log)
+	case ClientGRPC:
+		client, err = newGRPCProducer(&cfg, log)
 	default:
 		client, err = newOfficialProducer(&cfg, log)
 	}

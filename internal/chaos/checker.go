@@ -19,6 +19,7 @@ type History struct {
 	Sends  []SendRecord
 	Reads  []ReadRecord
 	Faults []FaultRecord
+	Pops   []PopRecord
 }
 
 // LoadHistory reads the history files of a run's output folder. A torn last line (a run killed mid-write)
@@ -40,6 +41,9 @@ func LoadHistory(dir string) (*History, error) {
 		errs = append(errs, err)
 	}
 	if h.Faults, err = readLines[FaultRecord](filepath.Join(dir, FaultsFile)); err != nil {
+		errs = append(errs, err)
+	}
+	if h.Pops, err = readLines[PopRecord](filepath.Join(dir, PopsFile)); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -101,6 +105,9 @@ type Report struct {
 	// are left out of NotConsumed, as the consumers had moved past those offsets).
 	OffsetsReused []string
 
+	// Pop: what the pop consumer (pop.go) got, when one ran.
+	Pop *PopReport
+
 	Faults []FaultTiming
 	// QuietMaxGap: the longest time between two acknowledgements that overlaps no fault (a fault lasting
 	// from its start to the first acknowledgement after its heal): unavailability nothing explains.
@@ -138,16 +145,18 @@ type FaultTiming struct {
 
 const listCap = 20
 
+// sendInfo is what the sends of one id came to.
+type sendInfo struct {
+	worker   int
+	seq      int64
+	attempts int
+	acked    bool
+	ackedAt  int64 // End of the first ok attempt
+}
+
 // Check runs every check on h.
 func Check(h *History) *Report {
 	r := &Report{Info: h.Info, Status: map[string]int{}}
-	type sendInfo struct {
-		worker   int
-		seq      int64
-		attempts int
-		acked    bool
-		ackedAt  int64 // End of the first ok attempt
-	}
 	sent := map[string]*sendInfo{}
 	ackedAt := map[place]string{}
 	var conflicts []offsetConflict
@@ -351,7 +360,74 @@ func Check(h *History) *Report {
 		lostAt = append(lostAt, sent[id].ackedAt)
 	}
 	attributeLoss(r.Faults, lostAt)
+	if h.Info.PopRan {
+		r.Pop = checkPops(h, sent, stored)
+	}
 	return r
+}
+
+// PopReport is what the pop consumer got: its deliveries, and against the writer's final scan.
+type PopReport struct {
+	Deliveries int
+	IDs        int // distinct ids delivered
+	Held       int // deliveries left unacked on purpose
+	AckErrors  int // deliveries whose ack failed (the message comes back)
+	// Redelivered counts the deliveries of an id after its first, by what came before each: a held
+	// delivery (expected), an acked one (an ack lost to a fault or in a broker's memory at a crash: at least
+	// once), one whose ack failed.
+	AfterHeld, AfterAcked, AfterAckError int
+	// Missing: acknowledged ids in the writer's final scan never delivered (checked when the pop consumer
+	// drained).
+	Missing []string
+	// NotBack: ids held on a delivery and never delivered after it.
+	NotBack []string
+	// Phantoms: ids delivered that no send carried.
+	Phantoms []string
+}
+
+// checkPops checks the pop consumer's deliveries: every stored message delivered, every held one back.
+func checkPops(h *History, sent map[string]*sendInfo, stored map[place]string) *PopReport {
+	pr := &PopReport{}
+	last := map[string]PopRecord{} // the previous delivery of each id
+	for _, p := range h.Pops {
+		pr.Deliveries++
+		if p.Held {
+			pr.Held++
+		}
+		if p.AckError != "" {
+			pr.AckErrors++
+		}
+		if sent[p.ID] == nil {
+			pr.Phantoms = append(pr.Phantoms, p.ID)
+		}
+		if prev, ok := last[p.ID]; ok {
+			switch {
+			case prev.Held:
+				pr.AfterHeld++
+			case prev.Acked:
+				pr.AfterAcked++
+			default:
+				pr.AfterAckError++
+			}
+		}
+		last[p.ID] = p
+	}
+	pr.IDs = len(last)
+	for _, id := range slices.Sorted(maps.Keys(last)) {
+		if last[id].Held {
+			pr.NotBack = append(pr.NotBack, id)
+		}
+	}
+	if h.Info.PopDrained {
+		missing := map[string]bool{}
+		for _, id := range stored {
+			if _, ok := last[id]; !ok && sent[id] != nil && sent[id].acked {
+				missing[id] = true
+			}
+		}
+		pr.Missing = slices.Sorted(maps.Keys(missing))
+	}
+	return pr
 }
 
 // attributeLoss gives each lost acknowledgement (ack times) to the first power loss or disk failure (the
@@ -547,6 +623,13 @@ func (r *Report) Failures() []string {
 	add(len(r.NotConsumed) > 0, "%d acknowledged messages the consumers never read", len(r.NotConsumed))
 	add(len(r.Diverged) > 0, "%d queue offsets differ between replicas", len(r.Diverged))
 	add(r.Info.Writer == "", "no final scan of the writer")
+	if p := r.Pop; p != nil {
+		add(r.Info.Durable && !r.LossAllowed && !r.Info.PopDrained,
+			"the pop consumer did not get every acknowledged message, and every message it held back, within %v", popDrainWait)
+		add(len(p.Missing) > 0, "%d acknowledged messages the pop consumer never got", len(p.Missing))
+		add(r.Info.PopDrained && len(p.NotBack) > 0, "%d messages left unacked did not come back to the pop consumer", len(p.NotBack))
+		add(len(p.Phantoms) > 0, "%d messages popped that were never sent", len(p.Phantoms))
+	}
 	add(r.IDs == 0, "nothing was sent")
 	for _, e := range r.Info.Errors {
 		out = append(out, "run: "+e)
@@ -602,6 +685,10 @@ func (r *Report) Summary() string {
 	}
 	if len(r.TailCut) > 0 {
 		s += fmt.Sprintf(" tail-cut=%d", len(r.TailCut))
+	}
+	if p := r.Pop; p != nil {
+		s += fmt.Sprintf(" pop=%d/%d pop-missing=%d pop-not-back=%d pop-redelivered=%d", p.IDs, p.Deliveries, len(p.Missing),
+			len(p.NotBack), p.AfterHeld+p.AfterAcked+p.AfterAckError)
 	}
 	s += " quiet-gap=" + r.QuietMaxGap.Round(time.Millisecond).String()
 	if d, ok := r.maxFailover(); ok {
@@ -687,6 +774,15 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "never acknowledged, stored anyway (fine): %d\n", r.UnackedStored)
 	fmt.Fprintf(&b, "acknowledged, never consumed: %d%s\n", len(r.NotConsumed), sample(r.NotConsumed))
 	fmt.Fprintf(&b, "replicas differ: %d%s\n", len(r.Diverged), sample(r.Diverged))
+	if p := r.Pop; p != nil {
+		fmt.Fprintf(&b, "pop consumer (%s, one BATCH_ACK_MESSAGE a pop; 1 in %d ids left unacked on attempt 1 until acked once): drained %v, %d ids in %d deliveries, "+
+			"%d held, %d acks failed; deliveries again after a held one (expected) %d, after an acked one (the ack lost to a fault or "+
+			"in a broker's memory: at least once) %d, after a failed ack %d\n", popGroup, popHeldEvery, i.PopDrained, p.IDs,
+			p.Deliveries, p.Held, p.AckErrors, p.AfterHeld, p.AfterAcked, p.AfterAckError)
+		fmt.Fprintf(&b, "acknowledged and stored, never popped: %d%s\n", len(p.Missing), sample(p.Missing))
+		fmt.Fprintf(&b, "held unacked, never popped again: %d%s\n", len(p.NotBack), sample(p.NotBack))
+		fmt.Fprintf(&b, "popped but never sent: %d%s\n", len(p.Phantoms), sample(p.Phantoms))
+	}
 	for _, f := range r.Failures() {
 		fmt.Fprintf(&b, "FAIL: %s\n", f)
 	}

@@ -45,6 +45,15 @@ func clean(n int64) *hist {
 	return b
 }
 
+// popped adds a pop consumer to b that got worker 0's seqs, each acked, and drained.
+func popped(b *hist, seqs ...int64) *hist {
+	b.h.Info.PopRan, b.h.Info.PopDrained = true, true
+	for i, seq := range seqs {
+		b.h.Pops = append(b.h.Pops, PopRecord{Time: int64(i), Node: "master", ID: idOf(0, seq), Attempt: 1, Acked: true})
+	}
+	return b
+}
+
 func TestCheckCleanHistoryPasses(t *testing.T) {
 	r := Check(&clean(5).h)
 	if f := r.Failures(); len(f) > 0 {
@@ -102,6 +111,25 @@ func TestCheckDetectsEachViolation(t *testing.T) {
 		{"phantom", func() *hist {
 			return clean(2).stored(0, 2, "w99-00000001")
 		}, func(r *Report) int { return len(r.Phantoms) }, "never sent"},
+		{"an acknowledged message never popped", func() *hist {
+			return popped(clean(3), 1, 2) // w00-00000003 never
+		}, func(r *Report) int { return len(r.Pop.Missing) }, "pop consumer never got"},
+		{"a held message that never came back", func() *hist {
+			b := popped(clean(3), 1, 2, 3)
+			b.h.Pops[1].Held, b.h.Pops[1].Acked = true, false
+			return b
+		}, func(r *Report) int { return len(r.Pop.NotBack) }, "did not come back"},
+		{"the pop consumer did not drain", func() *hist {
+			b := popped(clean(3), 1, 2, 3)
+			b.h.Info.PopDrained = false
+			return b
+		}, func(r *Report) int { return 1 }, "pop consumer did not get every"},
+		{"popped, never sent", func() *hist {
+			return popped(clean(1), 1, 7)
+		}, func(r *Report) int { return len(r.Pop.Phantoms) }, "popped that were never sent"},
+		{"popped again after an ack (at least once)", func() *hist {
+			return popped(clean(2), 1, 2, 2)
+		}, func(r *Report) int { return r.Pop.AfterAcked }, ""},
 		{"unacknowledged but stored", func() *hist {
 			b := clean(2)
 			return b.send(0, 3, 1, 0, 5000, SendTimeout, 0).stored(0, 2, idOf(0, 3))

@@ -17,7 +17,7 @@
 // # A run (Run)
 //
 // Start the cluster, create the topic, wait until every broker serves it; start the route poll (every
-// 200 ms), the producer and the consumers; warm up; for each fault of the Schedule wait its gap, apply it
+// 200 ms), the producer, the consumers and the pop consumer (pop.go); warm up; for each fault of the Schedule wait its gap, apply it
 // for its length, heal it; keep the load for the settle time; stop the producer; wait until the followers
 // hold what the writer holds; let the consumers drain to the writer's max offsets; scan every queue of
 // every broker. Then Check the history and write the report. Faults (schedule.go): kill -9 of the writer
@@ -75,11 +75,23 @@
 //	reads.jsonl   ReadRecord per message read: phase run (consumers), outage (scan at a kill) or final
 //	              (scan after healing), node, queue, queue offset, id
 //	faults.jsonl  FaultRecord per fault: kind, target, start, healed, notes, whether survivors were scanned
+//	pops.jsonl    PopRecord per message delivered to the pop consumer: node, id, delivery attempt, held
+//	              (left unacked on purpose), acked or the ack's error
 //	run.json      RunInfo: topology, role, flush, promises, the writer at the end, drained, run errors
 //
 // Producer worker w sends its messages one at a time, in seq order, to queue w % queues, and retries a
 // send that was not acknowledged up to Retries more times; so per (worker, queue) the acknowledged sends
 // have a total order to check, and a duplicate is allowed only for an id sent more than once.
+//
+// The pop consumer (RunConfig.PopWorkers, 2 by default) is RocketMQ 5's way of consuming beside the pulling
+// consumers: POP_MESSAGE of 32 from the routed master (through its client proxy), invisible 3 s, and one
+// BATCH_ACK_MESSAGE of what it does not hold back: a delivery of attempt 1 of one id in 16 is left unacked,
+// while no delivery of the id was acked, and must come back (a duplicate of a consumed message need not:
+// after a failover the new master's pop offsets may lag the old one's, synced about once a second, so it
+// hands out acked messages once more, and a later master whose offsets passed them does not bring such
+// a delivery back; pop.go, popHeldEvery). So every fault also meets messages popped and not acked, check points in the broker's
+// merge buffer and acks of them (broker/internal/pop). After the load it goes on until it got every
+// acknowledged message and every held one back (at most 90 s).
 //
 // # The checks (checker.go)
 //
@@ -92,7 +104,11 @@
 // acknowledgement begun after its start (the failover time for a kill of the writer) and the longest
 // time without one. After a power loss with ASYNC_FLUSH, lost acknowledged messages and the queue offsets
 // later messages took from them (OffsetsReused) are reported, not failed. Report.String ends with
-// Report.Summary, one line: PASS or FAIL and the counts.
+// Report.Summary, one line: PASS or FAIL and the counts. The pop consumer's checks (PopReport): it drained
+// (a failure where acknowledged messages must survive), every acknowledged message of the writer's final
+// scan was delivered to it, every message it held came back, none it got was never sent; deliveries again
+// are counted by what came before (a held delivery: expected; an acked one: the ack was lost to the fault
+// or in a broker's memory, at least once; a failed ack).
 //
 // # Soak (soak.go, make soak)
 //

@@ -94,11 +94,15 @@ type RunInfo struct {
 	Started    time.Time `json:"started"`
 	LoadAvg    string    `json:"loadavg,omitempty"`
 	Signature  string    `json:"signature,omitempty"` // the command line
+	// PopRan: a pop consumer ran beside the pulling ones (pops.jsonl).
+	PopRan bool `json:"pop_ran,omitempty"`
 	// Set when the run ends:
-	Writer  string    `json:"writer,omitempty"` // the node whose final scan is the store's content (the writer at the end)
-	Drained bool      `json:"drained"`          // the consumers read up to the writer's max offset of every queue
-	Ended   time.Time `json:"ended"`
-	Errors  []string  `json:"errors,omitempty"` // what went wrong in the run itself (a restart, the catch-up, a scan)
+	Writer  string `json:"writer,omitempty"` // the node whose final scan is the store's content (the writer at the end)
+	Drained bool   `json:"drained"`          // the consumers read up to the writer's max offset of every queue
+	// PopDrained: the pop consumer got every acknowledged message, and every message it held unacked came back.
+	PopDrained bool      `json:"pop_drained,omitempty"`
+	Ended      time.Time `json:"ended"`
+	Errors     []string  `json:"errors,omitempty"` // what went wrong in the run itself (a restart, the catch-up, a scan)
 }
 
 // recorder appends JSON lines to one file; safe for concurrent use.

@@ -2,11 +2,13 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/faultnet"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // MasterSlaveConfig configures a classic master/slave group: one name server, a master and its slave.
@@ -61,7 +63,32 @@ func StartMasterSlave(ctx context.Context, cfg MasterSlaveConfig) (_ *MasterSlav
 			return nil, err
 		}
 	}
+	// The run creates its topic at the master the name server routes: listening comes before registering.
+	if err := c.waitMasterRouted(ctx, 60*time.Second); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// waitMasterRouted polls the name server until it routes a master of the group.
+func (c *MasterSlave) waitMasterRouted(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ci, err := c.wire.ClusterInfoAt(cctx, c.nsAddr)
+		cancel()
+		if err == nil && ci.BrokerAddrTable[brokerName].BrokerAddrs[protocol.MasterID] != "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("chaos: the name server routes no master of %s after %v (last error: %v)", brokerName, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (c *MasterSlave) Mode() string { return ModeMasterSlave }

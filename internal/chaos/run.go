@@ -37,6 +37,9 @@ type RunConfig struct {
 	RetryPause  time.Duration
 	SendTimeout time.Duration
 
+	// PopWorkers are the goroutines of the pop consumer (pop.go; 0: none).
+	PopWorkers int
+
 	Warmup   time.Duration // load before the first fault
 	Settle   time.Duration // load after the last fault healed
 	Schedule Schedule
@@ -56,7 +59,7 @@ type RunConfig struct {
 // DefaultRunConfig is a SYNC_MASTER + SYNC_FLUSH group under a light load with an empty schedule.
 func DefaultRunConfig() RunConfig {
 	return RunConfig{Mode: ModeMasterSlave, Role: "SYNC_MASTER", Flush: "SYNC_FLUSH", FileSize: 16 << 20,
-		Topic: "ChaosTopic", Queues: 4, Workers: 4, Rate: 200, Size: 256, Retries: 2,
+		Topic: "ChaosTopic", Queues: 4, Workers: 4, Rate: 200, Size: 256, Retries: 2, PopWorkers: 2,
 		RetryPause: 200 * time.Millisecond, SendTimeout: 3 * time.Second,
 		Warmup: 5 * time.Second, Settle: 5 * time.Second}
 }
@@ -74,6 +77,8 @@ func (c RunConfig) Validate() error {
 		return fmt.Errorf("chaos: run: flushDiskType %q: want SYNC_FLUSH or ASYNC_FLUSH", c.Flush)
 	case c.Queues < 1 || c.Workers < 1:
 		return fmt.Errorf("chaos: run: queues %d and workers %d must be at least 1", c.Queues, c.Workers)
+	case c.PopWorkers < 0:
+		return fmt.Errorf("chaos: run: pop workers %d is negative", c.PopWorkers)
 	case c.Rate <= 0:
 		return fmt.Errorf("chaos: run: rate %v must be positive", c.Rate)
 	case c.Size < 32:
@@ -106,7 +111,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		}
 	}
 	info := RunInfo{Queues: cfg.Queues, Workers: cfg.Workers, Retries: cfg.Retries, Schedule: cfg.Schedule.String(),
-		Started: time.Now(), LoadAvg: loadAvg(), Signature: strings.Join(os.Args, " ")}
+		Started: time.Now(), LoadAvg: loadAvg(), Signature: strings.Join(os.Args, " "), PopRan: cfg.PopWorkers > 0}
 	fmt.Fprint(cfg.Out, info.Schedule)
 	cl, err := startCluster(ctx, cfg)
 	if err != nil {
@@ -167,6 +172,7 @@ type runner struct {
 	sends  *recorder
 	reads  *recorder
 	faults *recorder
+	pops   *recorder
 }
 
 func (r *runner) errorf(format string, args ...any) {
@@ -185,7 +191,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	for _, x := range []struct {
 		rec  **recorder
 		file string
-	}{{&r.sends, SendsFile}, {&r.reads, ReadsFile}, {&r.faults, FaultsFile}} {
+	}{{&r.sends, SendsFile}, {&r.reads, ReadsFile}, {&r.faults, FaultsFile}, {&r.pops, PopsFile}} {
 		if *x.rec, err = newRecorder(filepath.Join(cfg.Dir, x.file)); err != nil {
 			return err
 		}
@@ -215,16 +221,28 @@ func (r *runner) run(ctx context.Context) (err error) {
 	prod := &producer{cfg: &r.cfg, wire: prodWire, routes: rt, nodes: nodes, sends: r.sends, log: cfg.Log}
 	cons := &consumer{cfg: &r.cfg, wire: consWire, routes: rt, nodes: nodes, reads: r.reads, log: cfg.Log,
 		next: map[int32]int64{}}
+	popWire := newWire(r.cl.NamesrvAddr(), 10*time.Second, cfg.Log)
+	defer popWire.Close()
+	pop := newPopConsumer(&r.cfg, popWire, rt, nodes, r.pops, cfg.Log)
 	var wg sync.WaitGroup
 	routeCtx, stopRoutes := context.WithCancel(ctx)
 	prodCtx, stopProd := context.WithCancel(ctx)
 	consCtx, stopCons := context.WithCancel(ctx)
+	popCtx, stopPop := context.WithCancel(ctx)
 	progCtx, stopProg := context.WithCancel(ctx)
-	defer func() { stopProd(); stopCons(); stopRoutes(); stopProg(); wg.Wait() }()
+	defer func() {
+		stopProd()
+		stopCons()
+		stopPop()
+		stopRoutes()
+		stopProg()
+		wg.Wait()
+	}()
 	wg.Go(func() { rt.run(routeCtx) })
 	prodDone := make(chan struct{})
 	wg.Go(func() { defer close(prodDone); prod.run(prodCtx) })
 	wg.Go(func() { cons.run(consCtx) })
+	wg.Go(func() { pop.run(popCtx) })
 	started := time.Now()
 	wg.Go(func() {
 		t := time.NewTicker(10 * time.Second)
@@ -234,7 +252,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 			case <-progCtx.Done():
 				return
 			case <-t.C:
-				r.printf("load: %v in, %d acknowledged, %d read", time.Since(started).Round(time.Second), prod.acked.Load(), cons.read.Load())
+				r.printf("load: %v in, %d acknowledged, %d read, %d popped", time.Since(started).Round(time.Second), prod.acked.Load(),
+					cons.read.Load(), pop.read.Load())
 			}
 		}
 	})
@@ -281,6 +300,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 	r.info.Drained = r.drain(ctx, writer, cons)
 	stopCons()
 	r.printf("consumers stopped: %d read, drained %v", cons.read.Load(), r.info.Drained)
+	if cfg.PopWorkers > 0 {
+		r.info.PopDrained = r.drainPop(ctx, prod, pop)
+		r.printf("pop consumer stopped: %d deliveries, drained %v", pop.read.Load(), r.info.PopDrained)
+	}
+	stopPop()
 	for _, n := range r.cl.Nodes() {
 		got, err := scan(ctx, r.wire, n, cfg.Topic, cfg.Queues, PhaseFinal, 0, r.reads)
 		if err != nil {
@@ -349,6 +373,26 @@ func (r *runner) drain(ctx context.Context, writer *Node, cons *consumer) bool {
 			return false
 		}
 	}
+}
+
+// popDrainWait bounds the pop consumer's drain: every held message waits popInvisible and the revive
+// interval to come back, and a new master reads the revive log first.
+const popDrainWait = 90 * time.Second
+
+// drainPop lets the pop consumer go on until it got every acknowledged message and every message it held
+// came back (at most popDrainWait).
+func (r *runner) drainPop(ctx context.Context, prod *producer, pop *popConsumer) bool {
+	ctx, cancel := context.WithTimeout(ctx, popDrainWait)
+	defer cancel()
+	acked := func(yield func(string) bool) {
+		prod.ids.Range(func(k, _ any) bool { return yield(k.(string)) })
+	}
+	for !pop.drained(acked) {
+		if sleepCtx(ctx, 200*time.Millisecond) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // apply runs fault i and records it.

@@ -33,6 +33,7 @@ func TestShortSuiteRaft(t *testing.T) {
 	if d, ok := rep.maxFailover(); !ok || d < 0 {
 		t.Fatalf("no write after the kill of the leader")
 	}
+	checkPopConsumer(t, rep)
 }
 
 // TestShortSuiteRaftNetShapes: the Raft group through a one-way partition of a follower's peer links, lossy

@@ -57,6 +57,15 @@ func TestShortSuite(t *testing.T) {
 	if d, ok := rep.maxFailover(); !ok || d < 0 {
 		t.Fatalf("no write after the kill of the master")
 	}
+	checkPopConsumer(t, rep)
+}
+
+// checkPopConsumer: the pop consumer ran through the faults, held messages unacked and got them back.
+func checkPopConsumer(t *testing.T, rep *Report) {
+	t.Helper()
+	if p := rep.Pop; p == nil || !rep.Info.PopDrained || p.IDs < rep.Acked || p.Held == 0 || p.AfterHeld < p.Held {
+		t.Fatalf("pop consumer %+v, drained %v, acked %d: want every acknowledged id, some held, each back", p, rep.Info.PopDrained, rep.Acked)
+	}
 }
 
 // netShapes is the short suites' schedule of the network shapes beyond partitions: a one-way partition of a

@@ -102,6 +102,7 @@ type producer struct {
 	sends  *recorder
 	log    *slog.Logger
 	acked  atomic.Int64
+	ids    sync.Map // ids acknowledged: the pop consumer's drain waits for them
 }
 
 func (p *producer) run(ctx context.Context) {
@@ -181,6 +182,7 @@ func (p *producer) send(ctx context.Context, w int, seq int64, attempt int, id s
 		rec.Status = SendOK
 		rec.Offset, _ = resp.ExtInt64("queueOffset")
 		p.acked.Add(1)
+		p.ids.Store(id, true)
 	}
 	p.sends.add(rec)
 	return rec.Status == SendOK

@@ -1,4 +1,4 @@
-package broker
+package pop
 
 import (
 	"strconv"
@@ -16,10 +16,10 @@ import (
 var (
 	popReviveInDesc = metrics.Desc("rocketmq_pop_revive_in_message_total",
 		"Check-point (CK) and ack (ACK) records put into the revive log, by put status.",
-		labelConsumerGroup, labelTopic, "revive_message_type", "put_status")
+		"consumer_group", "topic", "revive_message_type", "put_status")
 	popReviveRetryDesc = metrics.Desc("rocketmq_pop_revive_retry_messages_total",
 		"Messages the revive service put back (retry or dead-letter topic) after their invisible time passed unacked.",
-		labelConsumerGroup, labelTopic, "put_status")
+		"consumer_group", "topic", "put_status")
 	popReviveLagDesc = metrics.Desc("rocketmq_pop_revive_lag",
 		"Records of a revive queue from its revive offset (its oldest pending check point) to its end.", "queue_id")
 	popHeldDesc = metrics.Desc("rocketmq_pop_polling_held_requests",
@@ -46,7 +46,7 @@ func putStatus(err error) string {
 }
 
 // collect sends the pop series.
-func (s *popService) collect(ch chan<- prometheus.Metric, held int) {
+func (s *Engine) Collect(ch chan<- prometheus.Metric, held int) {
 	s.counters.reviveIn.Range(func(k popMetricKey, n *atomic.Int64) bool {
 		ch <- metrics.Counter(popReviveInDesc, float64(n.Load()), k.group, k.topic, k.kind, k.status)
 		return true
@@ -56,14 +56,14 @@ func (s *popService) collect(ch chan<- prometheus.Metric, held int) {
 		return true
 	})
 	if s.running() {
-		for _, q := range s.queues {
-			end := s.o.store.MaxOffsetInQueue(s.rlog.topic, q.id)
-			from := s.o.offsets.query(protocol.ReviveGroup, s.rlog.topic, q.id)
-			ch <- metrics.Gauge(popReviveLagDesc, float64(max(end-max(from, 0), 0)), strconv.Itoa(int(q.id)))
+		for q := range s.rlog.queues {
+			end := s.o.Store.MaxOffsetInQueue(s.rlog.topic, q)
+			from := s.o.Offsets.Query(protocol.ReviveGroup, s.rlog.topic, q)
+			ch <- metrics.Gauge(popReviveLagDesc, float64(max(end-max(from, 0), 0)), strconv.Itoa(int(q)))
 		}
 	}
 	ch <- metrics.Gauge(popHeldDesc, float64(held))
 }
 
-// popDescs are the descriptions collect sends.
-var popDescs = []*prometheus.Desc{popReviveInDesc, popReviveRetryDesc, popReviveLagDesc, popHeldDesc}
+// Descs are the descriptions collect sends.
+var Descs = []*prometheus.Desc{popReviveInDesc, popReviveRetryDesc, popReviveLagDesc, popHeldDesc}

@@ -1,4 +1,4 @@
-package broker
+package pop
 
 import (
 	"slices"
@@ -142,13 +142,18 @@ func (o *orderInfo) change(group, topic string, q int32, popTime, newPopTime, in
 }
 
 // addInFlight adds the unacked messages of every ordered pop to t (metrics, consume stats).
-func (o *orderInfo) addInFlight(t map[groupQueue]popInFlight) {
+func (o *orderInfo) addInFlight(t map[GroupQueue]InFlight) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for k, oq := range o.m {
 		for i, off := range oq.offsets {
 			if oq.acked&(1<<i) == 0 {
-				t[groupQueue{k.group, k.topic, k.queueID}] = t[groupQueue{k.group, k.topic, k.queueID}].add(off)
+				gq := GroupQueue{Group: k.group, Topic: k.topic, QueueID: k.queueID}
+				f, ok := t[gq]
+				if !ok {
+					f.Next = -1 // the group's offset is the next pop's
+				}
+				t[gq] = f.add(off)
 			}
 		}
 	}
