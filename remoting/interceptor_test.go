@@ -260,3 +260,22 @@ func TestSecretNeverPrinted(t *testing.T) {
 		t.Fatal("mask")
 	}
 }
+
+// TestRegisterTwicePanics: a request code has one handler; a second Register of it panics and leaves the
+// first in place.
+func TestRegisterTwicePanics(t *testing.T) {
+	pool := NewPool("p", 1, 4)
+	s := startServer(t, ServerConfig{}, nil, func(s *Server) { s.Register(SendMessage, pool, echo) })
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "registered twice") {
+				t.Errorf("second Register: recovered %v", p)
+			}
+		}()
+		s.Register(SendMessage, pool, func(context.Context, *Conn, *Command) *Command { return NewResponse(SystemError, "") })
+	}()
+	resp, err := newClient(t, ClientConfig{}).Invoke(ctxTimeout(t, 5*time.Second), s.Addr().String(), NewRequest(SendMessage, nil, nil))
+	if err != nil || resp.Code != int32(Success) || resp.Remark != "echo" {
+		t.Fatalf("after the refused Register: %v %v", resp, err)
+	}
+}

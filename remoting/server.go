@@ -140,9 +140,9 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) *Server {
 	return s
 }
 
-// Register routes requests with code to h on pool. It may be called at any time, also after Start; a later
-// call for the same code replaces the earlier. Close closes every registered pool. A nil pool or handler is a
-// programming error and panics.
+// Register routes requests with code to h on pool. It may be called at any time, also after Start. Each code
+// has one owner: a second Register of a code, which would silently take another component's requests, is a
+// programming error and panics, as a nil pool or handler does. Close closes every registered pool.
 func (s *Server) Register(code RequestCode, pool *Pool, h HandlerFunc) {
 	s.RegisterInline(code, pool, h, nil)
 }
@@ -158,6 +158,9 @@ func (s *Server) RegisterInline(code RequestCode, pool *Pool, h HandlerFunc, inl
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := *s.routes.Load()
+	if _, taken := old[code]; taken {
+		panic(fmt.Sprintf("remoting: request code %d (%s) registered twice", code, code))
+	}
 	next := make(map[RequestCode]route, len(old)+1)
 	for k, v := range old {
 		next[k] = v
