@@ -50,6 +50,10 @@ const guardACL = `accounts:
 
 const guardTopic = "GuardTopic"
 
+// guardDialTimeout bounds the test clients' dial and TLS handshake: against a hang only (a handshake under
+// -race on a loaded machine can take seconds).
+const guardDialTimeout = 20 * time.Second
+
 // guardCombo is one cell of the guard matrix.
 type guardCombo struct {
 	acl, metrics bool
@@ -64,12 +68,15 @@ func (g guardCombo) String() string {
 // guardEnv is one name server and one broker serving the gRPC endpoint (enableProxy), configured as combo,
 // and the cluster CA whose node certificates the name server takes as write credentials (TLS on, ACL on).
 type guardEnv struct {
+	t     *testing.T // the combination's test: what the env holds lives as long as it
 	combo guardCombo
 	logs  *testutil.LogLines // the servers' lines, Info and above
-	c     *cluster.Cluster
-	ca    *peertlstest.CA
-	ns    *namesrv.Server
-	b     *broker.Broker
+	// clients are the remoting clients by credentials and certificate (remoting).
+	clients map[string]*remoting.Client
+	c       *cluster.Cluster
+	ca      *peertlstest.CA
+	ns      *namesrv.Server
+	b       *broker.Broker
 }
 
 // TestGuardsHoldInEveryCombination: for every combination of ACL on/off, metrics on/off and TLS disabled,
@@ -99,7 +106,8 @@ func TestGuardsHoldInEveryCombination(t *testing.T) {
 
 func startGuardEnv(t *testing.T, combo guardCombo) *guardEnv {
 	t.Helper()
-	e := &guardEnv{combo: combo, ca: peertlstest.NewCA(t, "cluster"), logs: testutil.NewLogLines(t)}
+	e := &guardEnv{t: t, combo: combo, ca: peertlstest.NewCA(t, "cluster"), logs: testutil.NewLogLines(t),
+		clients: map[string]*remoting.Client{}}
 	aclFile := filepath.Join(t.TempDir(), "plain_acl.yml")
 	if err := os.WriteFile(aclFile, []byte(guardACL), 0o600); err != nil {
 		t.Fatal(err)
@@ -113,7 +121,7 @@ func startGuardEnv(t *testing.T, combo guardCombo) *guardEnv {
 	}
 	var harnessTLS *tls.Config
 	if tlsOn {
-		harnessTLS = &tls.Config{InsecureSkipVerify: true} // the servers' test-mode certificates
+		harnessTLS = clientTLS(t, peertls.Config{})
 	}
 	e.c = cluster.Start(t, cluster.Options{
 		ClientTLS: harnessTLS,
@@ -148,38 +156,49 @@ func startGuardEnv(t *testing.T, combo guardCombo) *guardEnv {
 	return e
 }
 
-// remoting is a remoting client of the env: TLS when the servers have it (presenting cert when it is not
-// zero), signing with ak/sk when ak is set.
+// remoting is the env's remoting client that signs with ak/sk (unsigned when ak is empty) and, when the
+// servers have TLS, dials TLS presenting cert (none when it is zero). One per kind, kept for the env's life:
+// each new TLS connection is a handshake, the dearest step of a check under -race.
 func (e *guardEnv) remoting(t *testing.T, ak, sk string, cert peertls.Config) *remoting.Client {
 	t.Helper()
-	cfg := remoting.ClientConfig{DialTimeout: 5 * time.Second,
+	key := ak + "/" + sk + "/" + cert.CertPath
+	if cl := e.clients[key]; cl != nil {
+		return cl
+	}
+	cfg := remoting.ClientConfig{DialTimeout: guardDialTimeout,
 		Credentials: remoting.Credentials{AccessKey: ak, SecretKey: remoting.Secret(sk)}}
 	if e.combo.tls != remoting.TLSDisabled {
 		cfg.TLS = clientTLS(t, cert)
 	}
-	return e.plain(t, cfg)
+	cl := e.plain(cfg)
+	e.clients[key] = cl
+	return cl
 }
 
-func (e *guardEnv) plain(t *testing.T, cfg remoting.ClientConfig) *remoting.Client {
-	cl := remoting.NewClient(cfg, cluster.TestLogger(t, 0))
-	t.Cleanup(func() { _ = cl.Close() })
+// plain is a new client of cfg, closed with the env.
+func (e *guardEnv) plain(cfg remoting.ClientConfig) *remoting.Client {
+	cl := remoting.NewClient(cfg, cluster.TestLogger(e.t, 0))
+	e.t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }
 
 // clientTLS is the TLS of a client presenting cert (none when zero), not checking the server's certificate.
+// It offers X25519 alone: the default hybrid post-quantum key exchange makes each handshake several times
+// dearer under -race, and the key exchange is not what the matrix tests.
 func clientTLS(t *testing.T, cert peertls.Config) *tls.Config {
 	t.Helper()
 	c, err := remoting.TLSConfig{Enable: true, ClientCertPath: cert.CertPath, ClientKeyPath: cert.KeyPath}.ClientTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.CurvePreferences = []tls.CurveID{tls.X25519}
 	return c
 }
 
 func (e *guardEnv) call(t *testing.T, cl *remoting.Client, addr string, code remoting.RequestCode, ext map[string]string,
 	body []byte) *remoting.Command {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a bound against a hang
 	defer cancel()
 	resp, err := cl.Invoke(ctx, addr, remoting.NewRequest(code, ext, body))
 	if err != nil {
@@ -200,9 +219,9 @@ func (e *guardEnv) writeWant() remoting.ResponseCode {
 // that otherwise it is answered.
 func (e *guardEnv) refusesPlain(t *testing.T, addr string, code remoting.RequestCode, ext map[string]string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := e.plain(t, remoting.ClientConfig{DialTimeout: 5 * time.Second}).Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))
+	_, err := e.plain(remoting.ClientConfig{DialTimeout: guardDialTimeout}).Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))
 	if e.combo.tls == remoting.TLSEnforcing && err == nil {
 		t.Errorf("a plain %s to %s was answered under tlsServerMode=enforcing", code, addr)
 	}
@@ -369,7 +388,7 @@ func (e *guardEnv) checkGrpc(t *testing.T) {
 	addr := e.b.GrpcAddr()
 	creds := insecure.NewCredentials()
 	if e.combo.tls != remoting.TLSDisabled {
-		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
+		creds = credentials.NewTLS(clientTLS(t, peertls.Config{}))
 	}
 	rpc := grpcClient(t, addr, creds)
 	ctx := func(ak, sk string) context.Context {
@@ -379,7 +398,7 @@ func (e *guardEnv) checkGrpc(t *testing.T) {
 			md = append(md, "authorization", "MQv2-HMAC-SHA1 Credential="+ak+", SignedHeaders=x-mq-date-time, Signature="+
 				acl.SignV2(sk, date))
 		}
-		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), md...), 10*time.Second)
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), md...), 30*time.Second)
 		t.Cleanup(cancel)
 		return ctx
 	}
