@@ -429,7 +429,7 @@ func (e *guardEnv) checkGrpc(t *testing.T) {
 		t.Errorf("signed QueryRoute: %v %v", q, err)
 	}
 	if e.combo.tls != remoting.TLSDisabled {
-		// The gRPC port speaks TLS only in both TLS modes (broker.GrpcConfig).
+		// The gRPC port speaks TLS only in both TLS modes (broker/grpc.go, startGrpc).
 		plain := grpcClient(t, addr, insecure.NewCredentials())
 		if _, err := send("producer1", "producerSecret1", plain); status.Code(err) != codes.Unavailable {
 			t.Errorf("plain SendMessage to the TLS gRPC port: %v, want Unavailable", err)
