@@ -1,6 +1,6 @@
 // Package acl is the broker's access control: RocketMQ 4.x's plain ACL (PlainAccessValidator and
-// PlainPermissionManager), read from plain_acl.yml and enforced on every request through a remoting
-// Interceptor.
+// PlainPermissionManager), read from plain_acl.yml and enforced on every request through a remoting guard
+// (Validator.Intercept, added with remoting.Server.AddGuard: nothing else on the server can remove it).
 //
 // # The file (rules.go)
 //

@@ -198,7 +198,7 @@ func TestInterceptAnswersNoPermissionAndLogsNoSecret(t *testing.T) {
 	srv.Register(remoting.SendMessageV2, pool, func(_ context.Context, _ *remoting.Conn, _ *remoting.Command) *remoting.Command {
 		return remoting.NewResponse(remoting.Success, "stored")
 	})
-	srv.SetInterceptor(v.Intercept)
+	srv.AddGuard("acl", v.Intercept)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

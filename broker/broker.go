@@ -201,7 +201,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	}, b.log.With("component", "remoting"))
 	b.registerProcessors()
 	if aclCheck != nil {
-		b.server.SetInterceptor(aclCheck.Intercept)
+		b.server.AddGuard("acl", aclCheck.Intercept)
 	}
 	b.metrics = newBrokerMetrics(b)
 	if err := b.role.open(); err != nil {

@@ -34,7 +34,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 	rmq.MustRegister(b.metricsCollector(), b.rmq5Collector(), metrics.NewCollector(func(ch chan<- prometheus.Metric) {
 		b.pop.collect(ch, b.popPoll.heldCount())
 	}, popDescs...))
-	b.server.SetReplyObserver(b.stats.observeReply)
+	b.server.AddReplyObserver("rpc_latency", b.stats.observeReply)
 	return &brokerMetrics{reg: reg, rmq: rmq,
 		server: metrics.NewEndpoint(b.cfg.ExporterConfig, listenHost(b.cfg.BrokerIP1), reg, b.log.With("component", "metrics"))}
 }

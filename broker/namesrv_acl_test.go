@@ -2,18 +2,14 @@ package broker_test
 
 import (
 	"context"
-	"encoding/json"
-	"hash/crc32"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/namesrv"
-	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -69,12 +65,7 @@ func TestNamesrvACLBrokersRegisterForgersDoNot(t *testing.T) {
 	}
 	before := route()
 
-	body, _ := json.Marshal(protocol.RegisterBrokerBody{FilterServerList: []string{}, TopicConfigSerializeWrapper: protocol.TopicConfigSerializeWrapper{
-		TopicConfigTable: map[string]*protocol.TopicConfig{"Guarded": {TopicName: "Guarded", ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6}},
-		DataVersion:      protocol.DataVersion{Timestamp: time.Now().UnixMilli(), Counter: 1 << 40}}})
-	ext := map[string]string{"brokerName": b.Config().BrokerName, "brokerAddr": "127.0.0.66:10911", "clusterName": b.Config().BrokerClusterName,
-		"haServerAddr": "127.0.0.66:10912", "brokerId": "0", "compressed": "false",
-		"bodyCrc32": strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)&0x7FFFFFFF), 10)}
+	ext, body := registerBrokerRequest(b.Config().BrokerClusterName, b.Config().BrokerName, "127.0.0.66:10911", "Guarded")
 	expectCode(t, "forged register", call(remoting.RegisterBroker, ext, body), remoting.NoPermission)
 	expectCode(t, "unsigned delete topic", call(remoting.DeleteTopicInNamesrv, map[string]string{"topic": "Guarded"}, nil), remoting.NoPermission)
 	if after := route(); after != before {

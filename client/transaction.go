@@ -56,7 +56,8 @@ type CheckTransaction struct {
 
 // OnCheckTransaction has h called, on a goroutine of the client, with every CHECK_TRANSACTION_STATE a
 // broker sends on one of this client's connections (after a Heartbeat naming a producer group); a request
-// that does not decode is logged and dropped. Call it before the first Heartbeat; a later call replaces h.
+// that does not decode is logged and dropped. Call it once, before the first Heartbeat: the check-back has one
+// owner per client (the gRPC endpoint's, proxy.New), and a second call panics (remoting.Client.RegisterHandler).
 func (c *Client) OnCheckTransaction(h func(*CheckTransaction)) {
 	c.rc.RegisterHandler(remoting.CheckTransactionState, func(req *remoting.Command) *remoting.Command {
 		ct := &CheckTransaction{MsgID: req.OptString("msgId", ""), TransactionID: req.OptString("transactionId", ""),

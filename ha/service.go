@@ -97,7 +97,7 @@ func (s *Service) Start() error {
 		defer s.wg.Done()
 		s.transfer.run(ctx)
 	}()
-	s.log.Info("HA service listening", "addr", ln.Addr().String())
+	s.log.Info("HA service listening", "addr", ln.Addr().String(), "tls", s.peerTLS != nil) // peer TLS: mutual, the group's CA
 	return nil
 }
 

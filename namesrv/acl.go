@@ -163,6 +163,15 @@ func (g *writeGuard) byCertificate(conn *remoting.Conn) (bool, error) {
 	return true, nil
 }
 
+// name is the guard's name on the remoting server (its start-up line): "acl", or "acl+certWrites" when a
+// client certificate of peerTlsTrustCertPath may write too.
+func (g *writeGuard) name() string {
+	if g.trust != nil {
+		return "acl+certWrites"
+	}
+	return "acl"
+}
+
 func (g *writeGuard) intercept(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	code := remoting.RequestCode(req.Code)
 	brokerMay, write := writeCodes[code]

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"context"
 	"encoding/json"
 	"hash/crc32"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -23,7 +25,9 @@ const testACL = `accounts:
     defaultTopicPerm: PUB|SUB
 `
 
-func aclFixture(t *testing.T) *fixture {
+// aclFixture is a name server with aclEnable and testACL (brokerAccount in aclBrokerAccessKeys), changed
+// further by more.
+func aclFixture(t *testing.T, more ...func(*Config)) *fixture {
 	t.Helper()
 	return newFixture(t, func(c *Config) {
 		path := filepath.Join(c.RocketmqHome, "conf", "plain_acl.yml")
@@ -35,6 +39,9 @@ func aclFixture(t *testing.T) *fixture {
 		}
 		c.ACL.AclEnable = true
 		c.ACL.AclBrokerAccessKeys = "brokerAccount"
+		for _, m := range more {
+			m(c)
+		}
 	})
 }
 
@@ -125,6 +132,32 @@ func TestACLGuardsWrites(t *testing.T) {
 	}
 	if _, _, ok := f.route("TopicTest"); ok {
 		t.Fatal("route after the admin's deletion")
+	}
+}
+
+// TestACLHoldsWithMetricsOn (issue 37): with the Prometheus endpoint on, the ACL still refuses a forged
+// REGISTER_BROKER, and the request counter still counts what the ACL lets through, not what it refuses.
+// Before the fix the counter took the ACL's place and the forged registration was answered SUCCESS.
+func TestACLHoldsWithMetricsOn(t *testing.T) {
+	f := aclFixture(t, func(c *Config) { c.MetricsExporterType, c.MetricsPromExporterPort = "PROM", 0 })
+	forged := brokerA
+	forged.topics = topicsOf("Evil")
+	if resp := f.registerWith(f.cl, forged, nil); resp.Code != int32(remoting.NoPermission) {
+		t.Fatalf("unsigned register with metrics on: %s %q, want NO_PERMISSION", remoting.ResponseCode(resp.Code), resp.Remark)
+	}
+	f.register(signedClient(t, "brokerAccount", "brokerSecret1"), brokerA)
+	if _, _, ok := f.route("Evil"); ok {
+		t.Fatal("the refused registration's topic has a route")
+	}
+	fams, err := metrics.Scrape(context.Background(), f.ns.MetricsAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := fams.Value("rocketmq_namesrv_requests_total", "request", "REGISTER_BROKER"); v != 1 {
+		t.Errorf("REGISTER_BROKER counted %v times, want 1 (the signed one)", v)
+	}
+	if v, _ := fams.Value("rocketmq_namesrv_requests_total", "request", "GET_ROUTEINFO_BY_TOPIC"); v != 1 {
+		t.Errorf("GET_ROUTEINFO_BY_TOPIC counted %v times, want 1", v)
 	}
 }
 

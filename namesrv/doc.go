@@ -69,4 +69,11 @@
 // signature decides as above. The port must ask for certificates (tlsServerMode permissive or enforcing,
 // tlsServerNeedClientAuth optional or require), and peerTlsTrustCertPath without aclEnable is a start-up error
 // (it would guard nothing). Brokers present theirs with tlsEnable, tlsClientCertPath and tlsClientKeyPath.
+//
+// The check is the remoting server's guard "acl" ("acl+certWrites" with peerTlsTrustCertPath); the request
+// counter of the Prometheus endpoint (metrics.go) is a request observer beside it, which sees only what the
+// guard lets through and cannot take its place (remoting/doc.go, "Interceptors"; before, the two shared one
+// slot and metricsExporterType=PROM switched the ACL off). The port's start-up line names both:
+//
+//	remoting: listening addr=0.0.0.0:9876 tls=enforcing clientCerts=RequestClientCert guards=acl+certWrites observers=namesrv_requests
 package namesrv

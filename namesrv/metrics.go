@@ -24,12 +24,12 @@ var (
 		"Broker addresses registered here, by cluster and role (master: brokerId 0).", "cluster", "role")
 	topicsDesc   = metrics.Desc("rocketmq_namesrv_topics", "Topics with route data here.")
 	requestsDesc = metrics.Desc("rocketmq_namesrv_requests_total",
-		"Requests received for a code this name server serves, by request code and RocketMQ's name of it.",
+		"Requests received for a code this name server serves and let through by its guards (a write the ACL refuses is not counted), by request code and RocketMQ's name of it.",
 		"code", "request")
 )
 
-// newServerMetrics prepares the endpoint on bindAddress (or metricsPromExporterHost) and, when it is on, counts every request
-// through the remoting interceptor (the name server has no ACL interceptor of its own).
+// newServerMetrics prepares the endpoint on bindAddress (or metricsPromExporterHost) and, when it is on, counts the
+// requests the guards let through (the ACL's, acl.go) with a remoting request observer.
 func newServerMetrics(s *Server) *serverMetrics {
 	m := &serverMetrics{}
 	if !s.cfg.ExporterConfig.On() {
@@ -40,14 +40,13 @@ func newServerMetrics(s *Server) *serverMetrics {
 		m.collect(s.routes, ch)
 	}, brokersDesc, topicsDesc, requestsDesc))
 	m.server = metrics.NewEndpoint(s.cfg.ExporterConfig, s.cfg.ListenAddr, reg, s.logger.With("component", "metrics"))
-	s.rs.SetInterceptor(m.countRequest)
+	s.rs.AddRequestObserver("namesrv_requests", m.countRequest)
 	return m
 }
 
-// countRequest is a remoting.Interceptor that counts and lets every request through.
-func (m *serverMetrics) countRequest(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// countRequest is a remoting.RequestObserver: it counts the request by its code.
+func (m *serverMetrics) countRequest(_ *remoting.Conn, req *remoting.Command) {
 	m.requests.Get(remoting.RequestCode(req.Code)).Add(1)
-	return nil
 }
 
 func (m *serverMetrics) collect(routes *RouteInfoManager, ch chan<- prometheus.Metric) {

@@ -80,7 +80,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	if s.acl != nil {
-		s.rs.SetInterceptor(s.acl.intercept)
+		s.rs.AddGuard(s.acl.name(), s.acl.intercept)
 	}
 	s.mx = newServerMetrics(s)
 	s.rs.OnConnClose(func(c *remoting.Conn) {

@@ -55,6 +55,18 @@
 // offset as a ninth, as RocketMQ 5's proxy makes it: ForwardMessageToDeadLetterQueue needs the offset. For an
 // auto-renewed message the client keeps its first handle; the proxy maps it to the one in force.
 //
+// # Guards
+//
+// A call goes through, in this fixed order: the TLS handshake (Options.TLS: the port speaks TLS only, with
+// the policy's client certificates), the ACL (auth.go, Options.Auth: grpc.ChainUnaryInterceptor and
+// ChainStreamInterceptor, so a refusal is PermissionDenied and no handler runs), then the call. Both are
+// fixed by New from Options and nothing can replace or remove them; an interceptor added later (a metric)
+// is appended to the same chains after the ACL, as the remoting servers' observers are (remoting/doc.go,
+// "Interceptors"). Serve logs the port's line, as the remoting ports do (in a broker, tlsServerMode
+// permissive and enforcing both make the port TLS only: broker/grpc.go):
+//
+//	gRPC endpoint serving addr=0.0.0.0:8081 tls=tls-only clientCerts=RequestClientCert guards=acl localBroker=broker-a
+//
 // # Contracts
 //
 // A Server is safe for concurrent use; Close stops serving, ends the streams and waits for its goroutines.

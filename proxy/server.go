@@ -143,7 +143,21 @@ func (s *Server) Serve(lis net.Listener) {
 			s.log.Error("gRPC server stopped", "err", err)
 		}
 	}()
-	s.log.Info("gRPC endpoint serving", "addr", lis.Addr().String(), "tls", s.opts.TLS != nil, "localBroker", s.opts.BrokerName)
+	// The start-up line of the port says which guards hold on it (remoting/doc.go "Interceptors" has the same
+	// line for the remoting ports): TLS (only, when on), the client certificate policy, the ACL.
+	tlsMode, clientCerts := "disabled", "none"
+	if s.opts.TLS != nil {
+		tlsMode = "tls-only"
+		if s.opts.TLS.ClientAuth != tls.NoClientCert {
+			clientCerts = s.opts.TLS.ClientAuth.String()
+		}
+	}
+	guards := "none"
+	if s.opts.Auth != nil {
+		guards = "acl"
+	}
+	s.log.Info("gRPC endpoint serving", "addr", lis.Addr().String(), "tls", tlsMode, "clientCerts", clientCerts,
+		"guards", guards, "localBroker", s.opts.BrokerName)
 }
 
 // Listen listens on addr ("host:port") and serves it.

@@ -147,7 +147,8 @@ type CommitLog interface {
 	// SetRetentionGuard installs the check the store asks before deleting the CommitLog file
 	// [from, to) (expiry, disk pressure, PruneCommitLog): false keeps it. fn runs on the
 	// store's clean goroutine or a pruning caller, concurrently with everything else, and
-	// must not block. It replaces the previous guard.
+	// must not block. It replaces the previous guard: a slot with one owner, the log store
+	// (logstore.go), which sets it when it opens and again when it closes; nothing else may.
 	SetRetentionGuard(fn func(from, to int64) bool)
 
 	// EncodeMessages appends to dst (the caller's) the stored records of msgs as a put would

@@ -68,7 +68,7 @@ func BenchmarkInvokeParallel(b *testing.B) {
 func BenchmarkInvokeParallelObserved(b *testing.B) {
 	s, cl := benchServer(b)
 	var counts sync.Map // code -> *[2]atomic.Int64
-	s.SetReplyObserver(func(req *Command, code int32, _ ReplyResult) {
+	s.AddReplyObserver("bench", func(req *Command, code int32, _ ReplyResult) {
 		v, ok := counts.Load(code)
 		if !ok {
 			v, _ = counts.LoadOrStore(code, new([2]atomic.Int64))
@@ -134,4 +134,39 @@ func BenchmarkChanSubmit(b *testing.B) {
 	done.Wait()
 	close(tasks)
 	workers.Wait()
+}
+
+// BenchmarkIntercept is the chain's cost per request (intercept.go): nothing added (one atomic load), one
+// guard, and a guard with a request observer; none allocates.
+func BenchmarkIntercept(b *testing.B) {
+	req := sendLikeRequest()
+	var seen atomic.Int64
+	guard := func(_ *Conn, r *Command) *Command {
+		if r.Code < 0 {
+			return NewResponse(NoPermission, "")
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		add  func(s *Server)
+	}{
+		{"none", func(*Server) {}},
+		{"guard", func(s *Server) { s.AddGuard("g", guard) }},
+		{"guard+observer", func(s *Server) {
+			s.AddGuard("g", guard)
+			s.AddRequestObserver("o", func(*Conn, *Command) { seen.Add(1) })
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := NewServer(ServerConfig{}, nil)
+			c.add(s)
+			b.ReportAllocs()
+			for b.Loop() {
+				if s.intercept(nil, req) != nil {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
 }

@@ -91,11 +91,19 @@ func NewClient(cfg ClientConfig, logger *slog.Logger) *Client {
 
 // RegisterHandler handles requests that servers send to this client (NOTIFY_CONSUMER_IDS_CHANGED and the like).
 // h runs in its own goroutine; a non-nil result is sent back as the response. A request with no handler is
-// answered REQUEST_CODE_NOT_SUPPORTED.
+// answered REQUEST_CODE_NOT_SUPPORTED. Each code has one owner, as on a Server: a second RegisterHandler of a
+// code, which would silently take another component's requests, is a programming error and panics (so does a
+// nil h).
 func (c *Client) RegisterHandler(code RequestCode, h func(req *Command) *Command) {
+	if h == nil {
+		panic(fmt.Sprintf("remoting: RegisterHandler of request code %d (%s) with a nil handler", code, code))
+	}
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
 	old := *c.handlers.Load()
+	if _, taken := old[code]; taken {
+		panic(fmt.Sprintf("remoting: client handler of request code %d (%s) registered twice", code, code))
+	}
 	next := make(map[RequestCode]func(*Command) *Command, len(old)+1)
 	for k, v := range old {
 		next[k] = v

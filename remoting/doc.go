@@ -46,18 +46,41 @@
 // cannot block (the broker's sends to an existing topic) and hands the rest to its pool. One writer goroutine per connection gathers every queued frame (header bytes, Body and the
 // zero-copy BodyParts) into one writev per wake-up. Connections silent for IdleTimeout are closed.
 //
-// An Interceptor (Server.SetInterceptor) sees every request with a registered handler first, once, on the
-// handler's pool worker or on the reader before an InlineFunc, with the connection (and so its remote address); it lets the request through or answers it
-// itself. The ACL check (package acl) is one. With none set, the cost is one atomic load per request.
-//
 // Server.Listen adds an extra listening address (listener.go): its connections are served like the main
 // listener's, and Listener.Close stops accepting there and closes every connection that came through it at
 // once. The broker's Raft mode holds the master's virtual address (masterVipAddress) with one while it is master,
 // so that clients of a master that steps down see their connections end and reconnect to the next holder.
-// A ReplyObserver (Server.SetReplyObserver) sees every answer as Conn.Reply queues it: the request (when it
-// was read, whether its handler held it for a long poll: Command.MarkSuspended), the response code and
-// whether the answer was queued, dropped (oneway) or not writable. The broker's rpc latency metric is one.
 // A Pool also keeps the enqueue time of its queued tasks, for HeadWait (how long the oldest has waited).
+//
+// # Interceptors (intercept.go)
+//
+// Features hook into a server through a chain that each one can only extend: Server.AddGuard,
+// AddRequestObserver and AddReplyObserver append a named function; nothing removes or replaces one, so no
+// feature can switch another's check off (issue 37: the name server's request counter, installed in the one
+// interceptor slot there was, replaced its ACL check). A request with a registered handler (an unknown code
+// is answered REQUEST_CODE_NOT_SUPPORTED before any of it) goes through, in this fixed order:
+//
+//  1. the guards (Interceptor), in the order added, once per request, on the handler's pool worker or on the
+//     reader before an InlineFunc, with the connection (its remote address, its TLS state). A guard lets the
+//     request through (nil) or answers it; the first answer ends the chain: no later guard, no request
+//     observer and no handler sees a refused request. Every guard must let a request through. The ACL checks
+//     are guards: the broker's "acl" (package acl), the name server's "acl" or "acl+certWrites" (writes
+//     signed, or made by a client certificate of the cluster CA; namesrv/acl.go).
+//  2. the request observers (RequestObserver), in the order added: they see what the guards let through and
+//     cannot answer. The name server's request counter ("namesrv_requests") is one.
+//  3. the InlineFunc or the handler.
+//  4. the reply observers (ReplyObserver), in the order added, as Conn.Reply queues each answer, the guards'
+//     refusals included: the request (when it was read, whether its handler held it for a long poll:
+//     Command.MarkSuspended), the response code and whether the answer was queued, dropped (oneway) or not
+//     writable. The broker's rpc latency metric ("rpc_latency") is one.
+//
+// A panic in any of them is answered SYSTEM_ERROR, as one in a handler. With nothing added the cost is one
+// atomic load per request; with guards and observers, one call each and no allocation (BenchmarkIntercept).
+// The chain is copied on each addition: add before Start (a later addition is logged and runs for requests
+// read from then on). Start, and Listen for an extra address, log one line per port with its TLS mode, its
+// client certificate policy (clientCerts) and the names of the guards and observers its connections run:
+//
+//	remoting: listening addr=127.0.0.1:9876 tls=permissive clientCerts=RequestClientCert guards=acl+certWrites observers=namesrv_requests
 //
 // # TLS (tls.go, tls_config.go)
 //

@@ -35,7 +35,7 @@ func TestInlineAnswersOnTheReader(t *testing.T) {
 			return NewResponse(Success, "held")
 		})
 	})
-	s.SetInterceptor(func(c *Conn, req *Command) *Command {
+	s.AddGuard("test", func(c *Conn, req *Command) *Command {
 		intercepted.Add(1)
 		if req.Remark == "refuse" {
 			return NewResponse(NoPermission, "refused")

@@ -44,7 +44,7 @@ func (s *Server) Listen(addr string) (*Listener, error) {
 	}
 	s.mu.listeners[l] = struct{}{}
 	s.mu.Unlock()
-	s.logger.Info("remoting: listening (extra address)", "addr", ln.Addr().String())
+	s.logger.Info("remoting: listening (extra address)", append([]any{"addr", ln.Addr().String()}, s.guardAttrs()...)...)
 	s.tr.Go(func() {
 		defer close(l.done)
 		s.acceptLoop(ln, l, l.stop)

@@ -27,7 +27,8 @@ type HandlerFunc func(ctx context.Context, conn *Conn, req *Command) *Command
 // not block: no disk or network wait, no lock held across one. done false hands the request to the route's pool
 // and handler as if there were no InlineFunc, so it must decline before it has done anything for the request.
 // With done true, resp is the answer, or nil when the request is answered later (conn.Reply) or is oneway. The
-// Interceptor runs before it, and a panic is answered SYSTEM_ERROR, as for a HandlerFunc.
+// guards and request observers (intercept.go) run before it, and a panic is answered SYSTEM_ERROR, as for a
+// HandlerFunc.
 type InlineFunc func(conn *Conn, req *Command) (resp *Command, done bool)
 
 // ServerConfig configures a Server. Zero values take the defaults named on each field.
@@ -90,12 +91,6 @@ type route struct {
 	inline  InlineFunc // nil: always on the pool
 }
 
-// Interceptor looks at a request before its handler runs, on the handler's pool worker, or on the connection's
-// reader before an InlineFunc (so it may take a few microseconds, not a network round trip). It returns nil to
-// let the request through, or the response that answers it instead; the handler then never sees the request.
-// conn.RemoteAddr() is the peer. It is called concurrently from every pool and reader.
-type Interceptor func(conn *Conn, req *Command) *Command
-
 // Server accepts remoting connections and runs each request's handler on the pool registered for its code.
 type Server struct {
 	cfg    ServerConfig
@@ -104,12 +99,14 @@ type Server struct {
 	nextID atomic.Uint64
 	tr     tracker // connection goroutines and async callbacks
 	routes atomic.Pointer[map[RequestCode]route]
-	// intercept is nil unless SetInterceptor was called: one atomic load per request when no check is wanted.
-	intercept atomic.Pointer[Interceptor]
-	// replies is nil unless SetReplyObserver was called.
+	// chain is nil until a guard or observer is added (intercept.go): one atomic load per request when none is.
+	chain atomic.Pointer[chain]
+	// replies is the chain's reply observers as one function (intercept.go), nil while there are none; each
+	// connection loads it (connConfig.replies).
 	replies atomic.Pointer[ReplyObserver]
 
-	// regMu serializes Register and OnConnClose. Lock order: regMu before mu (Register records its pool).
+	// regMu serializes Register, OnConnClose and the chain's changes. Lock order: regMu before mu (Register
+	// records its pool).
 	regMu      sync.Mutex
 	onClose    atomic.Pointer[[]func(*Conn)]
 	acceptDone chan struct{} // closed when the accept loop returns
@@ -143,9 +140,9 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) *Server {
 	return s
 }
 
-// Register routes requests with code to h on pool. It may be called at any time, also after Start; a later
-// call for the same code replaces the earlier. Close closes every registered pool. A nil pool or handler is a
-// programming error and panics.
+// Register routes requests with code to h on pool. It may be called at any time, also after Start. Each code
+// has one owner: a second Register of a code, which would silently take another component's requests, is a
+// programming error and panics, as a nil pool or handler does. Close closes every registered pool.
 func (s *Server) Register(code RequestCode, pool *Pool, h HandlerFunc) {
 	s.RegisterInline(code, pool, h, nil)
 }
@@ -161,6 +158,9 @@ func (s *Server) RegisterInline(code RequestCode, pool *Pool, h HandlerFunc, inl
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	old := *s.routes.Load()
+	if _, taken := old[code]; taken {
+		panic(fmt.Sprintf("remoting: request code %d (%s) registered twice", code, code))
+	}
 	next := make(map[RequestCode]route, len(old)+1)
 	for k, v := range old {
 		next[k] = v
@@ -170,27 +170,6 @@ func (s *Server) RegisterInline(code RequestCode, pool *Pool, h HandlerFunc, inl
 	s.mu.Lock()
 	s.mu.pools[pool] = struct{}{}
 	s.mu.Unlock()
-}
-
-// SetInterceptor runs f before the handler of every request that has one (an unknown code is answered
-// REQUEST_CODE_NOT_SUPPORTED without it); nil removes it. It may be called at any time; requests already on a
-// worker keep the interceptor they started with.
-func (s *Server) SetInterceptor(f Interceptor) {
-	if f == nil {
-		s.intercept.Store(nil)
-		return
-	}
-	s.intercept.Store(&f)
-}
-
-// SetReplyObserver has f see every answer the handlers give (see ReplyObserver); nil removes it. It may be
-// called at any time.
-func (s *Server) SetReplyObserver(f ReplyObserver) {
-	if f == nil {
-		s.replies.Store(nil)
-		return
-	}
-	s.replies.Store(&f)
 }
 
 // OnConnClose registers f to be called once for every connection that closes, after its reader and writer
@@ -227,7 +206,7 @@ func (s *Server) Start() error {
 	}
 	s.mu.ln = ln
 	s.mu.Unlock()
-	s.logger.Info("remoting: listening", "addr", ln.Addr().String(), "tls", mode)
+	s.logger.Info("remoting: listening", append([]any{"addr", ln.Addr().String()}, s.guardAttrs()...)...)
 	s.tr.Go(func() {
 		defer close(s.acceptDone)
 		s.acceptLoop(ln, nil, s.stopAccept)
@@ -340,7 +319,7 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 			}
 			return
 		}
-		checked = true // the interceptor let it through
+		checked = true // the guards let it through
 	}
 	if !r.pool.Submit(func() { s.handle(r.handler, c, req, checked) }) {
 		c.logger.Warn("remoting: pool full, request refused", "pool", r.pool.Name(), "code", req.Code)
@@ -348,11 +327,11 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 	}
 }
 
-// handleInline runs the interceptor and an InlineFunc on the reader. A panic is answered (done).
+// handleInline runs the guards and observers (intercept.go) and an InlineFunc on the reader. A panic is answered (done).
 func (s *Server) handleInline(f InlineFunc, c *Conn, req *Command) (resp *Command, done bool) {
 	done = true
 	resp = callSafely(c.logger, req, func() *Command {
-		if refused := s.refused(c, req); refused != nil {
+		if refused := s.intercept(c, req); refused != nil {
 			return refused
 		}
 		r, d := f(c, req)
@@ -362,11 +341,12 @@ func (s *Server) handleInline(f InlineFunc, c *Conn, req *Command) (resp *Comman
 	return resp, done
 }
 
-// handle runs a handler on a pool worker and sends its response; checked: the interceptor ran already.
+// handle runs a handler on a pool worker and sends its response; checked: the guards and observers ran
+// already (on the reader, before an InlineFunc that declined).
 func (s *Server) handle(h HandlerFunc, c *Conn, req *Command, checked bool) {
 	resp := callSafely(c.logger, req, func() *Command {
 		if !checked {
-			if refused := s.refused(c, req); refused != nil {
+			if refused := s.intercept(c, req); refused != nil {
 				return refused
 			}
 		}
@@ -375,14 +355,6 @@ func (s *Server) handle(h HandlerFunc, c *Conn, req *Command, checked bool) {
 	if resp != nil {
 		_ = c.Reply(req, resp) // fails only when the connection is gone
 	}
-}
-
-// refused is the interceptor's answer to req, nil when there is none or it lets req through.
-func (s *Server) refused(c *Conn, req *Command) *Command {
-	if ic := s.intercept.Load(); ic != nil {
-		return (*ic)(c, req)
-	}
-	return nil
 }
 
 // callSafely runs a handler; a panic is logged with its stack and turned into a SYSTEM_ERROR response whose

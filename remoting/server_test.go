@@ -300,6 +300,15 @@ func TestOnewayAndServerToClientRequests(t *testing.T) {
 		resp.Body = []byte(`{"running":true}`)
 		return resp
 	})
+	// A code has one handler: a second RegisterHandler panics and the first stays (asserted below).
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "registered twice") {
+				t.Errorf("second RegisterHandler: recovered %v", p)
+			}
+		}()
+		cl.RegisterHandler(GetConsumerRunningInfo, func(*Command) *Command { return NewResponse(SystemError, "second") })
+	}()
 	addr := s.Addr().String()
 	if err := cl.InvokeOneway(ctxTimeout(t, 10*time.Second), addr, NewRequest(UnregisterClient, nil, nil)); err != nil {
 		t.Fatal(err)

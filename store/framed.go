@@ -429,7 +429,8 @@ func (s *Store) syncInPlaceWrites(through int64) error {
 // SetRetentionGuard sets the framed-mode check the clean service asks before it deletes a
 // CommitLog file [from, to): the Raft log says whether it no longer needs the entries there
 // (nil allows every file, as in classic mode). fn runs on the clean goroutine, or on the
-// caller of PruneCommitLog, and must not block.
+// caller of PruneCommitLog, and must not block. One slot with one owner: the Raft log store
+// (raftlog.Store) sets it when it opens and again when it closes; nothing else may.
 func (s *Store) SetRetentionGuard(fn func(from, to int64) bool) {
 	if fn == nil {
 		s.retention.Store(nil)

@@ -65,7 +65,10 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-// Options are the store's collaborators, things that are not config keys.
+// Options are the store's collaborators, things that are not config keys. Each hook among them
+// (ArrivingListener, Replicator, TagsCode, SyncObserver) is one slot owned by whoever opens the
+// store (the broker: broker.go and its role's storeOptions); a second feature that wants to see
+// the same event is called from the owner's function, never put in the slot in its place.
 type Options struct {
 	// Logger receives the store's logs; nil discards them.
 	Logger *slog.Logger

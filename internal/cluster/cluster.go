@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ type Options struct {
 	Brokers     int                           // default 1
 	NoBrokers   bool                          // name servers only (tests that run brokers as child processes)
 	Configure   func(i int, c *broker.Config) // adjusts broker i's config before it starts
-	LogLevel    slog.Level                    // default slog.LevelWarn: test output stays readable
+	LogLevel    slog.Level                    // default slog.LevelWarn: test output stays readable; LevelInfo for Info lines
 	// Slaves gives every broker that many classic-replication slaves (ha.go): broker i's slave j is
 	// broker index SlaveIndex(i, j), with the master's brokerName, brokerId j+1 and brokerRole SLAVE,
 	// started after all masters. Configure sees slaves too.
@@ -43,7 +44,14 @@ type Options struct {
 	// ClientTLS, when set, is the TLS the harness's own client dials name servers with (needed when they
 	// run with tlsServerMode=enforcing).
 	ClientTLS *tls.Config
+	// Logs, when set, gets the servers' log lines (LogLevel and above) in place of t.Log: a
+	// testutil.LogLines keeps them to assert on and passes them to t.Log.
+	Logs io.Writer
 }
+
+// LevelInfo is the Options.LogLevel that keeps Info lines (and above): slog.LevelInfo is 0, which is taken by
+// the default (Warn).
+const LevelInfo = slog.LevelInfo - 1
 
 // Cluster is a running set of name servers and brokers.
 type Cluster struct {
@@ -66,7 +74,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Brokers == 0 && !opts.NoBrokers && opts.RaftNodes == 0 {
 		opts.Brokers = 1
 	}
-	c := &Cluster{t: t, log: TestLogger(t, opts.LogLevel)}
+	c := &Cluster{t: t, log: testLogger(t, opts.LogLevel, opts.Logs)}
 	c.client = client.New(client.Config{Timeout: 2 * time.Second, TLS: opts.ClientTLS,
 		Log: c.log.With("component", "cluster-client")})
 	// A TempDir made before Cleanup(c.Stop) is removed after it: brokers stop before their folders go.
@@ -283,16 +291,22 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format st
 }
 
 // TestLogger logs through t.Log at level and above; lines after the test ended go to stderr.
-func TestLogger(t testing.TB, level slog.Level) *slog.Logger {
+func TestLogger(t testing.TB, level slog.Level) *slog.Logger { return testLogger(t, level, nil) }
+
+// testLogger is TestLogger writing to out instead of t.Log when out is not nil.
+func testLogger(t testing.TB, level slog.Level, out io.Writer) *slog.Logger {
 	if level == 0 {
 		level = slog.LevelWarn
 	}
 	if os.Getenv("ROCKETRAFT_TEST_LOG") == "debug" {
 		level = slog.LevelDebug
 	}
-	w := &testWriter{t: t}
-	t.Cleanup(w.done)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	if out == nil {
+		w := &testWriter{t: t}
+		t.Cleanup(w.done)
+		out = w
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
 }
 
 type testWriter struct {
