@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/namesrv"
+)
+
+// runFleet runs mqbench namesrv with --json against two name servers of the test (metrics on) and
+// returns its summary; the run must succeed.
+func runFleet(t *testing.T, args ...string) *bench.FleetSummary {
+	t.Helper()
+	var mx [2]string
+	c := cluster.Start(t, cluster.Options{NameServers: 2, NoBrokers: true,
+		ConfigureNamesrv: func(i int, cfg *namesrv.Config) {
+			cfg.MetricsPort = cluster.FreePort(t)
+			mx[i] = "127.0.0.1:" + strconv.Itoa(cfg.MetricsPort)
+		}})
+	args = append([]string{"namesrv", "-n", c.NamesrvAddr(), "--ns-metrics", mx[0] + ";" + mx[1], "--json"}, args...)
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	t.Logf("mqbench %s:\n%s", strings.Join(args, " "), stderr.String())
+	if code != 0 {
+		t.Fatalf("mqbench namesrv: exit %d", code)
+	}
+	var sum bench.FleetSummary
+	if err := json.Unmarshal([]byte(stdout.String()), &sum); err != nil {
+		t.Fatalf("summary %q: %v", stdout.String(), err)
+	}
+	return &sum
+}
+
+// TestNamesrvFleet runs the fleet simulator small: 6 groups of 3 brokers (plain, compressed and split
+// bodies) registering every 500 ms against two name servers, 12 client connections asking 400 routes a
+// second, the stand-in's floor first, and the churn. Every query must be answered, every route complete,
+// every registration accepted, and the figures of both name servers read from their metrics.
+func TestNamesrvFleet(t *testing.T) {
+	sum := runFleet(t, "--groups", "6", "--replicas", "3", "--topics", "30", "--spread", "2", "--split-size", "800",
+		"--clients", "12", "--rate", "400", "--duration", "2s", "--floor", "1s", "--warmup", "300ms",
+		"--register-every", "500ms", "--interval", "1s", "--churn", "topic-create,master-change,broker-kill,reconnect-storm")
+	if sum.Floor == nil || sum.Floor.Queries.Answered == 0 || sum.Floor.Queries.Incomplete != 0 {
+		t.Fatalf("floor %+v", sum.Floor)
+	}
+	p := sum.Namesrv
+	if p == nil {
+		t.Fatal("no name server phase")
+	}
+	q := p.Queries
+	if q.Asked < 600 || q.Answered+q.Lost != q.Asked || q.Busy+q.NotFound+q.OtherCode != 0 || q.Overflow != 0 {
+		t.Errorf("queries %+v", q)
+	}
+	// The reconnect storm closes connections with queries in flight: those are lost, nothing else is.
+	if q.Lost > q.Asked/20 {
+		t.Errorf("%d of %d queries lost", q.Lost, q.Asked)
+	}
+	if q.Checked != q.Answered || q.Incomplete != 0 {
+		t.Errorf("%d of %d answers checked, %d incomplete (%s)", q.Checked, q.Answered, q.Incomplete, q.FirstMiss)
+	}
+	if q.Latency == nil || q.Latency.Count != q.Answered || q.Latency.P50 <= 0 {
+		t.Errorf("latency %+v for %d answers", q.Latency, q.Answered)
+	}
+	if r := p.Registrations; r.OK == 0 || r.Failed != 0 {
+		t.Errorf("registrations %+v", r)
+	}
+	if len(p.Namesrvs) != 2 {
+		t.Fatalf("name server figures %+v", p.Namesrvs)
+	}
+	for _, n := range p.Namesrvs {
+		if n.CPU <= 0 || n.RSSMB <= 0 || n.AllocsPerQ <= 0 {
+			t.Errorf("name server figures %+v", n)
+		}
+	}
+	if len(sum.Events) != 4 || sum.FirstRoundMs <= 0 || len(sum.RegistrationsAlone) != 2 {
+		t.Errorf("events %q, first round %v ms, registrations alone %+v", sum.Events, sum.FirstRoundMs, sum.RegistrationsAlone)
+	}
+}
+
+// TestNamesrvFleetFlags: bad flags are refused by name before anything starts.
+func TestNamesrvFleetFlags(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"namesrv --groups 5 --spread 2 -n 127.0.0.1:1", "--spread 2"},
+		{"namesrv --bodies plain,zip -n 127.0.0.1:1", `--bodies "zip"`},
+		{"namesrv --churn restart -n 127.0.0.1:1", "--churn restart"},
+		{"namesrv", "-n or --start"},
+	} {
+		var stdout, stderr syncBuffer
+		if code := run(context.Background(), strings.Fields(tc.args), &stdout, &stderr); code != 2 ||
+			!strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr %q (want %q)", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
