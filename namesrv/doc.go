@@ -8,6 +8,21 @@
 //	brokerAddrTable   brokerName  -> BrokerData{cluster, brokerAddrs: brokerId -> "ip:port"}   (id 0 = master)
 //	clusterAddrTable  cluster     -> set of brokerName
 //	brokerLiveTable   brokerAddr  -> last registration time, data version, HA address, its connection
+//	brokerTopics      brokerName  -> the topics holding its queue data (an index: dropping a broker name,
+//	                                 changing its permissions or its deleted topics touch only those)
+//
+// Route answers come from a cache (routecache.go): each topic's GET_ROUTEINFO_BY_TOPIC answer is encoded
+// once and handed to every client until a registration, an expiry, a closed connection, a deletion, a
+// permission change or a Raft stand-in change touches what it shows. Writers mark it stale under the write
+// lock by bumping a version of the topic or of a broker name (O(1) each); the next reader rebuilds it
+// outside the lock, one rebuild per topic at a time. The cluster info and the topic lists are cached the
+// same way. The write lock's hold times are exported (rocketmq_namesrv_route_write_lock_seconds); nothing
+// is logged while it is held.
+//
+// A registration body an address sent before (a broker's periodic re-registration of an unchanged table)
+// is not decoded again: each address keeps what its bodies of its current data version said, by length and
+// hash (regtable.go). Bodies that must be decoded are decoded at most GOMAXPROCS/2 at a time, so that a
+// burst of first registrations leaves the route queries a core.
 //
 // A master's registration replaces its broker name's queue data of every topic in its table, when the table's
 // data version changed or on its first registration; a slave's topics are ignored (its reply names the master

@@ -110,19 +110,19 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		s.logger.Warn("namesrv: register broker body fails its crc32", "brokerAddr", h[1], "remote", conn.RemoteAddr())
 		return errResponse(remoting.SystemError, remarkCRCMismatch)
 	}
-	body, err := protocol.DecodeRegisterBrokerBody(req.Body, compressed)
+	table, err := s.routes.registrationTable(h[1], req.Body, compressed, brokerID == protocol.MasterID)
 	if err != nil {
 		return errResponse(remoting.SystemError, "Failed to decode RegisterBrokerBody: %v", err)
 	}
 	s.trackConn(conn)
 	res := s.routes.RegisterBroker(RegisterBrokerRequest{
+		table:         table,
 		ClusterName:   h[2],
 		BrokerAddr:    h[1],
 		BrokerName:    h[0],
 		BrokerID:      brokerID,
 		HAServerAddr:  req.OptString("haServerAddr", ""),
 		Timeout:       time.Duration(timeoutMillis) * time.Millisecond,
-		Body:          body,
 		ConnID:        conn.ID(),
 		Raft:          raftTerm >= 0,
 		RaftTerm:      uint64(max(raftTerm, 0)),
@@ -183,25 +183,37 @@ func (s *Server) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, req *r
 	if err != nil {
 		return badHeader(req, err)
 	}
-	route, ok := s.routes.PickupTopicRouteData(topic)
+	body, ok := s.routes.RouteAnswer(topic) // shared with every caller: the writer only reads it
 	if !ok {
 		return errResponse(remoting.TopicNotExist, "%s%s", remarkTopicNotExist, topic)
 	}
 	if s.liveConfig().OrderMessageEnable {
-		route.OrderTopicConf, _ = s.kv.Get(NamespaceOrderTopicConfig, topic)
+		if conf, _ := s.kv.Get(NamespaceOrderTopicConfig, topic); conf != "" {
+			body = WithOrderTopicConf(body, conf)
+		}
 	}
-	return remoting.NewJSONResponse(route)
+	return bodyResponse(body)
+}
+
+// bodyResponse is a SUCCESS answer with a cached body, or SYSTEM_ERROR when it could not be encoded.
+func bodyResponse(body []byte) *remoting.Command {
+	if body == nil {
+		return errResponse(remoting.SystemError, "encode answer: see the name server's log")
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
 }
 
 func (s *Server) getBrokerClusterInfo(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-	return remoting.NewJSONResponse(s.routes.ClusterInfo())
+	return bodyResponse(s.routes.ClusterInfoAnswer())
 }
 
 func (s *Server) getAllTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
 	if !s.liveConfig().EnableAllTopicList {
 		return errResponse(remoting.SystemError, "disable")
 	}
-	return remoting.NewJSONResponse(protocol.TopicList{TopicList: s.routes.AllTopics()})
+	return bodyResponse(s.routes.AllTopicsAnswer())
 }
 
 func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -209,11 +221,11 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 	if err != nil {
 		return badHeader(req, err)
 	}
-	return remoting.NewJSONResponse(protocol.TopicList{TopicList: s.routes.TopicsByCluster(cluster)})
+	return bodyResponse(s.routes.TopicsByClusterAnswer(cluster))
 }
 
 func (s *Server) getSystemTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-	return remoting.NewJSONResponse(s.routes.SystemTopics())
+	return bodyResponse(s.routes.SystemTopicsAnswer())
 }
 
 // deleteTopic handles DELETE_TOPIC_IN_NAMESRV: of every broker, or of one cluster's with clusterName.
