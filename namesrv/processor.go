@@ -22,7 +22,7 @@ func (s *Server) registerProcessors() {
 	clientPool := remoting.NewPool("namesrv-client", s.cfg.ClientRequestThreadPoolNums,
 		s.cfg.ClientRequestThreadPoolQueueCapacity)
 	defaultPool := remoting.NewPool("namesrv-default", s.cfg.DefaultThreadPoolNums, s.cfg.DefaultThreadPoolQueueCapacity)
-	s.rs.Register(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic)
+	s.rs.RegisterInline(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic, s.routeInline)
 	for code, h := range map[remoting.RequestCode]remoting.HandlerFunc{
 		remoting.RegisterBroker:                s.registerBroker,
 		remoting.UnregisterBroker:              s.unregisterBroker,
@@ -177,13 +177,34 @@ func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remo
 	return resp
 }
 
+// routeInline answers GET_ROUTEINFO_BY_TOPIC on the connection's reader when the topic's cached answer is
+// current (almost always: it changes with registrations that change something), saving the hand-off to a
+// worker and back; a stale one is rebuilt on the client pool by getRouteInfoByTopic.
+func (s *Server) routeInline(_ *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
+	topic, err := req.ExtString("topic")
+	if err != nil {
+		return badHeader(req, err), true
+	}
+	body, ok, current := s.routes.CachedRouteAnswer(topic)
+	if !current {
+		return nil, false
+	}
+	return s.routeResponse(topic, body, ok), true
+}
+
 // getRouteInfoByTopic handles GET_ROUTEINFO_BY_TOPIC: compact JSON, or TOPIC_NOT_EXIST.
 func (s *Server) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic, err := req.ExtString("topic")
 	if err != nil {
 		return badHeader(req, err)
 	}
-	body, ok := s.routes.RouteAnswer(topic) // shared with every caller: the writer only reads it
+	body, ok := s.routes.RouteAnswer(topic)
+	return s.routeResponse(topic, body, ok)
+}
+
+// routeResponse is the answer of a route query: body (shared with every caller: the writer only reads it),
+// with the topic's orderTopicConf when orderMessageEnable, or TOPIC_NOT_EXIST.
+func (s *Server) routeResponse(topic string, body []byte, ok bool) *remoting.Command {
 	if !ok {
 		return errResponse(remoting.TopicNotExist, "%s%s", remarkTopicNotExist, topic)
 	}

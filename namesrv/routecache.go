@@ -99,6 +99,20 @@ func (m *RouteInfoManager) RouteAnswer(topic string) (body []byte, ok bool) {
 	return a.body, ok
 }
 
+// CachedRouteAnswer is RouteAnswer when the cached answer is current, without waiting for anything;
+// current is false when it would have to be rebuilt (the caller then asks RouteAnswer, off the hot path).
+func (m *RouteInfoManager) CachedRouteAnswer(topic string) (body []byte, ok, current bool) {
+	v, found := m.routes.Load(topic)
+	if !found {
+		return nil, false, true
+	}
+	e := v.(*topicEntry)
+	if a := e.cache.cur.Load(); a.current(m, e) {
+		return a.body, a.body != nil, true
+	}
+	return nil, false, false
+}
+
 // RouteRebuilds is how many times a route answer was built: once per topic asked for, and again after each
 // change that touched it (the rest of GET_ROUTEINFO_BY_TOPIC's answers came from the cache).
 func (m *RouteInfoManager) RouteRebuilds() uint64 { return m.rebuilds.Load() }

@@ -168,9 +168,9 @@ func (b *brokers) registerAll(ctx context.Context) time.Duration {
 	return d
 }
 
-// run registers every period until ctx ends: all brokers at once (Burst), or each at its own offset.
-// BROKER_HEARTBEAT goes out every Heartbeat meanwhile.
-func (b *brokers) run(ctx context.Context) {
+// run registers every period until ctx ends, the first round after first: all brokers at once (Burst), or
+// each at its own offset. BROKER_HEARTBEAT goes out every Heartbeat meanwhile.
+func (b *brokers) run(ctx context.Context, first time.Duration) {
 	var wg sync.WaitGroup
 	if b.f.cfg.Heartbeat > 0 {
 		wg.Add(1)
@@ -180,16 +180,22 @@ func (b *brokers) run(ctx context.Context) {
 		}()
 	}
 	if b.f.cfg.Burst {
+		round := func() {
+			d := b.registerAll(ctx)
+			b.log.Debug("registration round", "took", d)
+			for _, sb := range b.list {
+				sb.down.Store(false) // a killed broker is back from the next round on
+			}
+		}
+		if sleepCtx(ctx, first) {
+			round()
+		}
 		t := time.NewTicker(b.f.cfg.Every)
 		for ctx.Err() == nil {
 			select {
 			case <-ctx.Done():
 			case <-t.C:
-				d := b.registerAll(ctx)
-				b.log.Debug("registration round", "took", d)
-				for _, sb := range b.list {
-					sb.down.Store(false) // a killed broker is back from the next round on
-				}
+				round()
 			}
 		}
 		t.Stop()

@@ -176,9 +176,13 @@ func (r *fleetRun) phase(ctx context.Context, name string, targets, mx []string,
 	regCtx, stopRegs := context.WithCancel(ctx)
 	var regsDone sync.WaitGroup
 	regsDone.Add(1)
+	firstRound := cfg.Every // the name servers: rounds every period from the first
+	if sum == nil {
+		firstRound = cfg.Warmup + d/2 // the floor: a round inside the measured window
+	}
 	go func() {
 		defer regsDone.Done()
-		br.run(regCtx)
+		br.run(regCtx, firstRound)
 	}()
 	defer func() {
 		stopRegs()
