@@ -141,10 +141,39 @@ func (c *churner) step() string {
 	}
 }
 
-// check compares every topic's cached answer and every cached list with a fresh encoding of the tables.
+// check compares every topic's cached answer and every cached list with a fresh encoding of the tables,
+// and checks the indexes against the tables.
 func (c *churner) check(t *testing.T, after string) {
 	t.Helper()
 	m := c.m
+	m.mu.RLock()
+	for topic, e := range m.topicQueue {
+		for name := range e.queues {
+			if m.brokerTopics[name][topic] != e {
+				t.Fatalf("after %s: the index of %s lacks %s", after, name, topic)
+			}
+		}
+	}
+	for name, idx := range m.brokerTopics {
+		for topic, e := range idx {
+			if _, ok := m.topicQueue[topic].queues[name]; !ok || m.topicQueue[topic] != e {
+				t.Fatalf("after %s: the index of %s lists %s, which has no queue data of it", after, name, topic)
+			}
+		}
+	}
+	for addr, li := range m.live {
+		if _, ok := m.connAddrs[li.connID][addr]; li.connID != 0 && !ok {
+			t.Fatalf("after %s: connection %d's addresses lack %s", after, li.connID, addr)
+		}
+	}
+	for id, set := range m.connAddrs {
+		for addr := range set {
+			if li := m.live[addr]; li == nil || li.connID != id {
+				t.Fatalf("after %s: connection %d lists %s, registered on %v", after, id, addr, li)
+			}
+		}
+	}
+	m.mu.RUnlock()
 	for _, topic := range append(c.topics, "Unknown") {
 		route, ok := m.PickupTopicRouteData(topic)
 		body, cok := m.RouteAnswer(topic)

@@ -84,6 +84,7 @@ type RouteInfoManager struct {
 	brokerTopics  map[string]map[string]*topicEntry // broker name -> the topics with its queue data (index)
 	clusterMap    map[string]map[string]struct{}    // cluster -> broker names
 	live          map[string]*brokerLiveInfo        // broker address -> liveness
+	connAddrs     map[uint64]map[string]struct{}    // connection id -> the live addresses registered on it
 	filters       map[string][]string               // broker address -> filter servers
 	raft          map[string]*raftGroup             // broker name -> Raft group state (raftgroup.go)
 	raftHold      time.Duration                     // raftMasterHoldMillis
@@ -115,6 +116,7 @@ func NewRouteInfoManager(expiry time.Duration, deleteMissing bool, logger *slog.
 		brokerTopics:  make(map[string]map[string]*topicEntry),
 		clusterMap:    make(map[string]map[string]struct{}),
 		live:          make(map[string]*brokerLiveInfo),
+		connAddrs:     make(map[uint64]map[string]struct{}),
 		filters:       make(map[string][]string),
 		raft:          make(map[string]*raftGroup),
 		raftHold:      DefaultRaftMasterHold,
@@ -221,6 +223,10 @@ func (m *RouteInfoManager) registerBroker(req *RegisterBrokerRequest, now time.T
 		li = &brokerLiveInfo{}
 		m.live[req.BrokerAddr] = li
 		lg.newBroker = true
+	}
+	if !known || li.connID != req.ConnID {
+		m.unlinkConnLocked(li.connID, req.BrokerAddr)
+		m.linkConnLocked(req.ConnID, req.BrokerAddr)
 	}
 	*li = brokerLiveInfo{lastUpdate: now, timeout: req.Timeout, dataVersion: table.dv, connID: req.ConnID,
 		haServerAddr: req.HAServerAddr, clusterName: req.ClusterName, brokerName: req.BrokerName, brokerID: req.BrokerID,
@@ -444,7 +450,7 @@ func (m *RouteInfoManager) removeLiveLocked(brokerAddr, why string, removed []re
 	if bd := m.brokerAddr[li.brokerName]; bd != nil && bd.BrokerAddrs[li.brokerID] == brokerAddr {
 		return true, m.removeAddrLocked(bd, li.brokerID, brokerAddr, why, removed)
 	}
-	delete(m.live, brokerAddr)
+	m.dropLiveLocked(brokerAddr, li)
 	if _, had := m.filters[brokerAddr]; had {
 		delete(m.filters, brokerAddr)
 		m.gen.Add(1) // the address may be listed under another name: rare enough to drop every cached route
@@ -452,11 +458,43 @@ func (m *RouteInfoManager) removeLiveLocked(brokerAddr, why string, removed []re
 	return true, removed
 }
 
+// dropLiveLocked removes an address's liveness (li, nil when it has none). Lock should be held for writing.
+func (m *RouteInfoManager) dropLiveLocked(addr string, li *brokerLiveInfo) {
+	if li == nil {
+		return
+	}
+	delete(m.live, addr)
+	m.unlinkConnLocked(li.connID, addr)
+}
+
+// linkConnLocked notes that addr registered on connection id. Lock should be held for writing.
+func (m *RouteInfoManager) linkConnLocked(id uint64, addr string) {
+	if id == 0 {
+		return
+	}
+	set := m.connAddrs[id]
+	if set == nil {
+		set = make(map[string]struct{}, 1)
+		m.connAddrs[id] = set
+	}
+	set[addr] = struct{}{}
+}
+
+// unlinkConnLocked forgets that addr registered on connection id. Lock should be held for writing.
+func (m *RouteInfoManager) unlinkConnLocked(id uint64, addr string) {
+	if set := m.connAddrs[id]; set != nil {
+		delete(set, addr)
+		if len(set) == 0 {
+			delete(m.connAddrs, id)
+		}
+	}
+}
+
 // removeAddrLocked removes one address of a broker name and, when it was the last, the broker name from its
 // cluster and its queue data from every topic. Lock should be held for writing.
 func (m *RouteInfoManager) removeAddrLocked(bd *brokerEntry, brokerID int64, brokerAddr, why string,
 	removed []removal) []removal {
-	delete(m.live, brokerAddr)
+	m.dropLiveLocked(brokerAddr, m.live[brokerAddr])
 	delete(m.filters, brokerAddr)
 	delete(bd.BrokerAddrs, brokerID)
 	m.brokerChangedLocked(bd)
@@ -485,19 +523,14 @@ func (m *RouteInfoManager) removeAddrLocked(bd *brokerEntry, brokerID int64, bro
 }
 
 // OnConnClose removes every broker registered on the closed connection at once (BrokerHousekeepingService).
-// A connection no broker registered on (a client's) costs a read-locked look at the live table, and the
-// write lock is taken only when one did.
+// A connection no broker registered on (a client's) costs one read-locked map look-up; the write lock is
+// taken only when one did.
 func (m *RouteInfoManager) OnConnClose(connID uint64) {
 	if connID == 0 {
 		return
 	}
 	m.mu.RLock()
-	var addrs []string
-	for addr, li := range m.live {
-		if li.connID == connID {
-			addrs = append(addrs, addr)
-		}
-	}
+	addrs := slices.Collect(maps.Keys(m.connAddrs[connID]))
 	m.mu.RUnlock()
 	if len(addrs) == 0 {
 		return

@@ -37,7 +37,7 @@ type ServerConfig struct {
 	IdleTimeout     time.Duration // a connection with nothing read for this long is closed; default 120 s, < 0 never
 	WriteTimeout    time.Duration // a batch not written within this closes the connection; default 60 s, < 0 never
 	MaxQueuedFrames int           // frames waiting for a connection's writer before it is closed; default 65536
-	ReadBufferSize  int           // per-connection read buffer; default 64 KiB
+	ReadBufferSize  int           // the most a connection's read buffer grows to (readbuf.go); default 64 KiB
 
 	// TLSMode: "" or TLSDisabled serves plain TCP and never looks at the first byte; TLSPermissive and
 	// TLSEnforcing need TLS (tls.go). TLSConfig (with TLSConfig.ServerTLS) builds both from config keys.
