@@ -27,6 +27,7 @@ func (s *Server) registerProcessors() {
 		remoting.RegisterBroker:                s.registerBroker,
 		remoting.UnregisterBroker:              s.unregisterBroker,
 		remoting.QueryDataVersion:              s.queryDataVersion,
+		remoting.BrokerHeartbeat:               s.brokerHeartbeat,
 		remoting.GetBrokerClusterInfo:          s.getBrokerClusterInfo,
 		remoting.GetAllTopicListFromNameServer: s.getAllTopicList,
 		remoting.GetTopicsByCluster:            s.getTopicsByCluster,
@@ -129,6 +130,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		RaftSlaveID:   raftSlaveID,
 		RaftMasterVIP: raftMasterVIP,
 	}, time.Now())
+	s.ready.back(s.routes.Routes)
 	resp := remoting.NewResponse(remoting.Success, "")
 	if res.HAServerAddr != "" {
 		resp.SetExt("haServerAddr", res.HAServerAddr)
@@ -153,6 +155,22 @@ func (s *Server) unregisterBroker(_ context.Context, _ *remoting.Conn, req *remo
 		return badHeader(req, err)
 	}
 	s.routes.UnregisterBroker(h[1], h[0], brokerID)
+	return remoting.NewResponse(remoting.Success, "")
+}
+
+// brokerHeartbeat handles BROKER_HEARTBEAT (RocketMQ 5; BrokerHeartbeatRequestHeader: clusterName,
+// brokerAddr, brokerName, and optional fields of the controller mode that the name server ignores): the
+// address stays alive without a full registration. Java's brokers send it oneway; a request that asks
+// for an answer gets SUCCESS, also for an address not registered (as RocketMQ answers).
+func (s *Server) brokerHeartbeat(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	addr, err := req.ExtString("brokerAddr")
+	if err != nil {
+		return badHeader(req, err)
+	}
+	if !s.routes.BrokerHeartbeat(req.OptString("clusterName", ""), addr, time.Now()) {
+		s.logger.Debug("namesrv: heartbeat of a broker not registered", "brokerAddr", addr,
+			"cluster", req.OptString("clusterName", ""))
+	}
 	return remoting.NewResponse(remoting.Success, "")
 }
 
@@ -185,6 +203,9 @@ func (s *Server) routeInline(_ *remoting.Conn, req *remoting.Command) (*remoting
 	if err != nil {
 		return badHeader(req, err), true
 	}
+	if !s.ready.serving(time.Now()) {
+		return errResponse(remoting.SystemError, remarkNotReady), true
+	}
 	body, ok, current := s.routes.CachedRouteAnswer(topic)
 	if !current {
 		return nil, false
@@ -197,6 +218,9 @@ func (s *Server) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, req *r
 	topic, err := req.ExtString("topic")
 	if err != nil {
 		return badHeader(req, err)
+	}
+	if !s.ready.serving(time.Now()) {
+		return errResponse(remoting.SystemError, remarkNotReady)
 	}
 	body, ok := s.routes.RouteAnswer(topic)
 	return s.routeResponse(topic, body, ok)

@@ -22,6 +22,7 @@ type brokerLiveInfo struct {
 	brokerName   string
 	brokerID     int64
 	tables       []*regTable // what its bodies of dataVersion said (regtable.go)
+	round        roundState  // a master's registration round (rounds.go)
 }
 
 // RegisterBrokerRequest is one REGISTER_BROKER.
@@ -102,6 +103,11 @@ type RouteInfoManager struct {
 	tableHits  atomic.Uint64 // registrations whose body was not decoded again
 	lists      listCache
 	lockHold   lockHoldObserver // how long the write lock is held (lockhold.go)
+
+	// namesChanged (guarded by mu) is set when a broker name gains its first queue data or loses its last;
+	// unlock then calls onNames (set before use; readiness.go keeps the names in a file).
+	namesChanged bool
+	onNames      func()
 }
 
 // NewRouteInfoManager returns empty tables. expiry is how long a broker may stay silent; deleteMissing removes,
@@ -133,8 +139,13 @@ func (m *RouteInfoManager) lock() time.Time {
 
 func (m *RouteInfoManager) unlock(since time.Time) {
 	held := time.Since(since)
+	changed := m.namesChanged
+	m.namesChanged = false
 	m.mu.Unlock()
 	m.lockHold.observe(held)
+	if changed && m.onNames != nil {
+		m.onNames()
+	}
 }
 
 // SetDeleteMissing changes deleteTopicWithBrokerRegistration from the next registration on.
@@ -211,18 +222,16 @@ func (m *RouteInfoManager) registerBroker(req *RegisterBrokerRequest, now time.T
 	if table == nil {
 		table = tableOf(&req.Body, true)
 	}
-	if req.BrokerID == protocol.MasterID && table.kept {
-		prev := m.live[req.BrokerAddr]
-		if first || prev == nil || prev.dataVersion != table.dv {
-			m.applyTopicTableLocked(req.BrokerName, table.topics, true, lg)
-		}
-	}
-
 	li, known := m.live[req.BrokerAddr]
 	if !known {
 		li = &brokerLiveInfo{}
 		m.live[req.BrokerAddr] = li
 		lg.newBroker = true
+	}
+	if req.BrokerID == protocol.MasterID && table.kept {
+		m.applyRoundLocked(&li.round, req.BrokerName, table, first, lg)
+	} else {
+		li.round = roundState{} // a slave, or a demoted master: its next master registration starts afresh
 	}
 	if !known || li.connID != req.ConnID {
 		m.unlinkConnLocked(li.connID, req.BrokerAddr)
@@ -230,7 +239,7 @@ func (m *RouteInfoManager) registerBroker(req *RegisterBrokerRequest, now time.T
 	}
 	*li = brokerLiveInfo{lastUpdate: now, timeout: req.Timeout, dataVersion: table.dv, connID: req.ConnID,
 		haServerAddr: req.HAServerAddr, clusterName: req.ClusterName, brokerName: req.BrokerName, brokerID: req.BrokerID,
-		tables: li.tables}
+		tables: li.tables, round: li.round}
 	rememberTableLocked(li, table)
 
 	if table.filters != nil {
@@ -296,8 +305,8 @@ func (m *RouteInfoManager) logRegistration(req *RegisterBrokerRequest, lg *regLo
 }
 
 // applyTopicTableLocked turns a master's topic table into queue data of its broker name: every topic of it
-// when whole, else only those the broker name does not hold yet (a further chunk of a split registration).
-// Lock should be held for writing.
+// when whole, else only those the broker name does not hold yet (rounds.go). Lock should be held for
+// writing.
 func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table []topicRec, whole bool, lg *regLog) {
 	index := m.brokerTopics[brokerName]
 	for _, r := range table {
@@ -320,19 +329,6 @@ func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table []topi
 		m.setQueueDataLocked(e, r.name, qd)
 		index = m.brokerTopics[brokerName]
 	}
-	if !whole || !m.deleteMissing || len(index) == 0 {
-		return
-	}
-	names := make(map[string]struct{}, len(table))
-	for _, r := range table {
-		names[r.name] = struct{}{}
-	}
-	for topic := range index {
-		if _, kept := names[topic]; !kept {
-			m.removeQueueDataLocked(topic, brokerName)
-			lg.removedTopics = append(lg.removedTopics, topic)
-		}
-	}
 }
 
 // newTopicLocked adds an empty topic entry. Lock should be held for writing.
@@ -351,6 +347,7 @@ func (m *RouteInfoManager) setQueueDataLocked(e *topicEntry, topic string, qd pr
 		if idx == nil {
 			idx = make(map[string]*topicEntry)
 			m.brokerTopics[qd.BrokerName] = idx
+			m.namesChanged = true
 		}
 		idx[topic] = e
 		m.listVer.Add(1)
@@ -376,6 +373,7 @@ func (m *RouteInfoManager) removeQueueDataLocked(topic, brokerName string) {
 		delete(idx, topic)
 		if len(idx) == 0 {
 			delete(m.brokerTopics, brokerName)
+			m.namesChanged = true
 		}
 	}
 	if len(e.queues) == 0 {
@@ -611,6 +609,20 @@ func (m *RouteInfoManager) QueryDataVersion(brokerAddr string, dv protocol.DataV
 	return true, li.dataVersion, true
 }
 
+// BrokerHeartbeat refreshes the liveness of a registered broker address (RocketMQ 5's BROKER_HEARTBEAT,
+// which its brokers send between registrations when they registered with a short heartbeatTimeoutMillis).
+// A cluster name other than the one the address registered with (when given) matches nothing, as in
+// RocketMQ, whose live table is keyed by both. It reports whether the address was registered.
+func (m *RouteInfoManager) BrokerHeartbeat(cluster, brokerAddr string, now time.Time) bool {
+	defer m.unlock(m.lock())
+	li := m.live[brokerAddr]
+	if li == nil || (cluster != "" && li.clusterName != cluster) {
+		return false
+	}
+	li.lastUpdate = now
+	return true
+}
+
 // PickupTopicRouteData assembles a topic's route: its queue data and the brokers that hold it. ok is false when
 // the topic has no queue data or none of its brokers is registered. RouteAnswer gives the same route encoded,
 // from the cache.
@@ -778,6 +790,20 @@ func (m *RouteInfoManager) SetWritePerm(brokerName string, allow bool) int {
 		n++
 	}
 	return n
+}
+
+// RoutedBrokerNames lists the broker names that hold queue data of some topic, sorted.
+func (m *RouteInfoManager) RoutedBrokerNames() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Sorted(maps.Keys(m.brokerTopics))
+}
+
+// Routes reports whether the broker name holds queue data of some topic.
+func (m *RouteInfoManager) Routes(brokerName string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.brokerTopics[brokerName]) > 0
 }
 
 // BrokerCount returns how many broker addresses are registered.

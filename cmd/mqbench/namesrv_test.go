@@ -12,15 +12,18 @@ import (
 	"github.com/rocketraft/rocketraft/namesrv"
 )
 
-// runFleet runs mqbench namesrv with --json against two name servers of the test (metrics on) and
-// returns its summary; the run must succeed.
-func runFleet(t *testing.T, args ...string) *bench.FleetSummary {
+// runFleet runs mqbench namesrv with --json against two name servers of the test (metrics on; configure
+// may change more) and returns its summary; the run must succeed.
+func runFleet(t *testing.T, configure func(*namesrv.Config), args ...string) *bench.FleetSummary {
 	t.Helper()
 	var mx [2]string
 	c := cluster.Start(t, cluster.Options{NameServers: 2, NoBrokers: true,
 		ConfigureNamesrv: func(i int, cfg *namesrv.Config) {
 			cfg.MetricsPort = cluster.FreePort(t)
 			mx[i] = "127.0.0.1:" + strconv.Itoa(cfg.MetricsPort)
+			if configure != nil {
+				configure(cfg)
+			}
 		}})
 	args = append([]string{"namesrv", "-n", c.NamesrvAddr(), "--ns-metrics", mx[0] + ";" + mx[1], "--json"}, args...)
 	var stdout, stderr syncBuffer
@@ -37,11 +40,11 @@ func runFleet(t *testing.T, args ...string) *bench.FleetSummary {
 }
 
 // TestNamesrvFleet runs the fleet simulator small: 6 groups of 3 brokers (plain, compressed and split
-// bodies) registering every 500 ms against two name servers, 12 client connections asking 400 routes a
+// bodies, the split ones in 4 chunks of one data version) registering every 500 ms against two name servers, 12 client connections asking 400 routes a
 // second, the stand-in's floor first, and the churn. Every query must be answered, every route complete,
 // every registration accepted, and the figures of both name servers read from their metrics.
 func TestNamesrvFleet(t *testing.T) {
-	sum := runFleet(t, "--groups", "6", "--replicas", "3", "--topics", "30", "--spread", "2", "--split-size", "800",
+	sum := runFleet(t, nil, "--groups", "6", "--replicas", "3", "--topics", "30", "--spread", "2", "--split-size", "8",
 		"--clients", "12", "--rate", "400", "--duration", "2s", "--floor", "1s", "--warmup", "300ms",
 		"--register-every", "500ms", "--interval", "1s", "--churn", "topic-create,master-change,broker-kill,reconnect-storm")
 	if sum.Floor == nil || sum.Floor.Queries.Answered == 0 || sum.Floor.Queries.Incomplete != 0 {
@@ -78,6 +81,20 @@ func TestNamesrvFleet(t *testing.T) {
 	}
 	if len(sum.Events) != 4 || sum.FirstRoundMs <= 0 || len(sum.RegistrationsAlone) != 2 {
 		t.Errorf("events %q, first round %v ms, registrations alone %+v", sum.Events, sum.FirstRoundMs, sum.RegistrationsAlone)
+	}
+}
+
+// TestNamesrvFleetHeartbeat: brokers that register every 3 s with heartbeatTimeoutMillis 1 s and send
+// RocketMQ 5's BROKER_HEARTBEAT every 200 ms stay routed (the name servers scan every 100 ms): every
+// answer lists all its groups.
+func TestNamesrvFleetHeartbeat(t *testing.T) {
+	sum := runFleet(t, func(c *namesrv.Config) { c.ScanNotActiveBrokerInterval = 100 },
+		"--groups", "4", "--replicas", "2", "--topics", "10", "--spread", "2", "--clients", "4", "--rate", "200",
+		"--duration", "3s", "--floor", "0", "--warmup", "200ms", "--register-every", "3s", "--heartbeat", "200ms",
+		"--heartbeat-timeout", "1s", "--interval", "1s")
+	q := sum.Namesrv.Queries
+	if q.Answered == 0 || q.Checked != q.Answered || q.Incomplete != 0 || q.NotFound != 0 {
+		t.Fatalf("queries %+v: routes lost groups between registrations", q)
 	}
 }
 
