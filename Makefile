@@ -44,6 +44,14 @@ KILLS ?= 10
 chaos-raft:
 	ROCKETRAFT_RAFT_KILLS=$(KILLS) ROCKETRAFT_RAFT_TIMERS=default $(GO) test -count=1 -timeout 60m -run '^TestRaftKill9Leader(VIP)?$$' -v ./e2e
 
+# make fleet-kill [FLEET_KILLS=6]: issue 39's multi-group test (e2e TestFleetRaftGroups) at full size: two name servers,
+# three Raft groups of three broker processes, the official Go client through all groups; a name server stopped,
+# then FLEET_KILLS leader kills in turn (make test runs one).
+FLEET_KILLS ?= 6
+.PHONY: fleet-kill
+fleet-kill:
+	ROCKETRAFT_FLEET_KILLS=$(FLEET_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestFleetRaftGroups$$' -v ./e2e
+
 # make bench-ha: produce msgs/s and p99 with no replication, ASYNC_MASTER and SYNC_MASTER (scripts/bench-ha.sh).
 bench-ha:
 	./scripts/bench-ha.sh
