@@ -3,6 +3,8 @@ package namesrv
 import (
 	"hash/maphash"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/rocketraft/rocketraft/protocol"
 )
@@ -22,7 +24,8 @@ import (
 // burst of 300 first registrations (a restarted name server) must not take every core from the route
 // queries.
 
-// bodyKey identifies a registration body: its length, a hash of its bytes and its encoding.
+// bodyKey identifies a registration body: its length, a hash of its bytes and its encoding (a table that
+// came decoded has a negative size: contentKey).
 type bodyKey struct {
 	size       int
 	sum        uint64
@@ -71,6 +74,7 @@ func tableOf(body *protocol.RegisterBrokerBody, keep bool) *regTable {
 		t.topics = append(t.topics, topicRec{name: tc.TopicName, read: tc.ReadQueueNums, write: tc.WriteQueueNums,
 			perm: tc.Perm, sysFlag: tc.TopicSysFlag})
 	}
+	slices.SortFunc(t.topics, func(a, b topicRec) int { return strings.Compare(a.name, b.name) })
 	return t
 }
 
@@ -114,8 +118,7 @@ func (m *RouteInfoManager) registrationTable(brokerAddr string, raw []byte, comp
 // rememberTableLocked keeps t among li's tables: those of t's data version, t included. Lock should be
 // held for writing.
 func rememberTableLocked(li *brokerLiveInfo, t *regTable) {
-	if t.key == (bodyKey{}) { // not from a body (RegisterBroker called with a decoded one)
-		li.tables = nil
+	if t.key.size < 0 { // not from a body (RegisterBroker called with a decoded one): nothing to look up
 		return
 	}
 	kept := li.tables[:0]

@@ -83,6 +83,7 @@ type RouteInfoManager struct {
 	topicQueue    map[string]*topicEntry            // topic -> queue data by broker name
 	brokerAddr    map[string]*brokerEntry           // broker name -> cluster, addresses by id
 	brokerTopics  map[string]map[string]*topicEntry // broker name -> the topics with its queue data (index)
+	removals      map[string]uint64                 // broker name -> queue data of it removed so far (rounds.go)
 	clusterMap    map[string]map[string]struct{}    // cluster -> broker names
 	live          map[string]*brokerLiveInfo        // broker address -> liveness
 	connAddrs     map[uint64]map[string]struct{}    // connection id -> the live addresses registered on it
@@ -120,6 +121,7 @@ func NewRouteInfoManager(expiry time.Duration, deleteMissing bool, logger *slog.
 		topicQueue:    make(map[string]*topicEntry),
 		brokerAddr:    make(map[string]*brokerEntry),
 		brokerTopics:  make(map[string]map[string]*topicEntry),
+		removals:      make(map[string]uint64),
 		clusterMap:    make(map[string]map[string]struct{}),
 		live:          make(map[string]*brokerLiveInfo),
 		connAddrs:     make(map[uint64]map[string]struct{}),
@@ -221,6 +223,7 @@ func (m *RouteInfoManager) registerBroker(req *RegisterBrokerRequest, now time.T
 	table := req.table
 	if table == nil {
 		table = tableOf(&req.Body, true)
+		table.key = contentKey(m.bodies.seed, table)
 	}
 	li, known := m.live[req.BrokerAddr]
 	if !known {
@@ -369,6 +372,7 @@ func (m *RouteInfoManager) removeQueueDataLocked(topic, brokerName string) {
 	delete(e.queues, brokerName)
 	e.ver.Add(1)
 	m.listVer.Add(1)
+	m.removals[brokerName]++
 	if idx := m.brokerTopics[brokerName]; idx != nil {
 		delete(idx, topic)
 		if len(idx) == 0 {
