@@ -86,6 +86,9 @@ type queryLoad struct {
 
 	counting atomic.Bool // queries due now count for the phase's figures
 	stopped  atomic.Bool
+	// firstGood and lastBad are when (ns since base) the first complete answer and the last answer that
+	// was not (an error code, or a group missing) came in since they were reset (0: none).
+	firstGood, lastBad atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -384,8 +387,10 @@ func (c *qconn) answer(frame []byte) {
 	answered := l.c.answered.Add(1)
 	switch cmd.Code {
 	case int32(remoting.Success):
-		if answered%int64(l.f.cfg.Check) == 0 {
-			l.checkRoute(q.topic, cmd.Body)
+		if answered%int64(l.f.cfg.Check) == 0 && !l.checkRoute(q.topic, cmd.Body) {
+			l.lastBad.Store(now)
+		} else {
+			l.firstGood.CompareAndSwap(0, now)
 		}
 		return
 	case int32(remoting.SystemBusy):
@@ -395,6 +400,7 @@ func (c *qconn) answer(frame []byte) {
 	default:
 		l.c.otherCode.Add(1)
 	}
+	l.lastBad.Store(now)
 	l.mu.Lock()
 	l.mu.codes[cmd.Code]++
 	if l.mu.firstErr == "" {
@@ -412,8 +418,8 @@ var (
 	markQueue  = []byte(`"readQueueNums":`)
 )
 
-// checkRoute counts an answer's groups against the topic's.
-func (l *queryLoad) checkRoute(topic int32, body []byte) {
+// checkRoute counts an answer's groups against the topic's and reports whether it lists them all.
+func (l *queryLoad) checkRoute(topic int32, body []byte) bool {
 	l.c.checked.Add(1)
 	want := l.f.cfg.Spread
 	brokers, queues := bytes.Count(body, markBroker), bytes.Count(body, markQueue)
@@ -424,11 +430,12 @@ func (l *queryLoad) checkRoute(topic int32, body []byte) {
 				brokers, queues, want)
 			l.mu.Unlock()
 		}
-		return
+		return false
 	}
 	if bytes.Count(body, markMaster) != want {
 		l.c.masterless.Add(1)
 	}
+	return true
 }
 
 // run sends queries at Rate until ctx ends, from a few goroutines: sender s sends queries s, s+S, ... of

@@ -60,11 +60,19 @@ type FleetPhase struct {
 	Namesrvs      []nsFigures  `json:"namesrvs,omitempty"`
 }
 
-// FleetRestart is what a restart of the started name server under the load showed.
+// FleetRestart is what a restart of the started name server under the load showed. Times are from the
+// moment it was started again.
 type FleetRestart struct {
-	// CompleteMs is the time from the restart until every topic's route listed all its groups.
-	CompleteMs float64      `json:"complete_ms"`
-	Queries    querySummary `json:"queries"` // the queries due from the restart until then
+	// CompleteMs: a sweep asking every topic's route, begun then, found every route complete (the
+	// routes were complete from then on, at the latest); SweptMs: when that sweep was done.
+	CompleteMs float64 `json:"complete_ms"`
+	SweptMs    float64 `json:"swept_ms"`
+	// FirstGoodMs and LastBadMs: the load's first answer that listed all its groups, and its last that
+	// did not (an error code such as "name server not ready", or a group missing) before the sweep was
+	// done (-1: none).
+	FirstGoodMs float64      `json:"first_good_ms"`
+	LastBadMs   float64      `json:"last_bad_ms"`
+	Queries     querySummary `json:"queries"` // the queries due from the restart until the sweep was done
 }
 
 // RunFleet runs the fleet simulator: the floor against the stand-in (self is mqbench's executable, which
@@ -170,7 +178,8 @@ func (r *fleetRun) phase(ctx context.Context, name string, targets, mx []string,
 			return nil, err
 		}
 		sum.CompleteMs = millis(took)
-		r.say("%s: every route complete on every name server %v after the round", name, took.Round(time.Millisecond))
+		r.say("%s: every route complete on every name server %v after the round at the latest (the sweep that found it so began then)",
+			name, took.Round(time.Millisecond))
 	}
 
 	regCtx, stopRegs := context.WithCancel(ctx)
@@ -357,32 +366,46 @@ func (r *fleetRun) restart(ctx context.Context, targets []string, ql *queryLoad)
 	ql.counting.Store(true)
 	r.say("restart: SIGKILL of the name server, then started again on %s", r.proc.addr())
 	r.proc.kill()
-	t0 := time.Now()
 	if err := r.proc.start(); err != nil {
 		return nil, err
 	}
+	t0 := time.Now()
+	ql.firstGood.Store(0)
+	ql.lastBad.Store(0)
+	base := int64(t0.Sub(ql.base))
 	limit := 2*r.cfg.Every + 30*time.Second
-	took, err := r.waitComplete(ctx, targets, limit)
-	took = time.Since(t0)
+	complete, err := r.waitComplete(ctx, targets, limit)
+	swept := time.Since(t0)
 	ql.counting.Store(false)
+	since := func(at int64) float64 {
+		if at == 0 {
+			return -1
+		}
+		return millis(time.Duration(at - base))
+	}
+	rs := &FleetRestart{CompleteMs: millis(complete), SweptMs: millis(swept), FirstGoodMs: since(ql.firstGood.Load()),
+		LastBadMs: since(ql.lastBad.Load())}
 	ql.drain()
-	rs := &FleetRestart{CompleteMs: millis(took), Queries: ql.summary(took.Seconds())}
+	rs.Queries = ql.summary(swept.Seconds())
 	if err != nil {
 		return rs, fmt.Errorf("restart: %w", err)
 	}
-	r.say("restart: every route complete %v after the restart; meanwhile %d queries answered, %d incomplete, "+
-		"codes %v, %d lost, %d failed dials", took.Round(time.Millisecond), rs.Queries.Answered, rs.Queries.Incomplete,
-		rs.Queries.Codes, rs.Queries.Lost, rs.Queries.Dials)
+	r.say("restart: every route complete from %v after the restart at the latest (the sweep that found it so began then, "+
+		"done at %v); the load's first complete answer at %.0f ms, its last not complete at %.0f ms; %d queries answered, "+
+		"%d incomplete, codes %v, %d lost, %d failed dials", complete.Round(time.Millisecond), swept.Round(time.Millisecond),
+		rs.FirstGoodMs, rs.LastBadMs, rs.Queries.Answered, rs.Queries.Incomplete, rs.Queries.Codes, rs.Queries.Lost,
+		rs.Queries.Dials)
 	return rs, nil
 }
 
 // waitComplete asks every name server for every topic's route until all list every group of their topic,
-// and returns how long that took; it gives up after limit.
+// and returns when the sweep that found them so began (from the call); it gives up after limit.
 func (r *fleetRun) waitComplete(ctx context.Context, targets []string, limit time.Duration) (time.Duration, error) {
 	start := time.Now()
 	cl := client.New(client.Config{Timeout: 5 * time.Second, ConnsPerAddr: 4, Log: r.log})
 	defer cl.Close()
 	for {
+		began := time.Since(start)
 		missing := 0
 		var example string
 		for _, ns := range targets {
@@ -393,7 +416,7 @@ func (r *fleetRun) waitComplete(ctx context.Context, targets []string, limit tim
 			missing += n
 		}
 		if missing == 0 {
-			return time.Since(start), nil
+			return began, nil
 		}
 		if time.Since(start) > limit || ctx.Err() != nil {
 			return time.Since(start), fmt.Errorf("%d routes still incomplete after %v (%s)",
@@ -573,8 +596,8 @@ func (s *FleetSummary) WriteText(w io.Writer) error {
 	}
 	if s.Restart != nil {
 		q := s.Restart.Queries
-		fmt.Fprintf(&b, "[Complete] restart: every route complete after %.0f ms; meanwhile %d answered, %d incomplete, codes %v, %d lost\n",
-			s.Restart.CompleteMs, q.Answered, q.Incomplete, q.Codes, q.Lost)
+		fmt.Fprintf(&b, "[Complete] restart: every route complete from %.0f ms at the latest (sweep done at %.0f ms); first complete answer %.0f ms, last not complete %.0f ms; %d answered, %d incomplete, codes %v, %d lost\n",
+			s.Restart.CompleteMs, s.Restart.SweptMs, s.Restart.FirstGoodMs, s.Restart.LastBadMs, q.Answered, q.Incomplete, q.Codes, q.Lost)
 	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "[Complete] event %s\n", e)
