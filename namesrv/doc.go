@@ -30,8 +30,8 @@
 // enableSplitRegistration: one data version, several REGISTER_BROKERs) are applied; rounds.go follows each
 // master's rounds so that every chunk of a new version is applied whole. A slave's topics are ignored (its
 // reply names the master and the master's HA address). BROKER_HEARTBEAT refreshes a registered address's
-// liveness between registrations. After a restart, routes wait for the broker names routed before it
-// (needWaitForService, readiness.go). A broker address leaves the tables when it unregisters, when the connection it
+// liveness between registrations. After a restart, routes wait for the broker names routed before it to
+// route as many topics again (needWaitForService, readiness.go). A broker address leaves the tables when it unregisters, when the connection it
 // registered on closes, or when it has been silent for brokerChannelExpiredTime (checked every
 // scanNotActiveBrokerInterval). When a broker name has no address left, it leaves its cluster and its queue data
 // leaves every topic; while a slave remains, the queue data stays so consumers can still read from it (as

@@ -130,7 +130,7 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		RaftSlaveID:   raftSlaveID,
 		RaftMasterVIP: raftMasterVIP,
 	}, time.Now())
-	s.ready.back(s.routes.Routes)
+	s.ready.back(s.routes.RoutesAgain)
 	resp := remoting.NewResponse(remoting.Success, "")
 	if res.HAServerAddr != "" {
 		resp.SetExt("haServerAddr", res.HAServerAddr)

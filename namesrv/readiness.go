@@ -24,14 +24,16 @@ import (
 // after its start it answers GET_ROUTEINFO_BY_TOPIC with SYSTEM_ERROR "name server not ready", and clients
 // keep their routes or ask another name server.
 //
-// This one waits only for what it knew: it keeps the broker names whose queue data it routed in
-// brokerNames.json next to kvConfig.json (rewritten when that set changes), and after a restart answers
-// "name server not ready" until each of them has registered its master's topics again, or
-// waitSecondsForService has passed (a group that died meanwhile does not come back). A first start, or a
-// name server that routed nothing, serves at once; so does one with needWaitForService=false. The
-// name server serves everything else (registrations, the cluster info, the topic lists) meanwhile, as
-// RocketMQ does. A broker name counts as back at its master's first registration: the other chunks of a
-// split table follow within milliseconds.
+// This one waits only for what it knew: it keeps the broker names whose queue data it routed, with how many
+// topics each, in brokerNames.json next to kvConfig.json (rewritten when they change), and after a restart
+// answers "name server not ready" until each of them routes again as many topics as it did, or its master
+// has begun its next (periodic) registration round (the table it sent again proves the round before was
+// whole: a broker that deleted topics meanwhile), or waitSecondsForService has passed (a group that died
+// meanwhile does not come back). A split table's first chunk is thus not taken for the whole: the routes
+// of the topics of its other chunks would lack the group. A first start, or a name server that routed
+// nothing, serves at once; so does one with needWaitForService=false. The name server serves everything
+// else (registrations, the cluster info, the topic lists) meanwhile, as RocketMQ does. A file of an
+// earlier version, names without counts, waits for one topic of each.
 
 // brokerNamesFile is the file of the broker names a name server routes, beside kvConfig.json.
 const brokerNamesFile = "brokerNames.json"
@@ -40,7 +42,8 @@ const brokerNamesFile = "brokerNames.json"
 const remarkNotReady = "name server not ready"
 
 type brokerNamesDoc struct {
-	BrokerNames []string `json:"brokerNames"`
+	BrokerNames []string       `json:"brokerNames"`
+	Topics      map[string]int `json:"topics,omitempty"` // per broker name, how many topics it routed
 }
 
 // readiness is whether routes may be answered, and the file it is decided from.
@@ -50,9 +53,9 @@ type readiness struct {
 	ready  atomic.Bool
 	mu     struct {
 		sync.Mutex
-		waiting  map[string]struct{} // broker names not back yet
+		waiting  map[string]int // broker names not back yet: how many topics they routed
 		deadline time.Time
-		saved    []string // the names last written
+		saved    map[string]int // the names and counts last written
 	}
 	wake chan struct{} // capacity 1: the set of names changed
 }
@@ -74,15 +77,15 @@ func newReadiness(kvPath string, wait bool, waitFor time.Duration, now time.Time
 			doc.BrokerNames = nil
 		}
 	}
-	r.mu.saved = doc.BrokerNames
-	if !wait || len(doc.BrokerNames) == 0 || waitFor <= 0 {
+	r.mu.saved = make(map[string]int, len(doc.BrokerNames))
+	for _, n := range doc.BrokerNames {
+		r.mu.saved[n] = max(doc.Topics[n], 1)
+	}
+	if !wait || len(r.mu.saved) == 0 || waitFor <= 0 {
 		r.ready.Store(true)
 		return r, nil
 	}
-	r.mu.waiting = make(map[string]struct{}, len(doc.BrokerNames))
-	for _, n := range doc.BrokerNames {
-		r.mu.waiting[n] = struct{}{}
-	}
+	r.mu.waiting = maps.Clone(r.mu.saved)
 	r.mu.deadline = now.Add(waitFor)
 	logger.Info("namesrv: routes wait for the brokers of the last run to register again (needWaitForService)",
 		"brokerNames", len(doc.BrokerNames), "atMost", waitFor)
@@ -105,15 +108,16 @@ func (r *readiness) serving(now time.Time) bool {
 	return r.ready.Load()
 }
 
-// back notes the broker names that route queue data again; routes are served once none is missing.
-func (r *readiness) back(routed func(brokerName string) bool) {
+// back notes the broker names that route their topics again (routesAgain: RouteInfoManager.RoutesAgain);
+// routes are served once none is missing.
+func (r *readiness) back(routesAgain func(brokerName string, topics int) bool) {
 	if r.ready.Load() {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for n := range r.mu.waiting {
-		if routed(n) {
+	for n, topics := range r.mu.waiting {
+		if routesAgain(n, topics) {
 			delete(r.mu.waiting, n)
 		}
 	}
@@ -131,34 +135,35 @@ func (r *readiness) changed() {
 	}
 }
 
-// persist writes names to the file when they differ from what it holds.
-func (r *readiness) persist(names []string) {
+// persist writes the broker names and their topic counts to the file when they differ from what it holds.
+func (r *readiness) persist(topics map[string]int) {
 	r.mu.Lock()
-	same := slices.Equal(r.mu.saved, names)
+	same := maps.Equal(r.mu.saved, topics)
 	r.mu.Unlock()
 	if same {
 		return
 	}
-	data, _ := json.Marshal(brokerNamesDoc{BrokerNames: names}) // cannot fail: strings
+	doc := brokerNamesDoc{BrokerNames: slices.Sorted(maps.Keys(topics)), Topics: topics}
+	data, _ := json.Marshal(doc) // cannot fail: strings and ints
 	if err := atomicfile.Write(r.path, data, 0o644); err != nil {
 		r.logger.Error("namesrv: broker names not saved: a restart will not wait for them", "file", r.path, "err", err)
 		return
 	}
 	r.mu.Lock()
-	r.mu.saved = names
+	r.mu.saved = topics
 	r.mu.Unlock()
 }
 
-// persistLoop writes the broker names whenever they change, until stop closes (once more then).
+// persistLoop writes the broker names and counts whenever they change, until stop closes (once more then).
 func (s *Server) persistLoop() {
 	defer s.wg.Done()
 	for {
 		select {
 		case <-s.stop:
-			s.ready.persist(s.routes.RoutedBrokerNames())
+			s.ready.persist(s.routes.RoutedBrokerTopics())
 			return
 		case <-s.ready.wake:
-			s.ready.persist(s.routes.RoutedBrokerNames())
+			s.ready.persist(s.routes.RoutedBrokerTopics())
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,4 +103,69 @@ func TestRestartWaitIsBounded(t *testing.T) {
 		code, _ := f.routeCode("TopicTest")
 		return code == remoting.Success
 	})
+}
+
+// TestRestartWaitsForEverySplitChunk: a broker name counts as back when it routes as many topics as it
+// did before the restart, not at its first registration: a master whose table comes in chunks of one data
+// version (enableSplitRegistration) would otherwise make routes served between its chunks, and the
+// route of a topic of a later chunk would lack its group until the client's next poll. A broker that
+// deleted topics while the name server was down (fewer topics than before) counts as back once its
+// master begins its next round, well before waitSecondsForService.
+func TestRestartWaitsForEverySplitChunk(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.WaitSecondsForService = 3600 // only the brokers can end the wait here
+	f := &fixture{t: t, ns: startNamesrv(t, cfg)}
+	f.addr = f.ns.Addr()
+	f.cl = remoting.NewClient(remoting.ClientConfig{}, testLogger(t))
+	t.Cleanup(func() { _ = f.cl.Close() })
+	chunks := [][]string{{"T0", "T1", "T2"}, {"T3", "T4", "T5"}, {"T6"}, {}}
+	send := func(chunks [][]string) {
+		for _, c := range chunks {
+			b := brokerA
+			b.topics = topicsOf(c...)
+			f.register(f.cl, b)
+		}
+	}
+	other := broker{cluster: "DefaultCluster", name: "broker-b", addr: "10.0.0.7:10911", topics: topicsOf("T6"), version: 1}
+	send(chunks)
+	f.register(f.cl, other)
+	file := filepath.Join(filepath.Dir(cfg.kvPath()), brokerNamesFile)
+	waitFor(t, "brokerNames.json counts broker-a's 7 topics and broker-b's 1", func() bool {
+		b, _ := os.ReadFile(file)
+		return strings.Contains(string(b), `"broker-a":7`) && strings.Contains(string(b), `"broker-b":1`)
+	})
+	// complete: T6's route lists both broker names.
+	complete := func(when string) {
+		t.Helper()
+		r, _, ok := f.route("T6")
+		if !ok || len(r.QueueDatas) != 2 || len(r.BrokerDatas) != 2 {
+			t.Fatalf("%s: T6 routed %v: %+v", when, ok, r)
+		}
+	}
+	notReady := func(when string) {
+		t.Helper()
+		if code, remark := f.routeCode("T6"); code != remoting.SystemError || remark != remarkNotReady {
+			t.Fatalf("%s: %s %q, want not ready", when, code, remark)
+		}
+	}
+
+	f = f.restart(t, cfg)
+	f.register(f.cl, other)
+	for i, c := range chunks[:2] {
+		send([][]string{c})
+		notReady(fmt.Sprintf("broker-a's chunk %d of 4 back", i+1))
+	}
+	send(chunks[2:])
+	complete("every chunk back")
+
+	// T6 deleted on broker-a while the name server was down: 6 topics of 7 come back, then the round again.
+	f = f.restart(t, cfg)
+	f.register(f.cl, other)
+	fewer := [][]string{{"T0", "T1", "T2"}, {"T3", "T4", "T5"}, {}}
+	send(fewer)
+	notReady("broker-a back with 6 topics of 7, its round not repeated yet")
+	send(fewer[:1]) // the periodic round begins: the one before was whole
+	if r, _, ok := f.route("T0"); !ok || len(r.QueueDatas) != 1 || r.QueueDatas[0].BrokerName != "broker-a" {
+		t.Fatalf("broker-a's round repeated: T0 routed %v: %+v", ok, r)
+	}
 }

@@ -105,10 +105,10 @@ type RouteInfoManager struct {
 	lists      listCache
 	lockHold   lockHoldObserver // how long the write lock is held (lockhold.go)
 
-	// namesChanged (guarded by mu) is set when a broker name gains its first queue data or loses its last;
-	// unlock then calls onNames (set before use; readiness.go keeps the names in a file).
-	namesChanged bool
-	onNames      func()
+	// routedChanged (guarded by mu) is set when a broker name gains or loses the queue data of a topic;
+	// unlock then calls onRouted (set before use; readiness.go keeps the names and counts in a file).
+	routedChanged bool
+	onRouted      func()
 }
 
 // NewRouteInfoManager returns empty tables. expiry is how long a broker may stay silent; deleteMissing removes,
@@ -141,12 +141,12 @@ func (m *RouteInfoManager) lock() time.Time {
 
 func (m *RouteInfoManager) unlock(since time.Time) {
 	held := time.Since(since)
-	changed := m.namesChanged
-	m.namesChanged = false
+	changed := m.routedChanged
+	m.routedChanged = false
 	m.mu.Unlock()
 	m.lockHold.observe(held)
-	if changed && m.onNames != nil {
-		m.onNames()
+	if changed && m.onRouted != nil {
+		m.onRouted()
 	}
 }
 
@@ -350,9 +350,9 @@ func (m *RouteInfoManager) setQueueDataLocked(e *topicEntry, topic string, qd pr
 		if idx == nil {
 			idx = make(map[string]*topicEntry)
 			m.brokerTopics[qd.BrokerName] = idx
-			m.namesChanged = true
 		}
 		idx[topic] = e
+		m.routedChanged = true
 		m.listVer.Add(1)
 	}
 	e.queues[qd.BrokerName] = qd
@@ -375,9 +375,9 @@ func (m *RouteInfoManager) removeQueueDataLocked(topic, brokerName string) {
 	m.removals[brokerName]++
 	if idx := m.brokerTopics[brokerName]; idx != nil {
 		delete(idx, topic)
+		m.routedChanged = true
 		if len(idx) == 0 {
 			delete(m.brokerTopics, brokerName)
-			m.namesChanged = true
 		}
 	}
 	if len(e.queues) == 0 {
@@ -796,18 +796,33 @@ func (m *RouteInfoManager) SetWritePerm(brokerName string, allow bool) int {
 	return n
 }
 
-// RoutedBrokerNames lists the broker names that hold queue data of some topic, sorted.
-func (m *RouteInfoManager) RoutedBrokerNames() []string {
+// RoutedBrokerTopics returns, for each broker name that holds queue data of some topic, how many topics.
+func (m *RouteInfoManager) RoutedBrokerTopics() map[string]int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return slices.Sorted(maps.Keys(m.brokerTopics))
+	n := make(map[string]int, len(m.brokerTopics))
+	for name, idx := range m.brokerTopics {
+		n[name] = len(idx)
+	}
+	return n
 }
 
-// Routes reports whether the broker name holds queue data of some topic.
-func (m *RouteInfoManager) Routes(brokerName string) bool {
+// RoutesAgain reports whether the broker name holds queue data of at least topics topics (one at least), or
+// its master has begun a periodic round (rounds.go: it sent a table of its round again, so the round
+// before, every chunk of its table, was applied).
+func (m *RouteInfoManager) RoutesAgain(brokerName string, topics int) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return len(m.brokerTopics[brokerName]) > 0
+	n := len(m.brokerTopics[brokerName])
+	if n > 0 && n >= topics {
+		return true
+	}
+	if bd := m.brokerAddr[brokerName]; bd != nil {
+		if li := m.live[bd.BrokerAddrs[protocol.MasterID]]; li != nil && li.round.on && !li.round.fresh {
+			return n > 0
+		}
+	}
+	return false
 }
 
 // BrokerCount returns how many broker addresses are registered.

@@ -95,7 +95,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		time.Duration(cfg.WaitSecondsForService)*time.Second, time.Now(), logger); err != nil {
 		return nil, err
 	}
-	s.routes.onNames = s.ready.changed
+	s.routes.onRouted = s.ready.changed
 	return s, nil
 }
 
