@@ -343,7 +343,10 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 		checked = true // the interceptor let it through
 	}
 	if !r.pool.Submit(func() { s.handle(r.handler, c, req, checked) }) {
-		c.logger.Warn("remoting: pool full, request refused", "pool", r.pool.Name(), "code", req.Code)
+		if r.pool.logRefusal(time.Now()) {
+			c.logger.Warn("remoting: pool full, request refused (logged at most once a second per pool)",
+				"pool", r.pool.Name(), "code", req.Code, "refusedInAll", r.pool.Rejected())
+		}
 		_ = c.Reply(req, NewResponse(SystemBusy, remarkBusy))
 	}
 }
