@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,5 +114,61 @@ func TestNamesrvFleetFlags(t *testing.T) {
 			!strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%s: exit %d, stderr %q (want %q)", tc.args, code, stderr.String(), tc.want)
 		}
+	}
+}
+
+// namesrvBinary returns bin/mqnamesrv of this tree: $CHAOS_BIN/mqnamesrv when make test set it (make build
+// has just filled it), else a build into a temporary folder.
+func namesrvBinary(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("CHAOS_BIN"); dir != "" {
+		p := filepath.Join(dir, "mqnamesrv")
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("CHAOS_BIN=%s: %v (run make build)", dir, err)
+		}
+		return p
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../mqnamesrv")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "mqnamesrv")
+}
+
+// TestNamesrvFleetRestart runs the simulator's restart small: the name server it started (bin/mqnamesrv) is
+// SIGKILLed under the load of 12 client connections and started again on its folder while 6 groups (plain,
+// compressed and split bodies) register every 500 ms. Every route must be complete again (the simulator's
+// sweep of every topic), and no answer of the load between the restart and then may lack a group: until
+// every broker name of the last run routes its topics again, the name server answers "name server not
+// ready" (needWaitForService) instead of a route without the groups not back yet.
+func TestNamesrvFleetRestart(t *testing.T) {
+	args := []string{"namesrv", "--start", namesrvBinary(t), "--json", "--groups", "6", "--replicas", "2", "--topics", "40",
+		"--spread", "2", "--split-size", "8", "--clients", "12", "--rate", "400", "--duration", "1s", "--floor", "0",
+		"--warmup", "200ms", "--register-every", "500ms", "--interval", "1s", "--churn", "restart"}
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	t.Logf("mqbench %s:\n%s", strings.Join(args, " "), stderr.String())
+	if code != 0 {
+		t.Fatalf("mqbench namesrv: exit %d", code)
+	}
+	var sum bench.FleetSummary
+	if err := json.Unmarshal([]byte(stdout.String()), &sum); err != nil {
+		t.Fatalf("summary %q: %v", stdout.String(), err)
+	}
+	rs := sum.Restart
+	if rs == nil {
+		t.Fatal("no restart in the summary")
+	}
+	q := rs.Queries
+	if q.Answered == 0 || q.Checked == 0 || rs.FirstGoodMs < 0 {
+		t.Fatalf("restart: no complete answer of the load after it: %+v", rs)
+	}
+	if q.Incomplete != 0 {
+		t.Errorf("restart: %d of %d answers lacked a group (%s)", q.Incomplete, q.Checked, q.FirstMiss)
+	}
+	if q.Busy+q.NotFound != 0 {
+		t.Errorf("restart: answers %+v", q)
 	}
 }
