@@ -17,6 +17,8 @@ import (
 //     a fresh round: its topics are applied whole (added, or their queue counts replaced).
 //   - One with the round's version whose table is not in the round yet, and lists no topic of the round,
 //     is the next chunk of it: applied whole in a fresh round, else only its topics the broker name lacks.
+//     A table applied in an earlier round at this version is such a chunk without its topics being looked
+//     at (a periodic round of a split table costs O(1) per chunk too).
 //   - One with the round's version that repeats a table of the round (or a topic of it) starts the next
 //     (periodic) round:
 //     the one before was complete. Its topics the broker name lacks are added (as Java's
@@ -50,6 +52,13 @@ func (r *roundState) has(key bodyKey) bool {
 	return false
 }
 
+// chunkBefore reports whether a table of key was applied in an earlier round at the round's data version:
+// it is a chunk of the same split table, sent again, and lists no topic of the others (no need to look).
+func (r *roundState) chunkBefore(key bodyKey) bool {
+	_, ok := r.applied[key]
+	return ok
+}
+
 // overlaps reports whether table lists a topic a table of the round listed (a new body at the same data
 // version that is no further chunk; looked at only for a body not seen in the round). An empty table
 // overlaps a round with no topic (Java's empty last chunk continues a round that has some).
@@ -78,7 +87,7 @@ func (m *RouteInfoManager) applyRoundLocked(r *roundState, brokerName string, ta
 	switch {
 	case first || !r.on || r.dv != table.dv:
 		*r = roundState{dv: table.dv, on: true, fresh: true, applied: make(map[bodyKey]uint64)}
-	case !r.has(table.key) && !r.overlaps(table): // the next chunk of the round
+	case !r.has(table.key) && (r.chunkBefore(table.key) || !r.overlaps(table)): // the next chunk of the round
 	default: // the next round: the last one was complete
 		if r.fresh && m.deleteMissing {
 			m.deleteUnlistedLocked(brokerName, r.tables, table, lg)
