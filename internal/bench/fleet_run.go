@@ -73,6 +73,9 @@ type FleetRestart struct {
 	FirstGoodMs float64      `json:"first_good_ms"`
 	LastBadMs   float64      `json:"last_bad_ms"`
 	Queries     querySummary `json:"queries"` // the queries due from the restart until the sweep was done
+	// Registrations: the brokers' registrations from the restart until the sweep was done (a failed one
+	// leaves the rest of its table, the other chunks of a split one, for the next period).
+	Registrations regSummary `json:"registrations"`
 }
 
 // RunFleet runs the fleet simulator: the floor against the stand-in (self is mqbench's executable, which
@@ -297,7 +300,7 @@ func (r *fleetRun) phase(ctx context.Context, name string, targets, mx []string,
 	}
 	r.say("%s: %s", name, phase.line())
 	if sum != nil && cfg.churns(ChurnRestart) && ctx.Err() == nil {
-		rs, err := r.restart(ctx, targets, ql)
+		rs, err := r.restart(ctx, targets, ql, br)
 		sum.Restart = rs
 		if err != nil {
 			return phase, err
@@ -361,8 +364,9 @@ func (r *fleetRun) churn(ctx context.Context, start time.Time, d time.Duration, 
 
 // restart kills the started name server and starts it again on the same port and folder while the load
 // goes on, and measures the time until every route is complete again and the answers in between.
-func (r *fleetRun) restart(ctx context.Context, targets []string, ql *queryLoad) (*FleetRestart, error) {
+func (r *fleetRun) restart(ctx context.Context, targets []string, ql *queryLoad, br *brokers) (*FleetRestart, error) {
 	ql.summary(0) // the restart window starts afresh
+	br.take()
 	ql.counting.Store(true)
 	r.say("restart: SIGKILL of the name server, then started again on %s", r.proc.addr())
 	r.proc.kill()
@@ -387,14 +391,16 @@ func (r *fleetRun) restart(ctx context.Context, targets []string, ql *queryLoad)
 		LastBadMs: since(ql.lastBad.Load())}
 	ql.drain()
 	rs.Queries = ql.summary(swept.Seconds())
+	rs.Registrations = br.take()
 	if err != nil {
 		return rs, fmt.Errorf("restart: %w", err)
 	}
 	r.say("restart: every route complete from %v after the restart at the latest (the sweep that found it so began then, "+
 		"done at %v); the load's first complete answer at %.0f ms, its last not complete at %.0f ms; %d queries answered, "+
-		"%d incomplete, codes %v, %d lost, %d failed dials", complete.Round(time.Millisecond), swept.Round(time.Millisecond),
-		rs.FirstGoodMs, rs.LastBadMs, rs.Queries.Answered, rs.Queries.Incomplete, rs.Queries.Codes, rs.Queries.Lost,
-		rs.Queries.Dials)
+		"%d incomplete, codes %v, %d lost, %d failed dials; registrations %d, failed %d (%s)", complete.Round(time.Millisecond),
+		swept.Round(time.Millisecond), rs.FirstGoodMs, rs.LastBadMs, rs.Queries.Answered, rs.Queries.Incomplete,
+		rs.Queries.Codes, rs.Queries.Lost, rs.Queries.Dials, rs.Registrations.OK, rs.Registrations.Failed,
+		rs.Registrations.First)
 	return rs, nil
 }
 
@@ -526,7 +532,11 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func cpuList(fs []nsFigures) string {
 	var parts []string
 	for _, f := range fs {
-		parts = append(parts, fmt.Sprintf("%.1f%%", 100*f.CPU))
+		part := fmt.Sprintf("%.1f%%", 100*f.CPU)
+		if f.LockHolds > 0 {
+			part += fmt.Sprintf(" (write lock p99 <= %.0f us over %d holds)", f.LockP99Micros, f.LockHolds)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -596,8 +606,9 @@ func (s *FleetSummary) WriteText(w io.Writer) error {
 	}
 	if s.Restart != nil {
 		q := s.Restart.Queries
-		fmt.Fprintf(&b, "[Complete] restart: every route complete from %.0f ms at the latest (sweep done at %.0f ms); first complete answer %.0f ms, last not complete %.0f ms; %d answered, %d incomplete, codes %v, %d lost\n",
-			s.Restart.CompleteMs, s.Restart.SweptMs, s.Restart.FirstGoodMs, s.Restart.LastBadMs, q.Answered, q.Incomplete, q.Codes, q.Lost)
+		fmt.Fprintf(&b, "[Complete] restart: every route complete from %.0f ms at the latest (sweep done at %.0f ms); first complete answer %.0f ms, last not complete %.0f ms; %d answered, %d incomplete, codes %v, %d lost; registrations %d, failed %d\n",
+			s.Restart.CompleteMs, s.Restart.SweptMs, s.Restart.FirstGoodMs, s.Restart.LastBadMs, q.Answered, q.Incomplete, q.Codes, q.Lost,
+			s.Restart.Registrations.OK, s.Restart.Registrations.Failed)
 	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "[Complete] event %s\n", e)
