@@ -57,7 +57,7 @@ type readiness struct {
 		deadline time.Time
 		saved    map[string]int // the names and counts last written
 	}
-	wake chan struct{} // capacity 1: the set of names changed
+	wake chan struct{} // capacity 1: the names or their topic counts changed
 }
 
 // newReadiness reads the broker names the name server routed before it stopped; with wait, routes wait
