@@ -115,8 +115,10 @@ type CommitLog interface {
 	// them. Then their ConsumeQueue units, index entries and arrival notices, and
 	// DispatchedOffset moves to end (>= to). It appends to out, which the caller owns, what
 	// each record got. One caller, in log order. On an error (records that do not parse)
-	// DispatchedOffset stays before the entry. The queue offsets written in place are
-	// durable after the next Flush.
+	// DispatchedOffset stays before the entry. A store that turned read-only (a failed write
+	// or sync, a fault writing the mapped ConsumeQueues or index on a full or failed disk)
+	// refuses with an error wrapping store.ErrNotWritable. The queue offsets written in place
+	// are durable after the next Flush.
 	DispatchMessages(from, to, end int64, assign bool, out []store.AssignedOffset) ([]store.AssignedOffset, error)
 	// AdvanceDispatch moves DispatchedOffset to end, never back: an entry without messages
 	// was applied. Safe concurrently with DispatchMessages (a new leader's barrier moves it

@@ -2,11 +2,14 @@ package raftlog
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // crashingLog is a cluster node's CommitLog with a crash to inject (cluster.start wraps every
@@ -19,6 +22,15 @@ type crashingLog struct {
 	armed, crashed atomic.Bool
 	// hold, when set, makes the leader's syncs wait until the channel is closed.
 	hold atomic.Pointer[chan struct{}]
+	// failDispatch makes DispatchMessages fail as a store turned read-only does.
+	failDispatch atomic.Bool
+}
+
+func (c *crashingLog) DispatchMessages(from, to, end int64, assign bool, out []store.AssignedOffset) ([]store.AssignedOffset, error) {
+	if c.failDispatch.Load() {
+		return out, fmt.Errorf("%w: fault writing the ConsumeQueues at %d (test hook)", store.ErrNotWritable, from)
+	}
+	return c.CommitLog.DispatchMessages(from, to, end, assign, out)
 }
 
 // errCrashed: a crashingLog crashed.
@@ -201,7 +213,7 @@ func TestSyncFailureAnswersEveryPutInFlight(t *testing.T) {
 	tn.crash.armed.Store(true)
 	released = true
 	close(release)
-	// The failed sync starts the node's stop (Store.onSyncFailure, on its own goroutine). Not
+	// The failed sync starts the node's stop (Store.storeFailed, on its own goroutine). Not
 	// waited for through Raft's state: hashicorp/raft's leader loop sets Follower after a failed
 	// StoreLogs even when Shutdown has set Shutdown first (raft.go dispatchLogs), and the state
 	// then stays Follower; against the old order one run timed out on that wait.

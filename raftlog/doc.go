@@ -182,6 +182,46 @@
 // index rewritten from the frames scanned. TestLeaderLosesUnsyncedTail kills a leader between
 // the write and the sync of a StoreLogs and restarts it on files cut back to what it synced.
 //
+// # A disk that fails or fills up
+//
+// The frames reach the CommitLog through the store, whose writes and syncs report a full or
+// failed disk as errors (store/doc.go "Disk faults"). The dense index is written through its
+// mapping, and its files are sparse: on a full disk the kernel cannot give a page of a hole a
+// block, and on a failed one it may not read a page in; either raises SIGBUS on the store into
+// the mapping, which killed the broker ("fatal error: fault" in denseIndex.put, found by make
+// chaos's disk-full faults). denseIndex.writeMapped catches that fault and fails the call with
+// ErrIndexFault naming the file (TestIndexWriteFaultIsAnError). Why that is safe: a failed
+// StoreLogs publishes nothing (the last index, the end and the durable index stay where they
+// were; a slot half written is past the last index, so no reader looks at it, and the next
+// StoreLogs writes it whole; recovery rebuilds slots from the frames anyway), and Raft treats
+// it as any failed StoreLogs: a leader steps down and answers the entries' futures with the
+// error, a follower answers the AppendEntries unsuccessfully and the leader sends it again.
+// Once the disk has room the node stores again by itself. Not avoided: a leader with a full
+// disk can win the next election (its log is as long as any) and step down again at its first
+// StoreLogs, for a few rounds, until another node wins (make chaos measured gaps of about
+// 3 s without an acknowledgement).
+//
+// A store that turned read-only is another matter: a sync failed (after which no sync can
+// vouch for the pages it was to write, store/doc.go), or a write failed part way or faulted
+// (a full disk under the mapped CommitLog, ConsumeQueues or index), and it refuses every later
+// write with store.ErrNotWritable until it is reopened. The node then stops its Raft
+// (Store.storeFailed, the hook set by Node.Start; as Close, the puts in flight are answered
+// first), whatever its role: on a leader's failed sync (below), on a follower's failed sync or
+// refused write in StoreLogs, and on the state machine's refused dispatch. Before, only a
+// leader's sync stopped it: a follower with a read-only store stayed a voter that failed every
+// append (make chaos: disk-eio-follower and disk-full-follower nodes that never caught up
+// until restarted), and its state machine skipped the entry it could not dispatch and moved on,
+// as it does for records that do not parse, which gave that entry's queue offsets to the next
+// records on that node alone: its ConsumeQueues and the queue offsets written into its CommitLog
+// parted from the others' (TestDispatchFailureStopsTheNode, which found the node's CommitLog
+// differing from the leader's at a record's QUEUEOFFSET with the skip in place). Why stopping is
+// safe: a node that stops is a crashed minority member; it answered nothing it did not store
+// durably (a failed StoreLogs publishes nothing, and the state machine applies nothing after the
+// refused entry, which stays undispatched); the restart, once the disk is repaired, recovers its
+// log from what is on the disk and dispatches from the last durable dispatched position, so it
+// catches up from the leader like any restarted follower. Errors that leave the store writable
+// (ErrIndexFault, store.ErrDiskFull past diskSpaceWarningLevelRatio) do not stop it.
+//
 // # Group commit, and why it is safe (propose.go)
 //
 // The proposer takes an in-flight slot (Config.MaxInFlight) before it takes the queue, so

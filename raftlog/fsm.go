@@ -32,7 +32,8 @@ type MetaApplier interface {
 }
 
 // MessagesResult is the response of a message entry: what each record got, in order. Err
-// is set when the entry could not be dispatched (its records do not parse).
+// is set when the entry could not be dispatched (its records do not parse, or this node's
+// store failed: errStoreFailed, store.ErrNotWritable).
 type MessagesResult struct {
 	Index   uint64
 	Offsets []store.AssignedOffset
@@ -56,6 +57,9 @@ type FSM struct {
 	lg   *slog.Logger
 
 	applied atomic.Uint64
+	// failed: a dispatch met a store turned read-only (store.ErrNotWritable). The state machine
+	// applies nothing more, and the node stops (Store.storeFailed).
+	failed atomic.Bool
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -78,7 +82,7 @@ func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // ApplyBatch applies committed entries in log order (raft.BatchingFSM). With the leader's
 // sync overlapped (leader_sync.go) it first waits until this node holds the entries durably;
 // if that sync failed, nothing of the batch is applied here and every entry answers the
-// error (the node stops: Store.onSyncFailure).
+// error (the node stops: Store.storeFailed).
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	if len(logs) > 0 {
@@ -91,12 +95,22 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 	}
 	for i, l := range logs {
+		if f.failed.Load() {
+			out[i] = &MessagesResult{Index: l.Index, Err: fmt.Errorf("raftlog: entry %d not applied: %w", l.Index, errStoreFailed)}
+			continue
+		}
 		out[i] = f.apply(l)
+		if f.failed.Load() {
+			continue // not applied either: recovery dispatches it after the restart
+		}
 		f.applied.Store(l.Index)
 		f.log.SetAppliedIndex(l.Index)
 	}
 	return out
 }
+
+// errStoreFailed: the node's store failed for good; it applies nothing more until restarted.
+var errStoreFailed = errors.New("raftlog: this node's store failed (read-only until the broker restarts)")
 
 func (f *FSM) apply(l *raft.Log) any {
 	p, ok := f.log.Position(l.Index)
@@ -117,6 +131,15 @@ func (f *FSM) apply(l *raft.Log) any {
 		}
 		start := time.Now()
 		offs, err := f.cl.DispatchMessages(p.Data, p.End, p.End, true, nil)
+		if errors.Is(err, store.ErrNotWritable) {
+			// A disk fault of this node alone. Skipping the entry, as below, would give its
+			// queue offsets to the next records here and not on the other nodes: stop instead.
+			f.failed.Store(true)
+			f.lg.Error("dispatching a committed message entry failed: the store is read-only; this node applies nothing more",
+				"index", l.Index, "offset", p.Pos, "err", err)
+			f.log.storeFailed(fmt.Errorf("raftlog: dispatch entry %d: %w", l.Index, err))
+			return &MessagesResult{Index: l.Index, Err: err}
+		}
 		if err != nil {
 			f.lg.Error("dispatching a committed message entry failed; its messages are not readable on this node",
 				"index", l.Index, "offset", p.Pos, "err", err)
@@ -141,6 +164,9 @@ func (f *FSM) apply(l *raft.Log) any {
 // FSM goroutine, so the table is the one of the snapshot's last entry); the messages are the
 // log itself, so a snapshot is small. Persist makes the local state durable up to it first.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if f.failed.Load() {
+		return nil, errStoreFailed
+	}
 	var meta []byte
 	if f.meta != nil {
 		var err error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -153,15 +154,43 @@ func (d *denseIndex) put(i uint64, s slot) error {
 		d.mu.Unlock()
 		b = d.at(i)
 	}
-	be := binary.BigEndian
-	be.PutUint64(b[slotPos:], uint64(s.pos))
-	be.PutUint64(b[slotTerm:], s.term)
-	be.PutUint32(b[slotLength:], uint32(s.size))
-	b[slotType], b[slotKind] = s.typ, s.kind
+	err := d.writeMapped(i, func() {
+		be := binary.BigEndian
+		be.PutUint64(b[slotPos:], uint64(s.pos))
+		be.PutUint64(b[slotTerm:], s.term)
+		be.PutUint32(b[slotLength:], uint32(s.size))
+		b[slotType], b[slotKind] = s.typ, s.kind
+	})
+	if err != nil {
+		return err
+	}
 	d.mu.Lock()
 	d.files[i-i%d.perFile].dirty = true
 	d.maxPut = max(d.maxPut, i)
 	d.mu.Unlock()
+	return nil
+}
+
+// writeMapped runs write, a store into the mapped slots of the file holding slot i, and
+// returns ErrIndexFault naming the file when the kernel could not back it with a page
+// (SIGBUS: no block for a hole of the sparse file on a full disk, a page a failed disk cannot
+// read in, a file cut beneath its mapping) instead of letting the fault end the process; the
+// slots it covers may then be partly written, and the caller fails the call that wrote them
+// (StoreLogs publishes nothing, so a later StoreLogs writes them again; recovery rebuilds the
+// index from the frames). Any other panic goes on.
+func (d *denseIndex) writeMapped(i uint64, write func()) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			path := filepath.Join(d.dir, fmt.Sprintf("%020d", i-i%d.perFile))
+			err = fmt.Errorf("%w: slot %d of %s: %v", ErrIndexFault, i, path, r)
+		}
+	}()
+	write()
 	return nil
 }
 
@@ -178,7 +207,9 @@ func (d *denseIndex) clearFrom(i uint64) error {
 		case first > i || i == first:
 			errs = append(errs, d.removeLocked(f))
 		default:
-			clear(f.data[(i%d.perFile)*slotSize:])
+			if err := d.writeMapped(i, func() { clear(f.data[(i%d.perFile)*slotSize:]) }); err != nil {
+				errs = append(errs, err)
+			}
 			f.dirty = true
 		}
 	}

@@ -94,8 +94,8 @@ func (s *Store) syncWritten() {
 		s.log.Error("raft log sync failed: entries written after the last good sync are not durable; "+
 			"this node applies and acknowledges nothing more (the store is read-only until restarted)", "err", err)
 		s.setDurableLocked(s.mu.durable.index, err)
-		if f := s.onSyncFailure.Load(); first && f != nil {
-			go (*f)(err)
+		if first {
+			s.storeFailed(err)
 		}
 		return
 	}

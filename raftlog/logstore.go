@@ -29,6 +29,10 @@ var (
 	ErrEntryTooLarge = errors.New("raftlog: entry too large for a commitlog file")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("raftlog: closed")
+	// ErrIndexFault: the kernel could not back a write to the mapped index with a page (SIGBUS,
+	// caught): no block for a hole of the sparse file on a full disk, or a page a failed disk
+	// could not read in. The StoreLogs or DeleteRange that met it fails, nothing of it visible.
+	ErrIndexFault = errors.New("raftlog: fault writing the mapped index")
 )
 
 // Options configure a Store.
@@ -88,8 +92,14 @@ type Store struct {
 	stopSync   chan struct{}
 	stopOnce   sync.Once
 	syncerDone chan struct{}
-	// onSyncFailure is called (once, on its own goroutine) when the syncer's sync fails.
-	onSyncFailure atomic.Pointer[func(error)]
+	// failure is the store's first failure for good (storeFailed) and the hook told of it
+	// once, on its own goroutine (OnStoreFailure: the node stops its Raft, node.go).
+	failure struct {
+		sync.Mutex
+		err   error
+		hook  func(error)
+		fired bool
+	}
 
 	wmu     sync.Mutex
 	scratch []byte // guarded by wmu
@@ -331,13 +341,16 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if end := s.cl.CommitLogEnd(); end != st.end {
 		// A failed StoreLogs left bytes behind: cut them before writing.
 		if err := s.cl.TruncateCommitLog(st.end); err != nil {
-			return fmt.Errorf("raftlog: cut what a failed append left at %d: %w", st.end, err)
+			err = fmt.Errorf("raftlog: cut what a failed append left at %d: %w", st.end, err)
+			s.failedWrite(err)
+			return err
 		}
 	}
 	s.preparePrediction()
 	next, err := s.appendFrames(st.end, logs)
 	if err != nil {
 		s.pred.stale.Store(true) // it counted records that are not stored
+		s.failedWrite(err)
 		return err
 	}
 	// A leader with the overlap on leaves the sync to the syncer (leader_sync.go).
@@ -346,7 +359,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		syncStart := time.Now()
 		if err := s.cl.SyncCommitLog(); err != nil {
 			s.pred.stale.Store(true) // the entries are not stored
-			return fmt.Errorf("raftlog: sync entries %d..%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
+			err = fmt.Errorf("raftlog: sync entries %d..%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
+			s.storeFailed(err) // no sync vouches for them again (store/doc.go "Disk faults")
+			return err
 		}
 		d := time.Since(syncStart)
 		s.stats.syncs.Add(1)
@@ -378,6 +393,46 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	s.dropOldIndexFiles()
 	return nil
+}
+
+// storeFailed reports, once, that the store under the log failed for good: a sync failed (the
+// store is read-only from then on, and no later sync could vouch for what the failed one was
+// to make durable), or a write met a store turned read-only (store.ErrNotWritable). The node
+// stops its Raft (node.go): a node that can store nothing more must not answer appends, vote
+// with a log it cannot extend, or win an election it would lose again at its first StoreLogs.
+func (s *Store) storeFailed(err error) {
+	s.failure.Lock()
+	defer s.failure.Unlock()
+	if s.failure.err == nil {
+		s.failure.err = err
+	}
+	s.fireFailureLocked()
+}
+
+// onStoreFailure sets the hook storeFailed calls; it is called at once when the store failed
+// before (Raft may store entries before the node sets it).
+func (s *Store) onStoreFailure(hook func(error)) {
+	s.failure.Lock()
+	defer s.failure.Unlock()
+	s.failure.hook = hook
+	s.fireFailureLocked()
+}
+
+// fireFailureLocked calls the hook, once, on its own goroutine. failure held.
+func (s *Store) fireFailureLocked() {
+	if s.failure.hook != nil && s.failure.err != nil && !s.failure.fired {
+		s.failure.fired = true
+		go s.failure.hook(s.failure.err)
+	}
+}
+
+// failedWrite is storeFailed for a write's error that says the store turned read-only. Other
+// write errors (ErrIndexFault of a full disk, store.ErrDiskFull) leave the node running: it
+// stores again once the disk has room.
+func (s *Store) failedWrite(err error) {
+	if errors.Is(err, store.ErrNotWritable) {
+		s.storeFailed(err)
+	}
 }
 
 // slowSync: syncs slower than this are logged.

@@ -355,16 +355,6 @@ func (n *Node) Start() error {
 	if n.guard != nil && n.cfg.Sync && n.cfg.OverlapLeaderSync {
 		n.guard.clamp = n.log.clampCommit
 		n.log.enableOverlap()
-		fail := func(err error) {
-			n.lg.Error("stopping this node's raft after a failed log sync; restart the broker once the disk is fixed", "err", err)
-			// As Close: the puts in flight are answered while Raft still runs (its state machine
-			// fails the entries it has not applied: the store is read-only now), since Raft leaves
-			// a future it took and never answered waiting for ever once it is shut down, and Close
-			// would then wait for it (TestSyncFailureAnswersEveryPutInFlight).
-			n.prop.close()
-			_ = n.shutdownRaft().Error()
-		}
-		n.log.onSyncFailure.Store(&fail)
 	}
 	n.trans = trans
 	rc := n.raftConfig()
@@ -409,6 +399,16 @@ func (n *Node) Start() error {
 	go n.eventLoop()
 	n.prop = newProposer(n)
 	n.prop.start()
+	n.log.onStoreFailure(func(err error) {
+		n.lg.Error("stopping this node's raft: its store failed (a sync, or a write the store refused once read-only); "+
+			"restart the broker once the disk is fixed", "err", err)
+		// As Close: the puts in flight are answered while Raft still runs (its state machine
+		// fails the entries it has not applied: the store is read-only now), since Raft leaves
+		// a future it took and never answered waiting for ever once it is shut down, and Close
+		// would then wait for it (TestSyncFailureAnswersEveryPutInFlight).
+		n.prop.close()
+		_ = n.shutdownRaft().Error()
+	})
 	return nil
 }
 

@@ -33,7 +33,7 @@ import (
 // Close: the proposer stops taking puts (queued ones fail with ErrShutdown), the waiter
 // drains the entries in flight while Raft still runs (every Raft future resolves then: it is
 // applied, or fails when leadership is lost or the follower loop refuses it), then Raft is
-// shut down. The node's stop after a failed sync (node.go, Store.onSyncFailure) keeps the same
+// shut down. The node's stop after a failed sync (node.go, Store.storeFailed) keeps the same
 // order.
 
 // proposal is one put waiting for its entry, or a metadata command (meta set), which is an

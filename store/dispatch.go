@@ -50,10 +50,13 @@ func newReputService() *reputService {
 
 func (r *reputService) wakeup() { wake(r.wake) }
 
-// dispatchLimit is the end dispatch may reach: the readable CommitLog end, or the confirm
-// offset once set.
+// dispatchLimit is the end dispatch may reach: the readable CommitLog end, no further than
+// the flushed end on a SYNC_FLUSH master (durableDispatch), or the confirm offset once set.
 func (s *Store) dispatchLimit() int64 {
 	limit := s.commitLog.q.maxOffset()
+	if s.durableDispatch {
+		limit = min(limit, s.commitLog.q.flushedWhere.Load())
+	}
 	if c := s.confirmOffset.Load(); c >= 0 && c < limit {
 		limit = c
 	}
@@ -63,9 +66,17 @@ func (s *Store) dispatchLimit() int64 {
 func (s *Store) runReput(ctx context.Context) {
 	t := time.NewTicker(reputPollInterval)
 	defer t.Stop()
+	faulted := false // logged once per run of faults: a full disk faults every wake-up
 	for {
 		if err := withFaultPanics(func() error { s.doReput(true); return nil }); err != nil {
-			s.log.Error("dispatch faulted reading the commitlog", "err", err)
+			if !faulted {
+				s.log.Error("dispatch faulted on mapped memory (a full or failed disk?); it retries on every wake-up, "+
+					"logged again once it has passed", "from", s.reput.from.Load(), "err", err)
+			}
+			faulted = true
+		} else if faulted {
+			s.log.Info("dispatch passes again after a fault", "from", s.reput.from.Load())
+			faulted = false
 		}
 		select {
 		case <-ctx.Done():

@@ -139,6 +139,31 @@
 // TestFsyncEIOStopsAcknowledging,
 // TestENOSPCInTheMiddleOfAWrite and TestSlowFsync show each case.
 //
+// With SYNC_FLUSH a master dispatches a record (puts it in its ConsumeQueue, where consumers
+// find it) only once a flush made it durable: dispatchLimit stops at the flushed end
+// (durableDispatch), and the flusher wakes dispatch after each flush that moved it. Before,
+// dispatch ran while the flush waited for the disk, so a consumer could read a record whose
+// flush then failed; the repaired disk came back without it (the failed flush's bytes never
+// reached it), the restarted store gave its queue offset to the next message, and the consumer,
+// past that offset, skipped that message although it was acknowledged (make chaos,
+// disk-eio-writer on a SYNC_MASTER; a power loss in the flush's window did the same, rarely).
+// Why it is safe: dispatch still runs in log order over whole records, only later (by about one
+// fdatasync); nothing waits for dispatch before it acknowledges (a put is answered after its
+// flush and, on a SYNC_MASTER, its replica); after a failed flush dispatch stops at the last
+// durable byte for good, which is where recovery puts the CommitLog's end after a reopen. The
+// cost: a message reaches consumers about one fdatasync later, and dispatch no longer overlaps
+// the flush. Measured 2026-12-07 with scripts/bench-compare.sh ROWS="sync ms" DURATION=20s, three
+// alternating pairs of this build and one switched back to dispatch during the flush, load 17 to
+// 26 (other helpers' builds; the machine 100 % busy): one SYNC_FLUSH broker 8,816 8,939 6,783
+// msgs/s against 9,341 7,293 8,826 (0.96 of it on average), 42 42 51 CPU us/msg against 39 50
+// 45; SYNC_MASTER with its slave 6,277 5,051 4,782 against 7,329 5,022 5,308 (0.91), 74 95 101
+// against 75 91 91: within the noise of that machine, the CPU per message unchanged. What a slave receives is not held back (replication
+// overlaps the flush, as in RocketMQ), so a slave may hold, and serve, a record its master then
+// loses; the slave is cut back at their next connection (ha/doc.go). ASYNC_FLUSH promises no
+// durability and dispatches what is written; a slave and a framed store are not concerned.
+// TestSyncFlushReadsOnlyDurableRecords holds a flush (the record stays unread until it ends)
+// and fails one (the record is never read).
+//
 // Reads come from the mappings, where the kernel reports a page it cannot read (an I/O error,
 // or a page past the end of a file cut beneath its mapping) as SIGBUS, which would kill the
 // process. Every read of mapped CommitLog or ConsumeQueue bytes (selectRange, selectRecord,
@@ -181,8 +206,8 @@
 // written page dropped from the page cache must not read ahead into the holes after the written
 // end. Validation, CRC and sizing come before the lock, the flush wait after it.
 // SYNC_FLUSH puts queue a waiter for the group-commit flusher; each flush writes the staged records
-// with one pwrite per file (only then can readers and dispatch see them, and dispatch is woken so it
-// runs while the disk works), then fdatasyncs (measured faster here than msync of the dirty range)
+// with one pwrite per file (only then can readers see them, and replication is woken so it runs
+// while the disk works; dispatch waits for the sync, see "Disk faults"), then fdatasyncs (measured faster here than msync of the dirty range)
 // and completes every waiter it covers. Staging keeps system calls out of the put lock: the writers a flush releases are
 // back in the queue sooner, so the next flush serves them all. The flusher also asks the
 // kernel to read the next 4 MiB of a file ahead (a partial-page pwrite into a page not

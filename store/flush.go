@@ -305,9 +305,11 @@ func (s *Store) flushCommitLog(leastPages int) error {
 	var err error
 	if s.commitLog.staged {
 		if err = s.commitLog.commitStaged(); err == nil && q.maxOffset() > s.reput.from.Load() {
-			// Dispatch runs while the flush waits for the disk, not after it, when the
-			// writers it releases want the CPUs.
-			s.reput.wakeup()
+			// Replication to a slave runs while the flush waits for the disk. So did
+			// dispatch, before readers were kept to what is durable (durableDispatch).
+			if !s.durableDispatch {
+				s.reput.wakeup()
+			}
 			s.newData.notify()
 		}
 	}
@@ -322,6 +324,9 @@ func (s *Store) flushCommitLog(leastPages int) error {
 		return err
 	}
 	if flushed > before {
+		if s.durableDispatch {
+			s.reput.wakeup() // what the flush made durable may be read now
+		}
 		s.stats.recordFlush(d)
 		if d > slowFlushThreshold {
 			s.log.Warn("slow commitlog flush", "elapsed", d, "bytes", flushed-before)

@@ -265,6 +265,9 @@ func (s *Store) DispatchMessages(from, to, end int64, assign bool, out []Assigne
 	if from > to || to > end {
 		return out, fmt.Errorf("store: DispatchMessages: range [%d, %d) and end %d out of order", from, to, end)
 	}
+	if s.notWritable.Load() {
+		return out, fmt.Errorf("%w: a write or flush failed earlier (%v); reopen the store", ErrNotWritable, s.notWritableCause())
+	}
 	s.reput.mu.Lock()
 	defer s.reput.mu.Unlock()
 	if from == to {
@@ -288,6 +291,7 @@ func (s *Store) DispatchMessages(from, to, end int64, assign bool, out []Assigne
 	if err != nil {
 		if errors.Is(err, errWriteFault) {
 			s.markNotWritable(err)
+			return out, fmt.Errorf("%w: %w", ErrNotWritable, err)
 		}
 		return out, err
 	}

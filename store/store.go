@@ -200,7 +200,10 @@ type Store struct {
 	notWritableErr atomic.Pointer[error]
 	diskFull       atomic.Bool
 	confirmOffset  atomic.Int64
-	lastExitOK     bool
+	// durableDispatch: a SYNC_FLUSH master (not a slave, not framed) dispatches a record, so
+	// that consumers can read it, only once a flush made it durable (doc.go "Disk faults").
+	durableDispatch bool
+	lastExitOK      bool
 	// replicator is Options.Replicator on a SYNC_MASTER, nil otherwise.
 	replicator Replicator
 	// replicaAppends is set once AppendCommitLog wrote something (dispatch then keeps the
@@ -235,7 +238,8 @@ func Open(cfg Config, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, opts: opts, log: opts.Logger, clock: opts.Clock,
-		wakeCommit: make(chan struct{}, 1), diskUsage: diskUsedRatio, stopped: make(chan struct{})}
+		wakeCommit: make(chan struct{}, 1), diskUsage: diskUsedRatio, stopped: make(chan struct{}),
+		durableDispatch: cfg.FlushDiskType == SyncFlush && cfg.BrokerRole != RoleSlave && !opts.Framed}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

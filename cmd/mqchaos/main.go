@@ -1,8 +1,8 @@
 // Command mqchaos is RocketRaft's fault-injection suite: it starts a real broker group (bin/mqnamesrv,
 // bin/mqbroker), runs a producer and consumers that record what they did, injects a seeded schedule of
 // faults (kill -9, SIGSTOP/SIGCONT, partitions both ways or one way, delays, loss and cuts of the replication
-// links, the clients cut from the writer), then checks the
-// history (internal/chaos):
+// links, the clients cut from the writer, power losses, disks that fail with EIO, fill up or slow down), then
+// checks the history (internal/chaos):
 //
 //	mqchaos run -bin ./bin -dir /tmp/chaos -role SYNC_MASTER -flush SYNC_FLUSH -rounds 8 -seed 1
 //	mqchaos run -bin ./bin -mode raft -flush SYNC_FLUSH -duration 5m
@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 	cfg := chaos.DefaultRunConfig()
 	sc := chaos.ScheduleConfig{Rounds: 6, MinFor: 3 * time.Second, MaxFor: 10 * time.Second,
-		MinGap: 5 * time.Second, MaxGap: 15 * time.Second, Delay: 200 * time.Millisecond}
+		MinGap: 5 * time.Second, MaxGap: 15 * time.Second, Delay: 200 * time.Millisecond, IOPS: chaos.DefaultSlowIOPS}
 	fs := flag.NewFlagSet("mqchaos run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	verbose := runFlags(fs, &cfg)
@@ -115,7 +115,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (chaos.RunConfig, bool) {
 	if !parseFlags(fs, args, stderr) {
 		return cfg, false
 	}
-	sc.Kinds = strings.Split(*kinds, ",")
+	sc.Kinds = faultKinds(*kinds, stderr)
 	seedFromClock(&sc)
 	if *length > 0 {
 		sc.Rounds = max(1, int(*length/((sc.MinFor+sc.MaxFor+sc.MinGap+sc.MaxGap)/2)))
@@ -156,7 +156,7 @@ func parseSoak(args []string, stdout, stderr io.Writer) (chaos.SoakConfig, bool)
 	if !parseFlags(fs, args, stderr) {
 		return cfg, false
 	}
-	cfg.Faults.Kinds = strings.Split(*kinds, ",")
+	cfg.Faults.Kinds = faultKinds(*kinds, stderr)
 	seedFromClock(&cfg.Faults)
 	rlog.SetLogLevel(*clientLevel)
 	if err := cfg.Validate(); err != nil {
@@ -187,12 +187,27 @@ func runFlags(fs *flag.FlagSet, cfg *chaos.RunConfig) *bool {
 // scheduleFlags registers the flags that draw faults (but -rounds); it returns -faults.
 func scheduleFlags(fs *flag.FlagSet, sc *chaos.ScheduleConfig) *string {
 	fs.Uint64Var(&sc.Seed, "seed", 0, "schedule seed (0: from the clock; printed)")
-	kinds := fs.String("faults", strings.Join(chaos.Kinds, ","), "fault kinds to draw from, comma-separated")
+	kinds := fs.String("faults", "", "fault kinds to draw from, comma-separated (default: every kind this machine can run: "+
+		strings.Join(chaos.Kinds, ",")+", the disk kinds only as root)")
 	fs.DurationVar(&sc.MinFor, "min-for", sc.MinFor, "shortest fault")
 	fs.DurationVar(&sc.MaxFor, "max-for", sc.MaxFor, "longest fault")
 	fs.DurationVar(&sc.MinGap, "min-gap", sc.MinGap, "shortest quiet time before a fault")
 	fs.DurationVar(&sc.MaxGap, "max-gap", sc.MaxGap, "longest quiet time before a fault")
 	fs.DurationVar(&sc.Delay, "delay", sc.Delay, "one-way delay of delay-repl")
+	fs.IntVar(&sc.IOPS, "slow-iops", sc.IOPS, "reads and writes a second of a disk slowed by disk-slow-writer or disk-slow-follower")
+	return kinds
+}
+
+// faultKinds is the -faults list, or when it is empty every fault kind this machine can run: without the
+// disk kinds when it cannot run them (they need root, loop devices and blkio throttling), which it says on w.
+func faultKinds(flag string, w io.Writer) []string {
+	if flag != "" {
+		return strings.Split(flag, ",")
+	}
+	kinds, err := chaos.DefaultKinds()
+	if err != nil {
+		fmt.Fprintf(w, "mqchaos: the disk fault kinds are left out: %v\n", err)
+	}
 	return kinds
 }
 

@@ -19,6 +19,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-faults", "kill-writer,kill-everything"}, `unknown fault kind "kill-everything"`},
 		{[]string{"run", "-role", "SLAVE", "-dir", t.TempDir()}, "brokerRole \"SLAVE\""},
 		{[]string{"run", "-min-for", "5s", "-max-for", "1s"}, "fault length"},
+		{[]string{"run", "-faults", "disk-slow-follower", "-slow-iops", "0"}, "positive IOPS limit"},
 		{[]string{"check", t.TempDir()}, "run.json"},
 		{[]string{"soak", "-duration", "3m"}, "shorter than the warm-up"},
 		{[]string{"soak", "-faults", "kill-writer,melt-disk"}, `unknown fault kind "melt-disk"`},

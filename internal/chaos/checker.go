@@ -87,6 +87,15 @@ type Report struct {
 	// that acknowledged messages survive them (ASYNC_FLUSH: Lost is then reported, not failed).
 	PowerLosses int
 	LossAllowed bool
+	// TailCut: (classic master/slave) queue offsets a slave held with a message never acknowledged, which
+	// its master lost unsynced to a power loss or a failed disk, and which went to another message once the
+	// slave was cut back to the master (offsetConflict.cutFromFollower). Reported, not failed: nothing
+	// acknowledged is missing, but a consumer that read the slave meanwhile may skip the message that took
+	// the offset (classic HA ships a record to the slave while the master's flush runs; ha/doc.go).
+	TailCut []string
+	// DiskFaults counts the disk faults (disk-eio-*, disk-full-*, disk-slow-*). A failed disk drops what
+	// its node had not synced, as a power loss does (LossAllowed covers it too).
+	DiskFaults int
 	// OffsetsReused: with LossAllowed, queue offsets of lost acknowledged messages that later messages
 	// took (a consequence of the loss, reported apart from OffsetConflicts; the messages that took them
 	// are left out of NotConsumed, as the consumers had moved past those offsets).
@@ -181,8 +190,12 @@ func Check(h *History) *Report {
 	final := map[string]map[place]string{} // node -> its final scan
 	consumed := map[string]bool{}
 	kills := map[int]map[string]bool{} // fault index -> ids the followers held
+	onWriter := map[placedID]bool{}    // read at a place on the writer (the node of the final check)
 	for _, rd := range h.Reads {
 		p := place{rd.Queue, rd.Offset}
+		if rd.Node == h.Info.Writer {
+			onWriter[placedID{p, rd.ID}] = true
+		}
 		if id, ok := seenAt[p]; !ok {
 			seenAt[p], seenFirst[p] = rd.ID, rd.Time
 		} else if id != rd.ID && !conflictAt[p] {
@@ -263,12 +276,18 @@ func Check(h *History) *Report {
 	// A power loss that may lose acknowledged messages (ASYNC_FLUSH) may also give their queue offsets to
 	// later messages: those conflicts are the loss, counted apart.
 	r.PowerLosses, r.LossAllowed = powerLosses(h)
+	r.DiskFaults = diskFaults(h)
 	lost := map[string]bool{}
 	for _, id := range r.Lost {
 		lost[id] = true
 	}
 	reusedBy := map[string]bool{} // the messages that took a lost message's offset
 	for _, c := range conflicts {
+		if h.Info.Mode == ModeMasterSlave && c.cutFromFollower(stored, h.Faults, func(id string) bool { return sent[id] != nil && sent[id].acked },
+			func(id string) bool { return onWriter[placedID{c.p, id}] }) {
+			r.TailCut = append(r.TailCut, c.text)
+			continue
+		}
 		if r.LossAllowed && (lost[c.a] || lost[c.b] || c.replacedByPowerLoss(stored, h.Faults)) {
 			r.OffsetsReused = append(r.OffsetsReused, c.text)
 			reusedBy[c.a], reusedBy[c.b] = !lost[c.a], !lost[c.b]
@@ -335,18 +354,45 @@ func Check(h *History) *Report {
 	return r
 }
 
-// attributeLoss gives each lost acknowledgement (ack times) to the first power-loss fault that healed
-// after it (FaultTiming.Lost).
+// attributeLoss gives each lost acknowledgement (ack times) to the first power loss or disk failure (the
+// kinds that drop what a node had not synced) that healed after it (FaultTiming.Lost).
 func attributeLoss(faults []FaultTiming, lostAt []int64) {
 	for _, at := range lostAt {
 		for i := range faults {
-			if f := &faults[i]; isPowerLoss(f.Kind) && f.Healed > at {
+			if f := &faults[i]; dropsUnsynced(f.Kind) && f.Healed > at {
 				f.Lost++
 				f.LostSpan = max(f.LostSpan, time.Duration(f.Start-at)*time.Microsecond)
 				break
 			}
 		}
 	}
+}
+
+// placedID is an id at a place.
+type placedID struct {
+	p  place
+	id string
+}
+
+// cutFromFollower reports a read conflict that the classic tail cut explains: a, never acknowledged, was
+// read at its place on followers only, before a fault that drops what the writer had not synced (a power
+// loss of the writer or of every node, a failed disk of the writer) healed, and b, read there only after
+// that, is what the writer holds at the end. The master had written a and sent it to its slave (replication
+// runs while the master's flush waits for the disk), never synced it, and came back without it; the slave
+// was cut back to its master's log at their next connection (ha/doc.go, the tail check), and the offset went
+// to b. Nothing acknowledged is missing; a consumer that read a from the slave while the master was out may
+// skip b (Report.TailCut).
+func (c offsetConflict) cutFromFollower(stored map[place]string, faults []FaultRecord, acked, onWriter func(string) bool) bool {
+	if !c.read || stored[c.p] != c.b || acked(c.a) || onWriter(c.a) {
+		return false
+	}
+	for _, f := range faults {
+		writer := f.Kind == PowerLossWriter || f.Kind == PowerLossAll || f.Kind == DiskEIOWriter
+		if writer && c.aFirst < f.Healed && f.Healed <= c.bFirst {
+			return true
+		}
+	}
+	return false
 }
 
 // offsetConflict is a queue offset seen with two ids, a and b. For two reads (read), a was first read at
@@ -368,13 +414,13 @@ type place struct {
 // replacedByPowerLoss reports two reads of one offset whose first id, a message never acknowledged there
 // (or acknowledged and then found elsewhere), was there before a power loss healed and whose second id,
 // read there only after it, is what the writer holds at the end: the power loss took a's copy and the
-// offset went to b.
+// offset went to b. A failed disk (disk-eio-*) drops what was not synced as a power loss does.
 func (c offsetConflict) replacedByPowerLoss(stored map[place]string, faults []FaultRecord) bool {
 	if !c.read || stored[c.p] != c.b {
 		return false
 	}
 	for _, f := range faults {
-		if isPowerLoss(f.Kind) && c.aFirst < f.Healed && f.Healed <= c.bFirst {
+		if dropsUnsynced(f.Kind) && c.aFirst < f.Healed && f.Healed <= c.bFirst {
 			return true
 		}
 	}
@@ -382,14 +428,14 @@ func (c offsetConflict) replacedByPowerLoss(stored map[place]string, faults []Fa
 }
 
 // lostToPowerLoss reports an acknowledgement at ackedAt whose loss (a flush type that allows it) an
-// earlier power loss explains: the first power loss to heal after it cut every node, or in
+// earlier power loss (or disk failure) explains: the first to heal after it cut every node, or in
 // master/slave mode the writer (its slave then follows the writer's shorter CommitLog, as a
 // RocketMQ slave follows its master), and healed before a writer's loss at before. No follower
 // can hold such a message at that later loss.
 func lostToPowerLoss(mode string, ackedAt, before int64, faults []FaultRecord) bool {
 	for _, f := range faults {
-		if isPowerLoss(f.Kind) && f.Healed > ackedAt {
-			cut := f.Kind == PowerLossAll || (f.Kind == PowerLossWriter && mode == ModeMasterSlave)
+		if dropsUnsynced(f.Kind) && f.Healed > ackedAt {
+			cut := f.Kind == PowerLossAll || ((f.Kind == PowerLossWriter || f.Kind == DiskEIOWriter) && mode == ModeMasterSlave)
 			return cut && f.Healed <= before
 		}
 	}
@@ -398,19 +444,35 @@ func lostToPowerLoss(mode string, ackedAt, before int64, faults []FaultRecord) b
 
 // losesWriter reports the fault kinds that take the writer down (its failover, or its restart, follows).
 func losesWriter(kind string) bool {
-	return kind == KillWriter || kind == PowerLossWriter || kind == PowerLossAll
+	return kind == KillWriter || kind == PowerLossWriter || kind == PowerLossAll || kind == DiskEIOWriter
 }
 
-// powerLosses counts the power-loss faults of h and says whether they may lose acknowledged messages: with
+// powerLosses counts the power-loss faults of h and says whether they, or the disk failures, may lose
+// acknowledged messages: with
 // ASYNC_FLUSH nothing promises that an acknowledgement is on a disk (a Raft majority holds it in memory,
 // which a power loss of every node, or of one while another catches up, may lose).
 func powerLosses(h *History) (n int, lossAllowed bool) {
+	drops := 0
 	for _, f := range h.Faults {
 		if isPowerLoss(f.Kind) {
 			n++
 		}
+		if dropsUnsynced(f.Kind) {
+			drops++
+		}
 	}
-	return n, n > 0 && powerLossLoses(h.Info.Flush)
+	return n, drops > 0 && powerLossLoses(h.Info.Flush)
+}
+
+// diskFaults counts the disk faults of h.
+func diskFaults(h *History) int {
+	n := 0
+	for _, f := range h.Faults {
+		if isDiskFault(f.Kind) {
+			n++
+		}
+	}
+	return n
 }
 
 // quietGap is the longest gap between consecutive acks (sorted) that overlaps no fault window, a window
@@ -531,9 +593,15 @@ func (r *Report) Summary() string {
 		len(r.OrderViolations), len(r.OffsetConflicts), len(r.Phantoms), r.UnackedStored, len(r.NotConsumed), len(r.Diverged))
 	if r.PowerLosses > 0 {
 		s += fmt.Sprintf(" power-losses=%d", r.PowerLosses)
-		if r.LossAllowed {
-			s += fmt.Sprintf(" offsets-reused=%d", len(r.OffsetsReused))
-		}
+	}
+	if r.DiskFaults > 0 {
+		s += fmt.Sprintf(" disk-faults=%d", r.DiskFaults)
+	}
+	if r.LossAllowed {
+		s += fmt.Sprintf(" offsets-reused=%d", len(r.OffsetsReused))
+	}
+	if len(r.TailCut) > 0 {
+		s += fmt.Sprintf(" tail-cut=%d", len(r.TailCut))
 	}
 	s += " quiet-gap=" + r.QuietMaxGap.Round(time.Millisecond).String()
 	if d, ok := r.maxFailover(); ok {
@@ -579,7 +647,7 @@ func (r *Report) String() string {
 			first = f.FirstAck.Round(time.Millisecond).String()
 		}
 		lost := ""
-		if isPowerLoss(f.Kind) {
+		if dropsUnsynced(f.Kind) {
 			lost = fmt.Sprintf(", %d acknowledged lost", f.Lost)
 			if f.LostSpan > 0 {
 				lost += fmt.Sprintf(" (acknowledged up to %v before it)", f.LostSpan.Round(time.Millisecond))
@@ -598,13 +666,17 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "kill of the writer, fault %d: %d acknowledged before it, %d missing on the followers%s%s\n",
 			ol.Fault, ol.Before, len(ol.Missing), lostBefore, sample(ol.Missing))
 	}
-	if r.PowerLosses > 0 && r.LossAllowed {
-		fmt.Fprintf(&b, "power losses: %d; %s keeps an acknowledged message in memory only (a Raft majority's, or one broker's "+
-			"page cache): loss after them is reported, not failed, and so are the queue offsets of lost messages "+
-			"that later messages took: %d%s\n", r.PowerLosses, i.Flush, len(r.OffsetsReused), sample(r.OffsetsReused))
-	} else if r.PowerLosses > 0 {
-		fmt.Fprintf(&b, "power losses: %d; %s syncs every acknowledged message: loss after them fails the run like any other\n",
-			r.PowerLosses, i.Flush)
+	if r.LossAllowed {
+		fmt.Fprintf(&b, "power losses: %d, disk faults: %d; %s keeps an acknowledged message in memory only (a Raft majority's, or one broker's "+
+			"page cache): loss after a power loss or a failed disk is reported, not failed, and so are the queue offsets of lost messages "+
+			"that later messages took: %d%s\n", r.PowerLosses, r.DiskFaults, i.Flush, len(r.OffsetsReused), sample(r.OffsetsReused))
+	} else if r.PowerLosses > 0 || r.DiskFaults > 0 {
+		fmt.Fprintf(&b, "power losses: %d, disk faults: %d; %s syncs every acknowledged message: loss after them fails the run like any other\n",
+			r.PowerLosses, r.DiskFaults, i.Flush)
+	}
+	if len(r.TailCut) > 0 {
+		fmt.Fprintf(&b, "offsets a slave held with a message never acknowledged that its master lost unsynced, "+
+			"given to another message after the slave was cut back (reported, not failed): %d%s\n", len(r.TailCut), sample(r.TailCut))
 	}
 	fmt.Fprintf(&b, "lost (acknowledged, not stored at the end): %d%s\n", len(r.Lost), sample(r.Lost))
 	fmt.Fprintf(&b, "duplicates of retried sends (allowed): %d\n", r.Duplicates)

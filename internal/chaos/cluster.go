@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/freeport"
 
 	"github.com/rocketraft/rocketraft/internal/faultnet"
+	"github.com/rocketraft/rocketraft/internal/powerloss"
 )
 
 // The topologies (RunConfig.Mode, RunInfo.Mode).
@@ -29,6 +31,19 @@ type Node struct {
 	Client *faultnet.Proxy
 	// Namesrv is the proxy the node reaches the name server through.
 	Namesrv *faultnet.Proxy
+	// Disk is the disk Store lies on when the run has disk faults (GroupConfig.Disks), else nil.
+	Disk *Disk
+}
+
+// journal is where the node's broker journals its syncs for the power-loss faults
+// (powerloss.JournalPath): in its store, or, when the store lies on a Disk that the disk faults
+// fail or fill, beside that disk's images on the run's own file system (a disk fault must not
+// tear the harness's record).
+func (n *Node) journal() string {
+	if n.Disk != nil {
+		return filepath.Join(n.Disk.dir, powerloss.FileName)
+	}
+	return filepath.Join(n.Store, powerloss.FileName)
 }
 
 // Cluster is the node set under test: the processes, the proxies between them, and what the checker needs

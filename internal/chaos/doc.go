@@ -35,6 +35,39 @@
 // not modelled), then restarts it on that after the length. With SYNC_FLUSH nothing acknowledged may be lost;
 // with ASYNC_FLUSH the loss is counted, not failed (checker.go).
 //
+// # Disk faults (disk.go, disk_faults.go)
+//
+// disk-eio-writer and disk-eio-follower fail a node's disk, disk-full-* fill it, disk-slow-* slow it down, each
+// in the middle of the load. When the schedule has one (it needs root: DiskSupport; mqchaos leaves the kinds
+// out otherwise and says why), every broker's store lies on a disk of its own, an ext4 on a loop device
+// whose image lies on a second ext4 on a loop device (Disk draws it), and the faults act in the kernel, under
+// the broker's real system calls, not in a layer of the broker: the store disk's I/O fails with EIO because
+// the outer file system it lives in is shut down (FS_IOC_SHUTDOWN), so the broker's write() still lands in
+// the page cache and its fsync, fdatasync and msync fail, and its file system's journal aborts, as with a
+// dead disk; a fill takes every free block (fallocate), so the next block allocation fails with ENOSPC, in a
+// write() or as SIGBUS in a page fault of a mapping; a slow disk is the device throttled to a few reads and
+// writes a second (blk-throttle of the root blkio cgroup). Why not device-mapper (dm-error, dm-flakey,
+// dm-delay), the usual tools: this machine's kernel has no device-mapper and no modules to load; the loop
+// devices, ext4's shutdown ioctl and blk-throttle are what it has, and they fail or stall the same system
+// calls. Why not a fault layer in the store's file I/O (store.FileOps, which the unit tests use): it only
+// sees the calls routed through it, and a full disk showed what it would have missed (the Raft index's
+// mapped writes, the CQ dispatch's, the config files, the Raft stable store and snapshots).
+//
+// The heals are an operator's: a failed disk is repaired with the broker stopped (SIGTERM; a broker that
+// does not stop within 30 s fails the run), both file systems unmounted, the outer one mounted again, the
+// store disk checked with e2fsck -fy and mounted, and the broker restarted on what it had synced (the
+// failure dropped what was only in its page cache, as a power loss does: the checker counts disk-eio faults
+// with the power losses where a flush type allows loss). A full disk is emptied and a slow one sped up, and
+// the node is given a minute to move again by itself (a writer stores a new message, a follower holds what
+// the writer held at the heal); one that does not, whose Raft stopped (getRaftStatus: Shutdown, what a Raft
+// node does once its store turned read-only), or that exited, is restarted. A failed master's slave is
+// scanned before the master restarts, as at a kill. Each fault's notes say what the broker logged (lines
+// naming EIO, ENOSPC, a full disk, a write fault, a slow sync), how it stopped, e2fsck's verdict, and
+// whether it recovered by itself. Runs with disk faults start their brokers with
+// cleanFileForciblyEnable=false: a full disk would otherwise make them delete unexpired CommitLog files, a
+// loss of acknowledged messages by design, and journal their syncs for the power-loss faults beside the disk
+// images (powerloss.JournalPath), not on the disk the faults fail or fill.
+//
 // # The history (history.go), JSON lines in the run's folder
 //
 //	sends.jsonl   SendRecord per attempt: id w<worker>-<seq> (also the message's KEYS), attempt number,

@@ -32,6 +32,9 @@ type GroupConfig struct {
 	PowerLoss bool
 	// NamesrvArgs are more arguments of the name server (after the suite's own, so they override them).
 	NamesrvArgs []string
+	// Disks puts every broker's store on a disk of its own (Disk, disk.go) that the disk fault kinds fail,
+	// fill or slow down; it needs root (DiskSupport).
+	Disks bool
 }
 
 // group is the part of a topology every implementation shares: one name server, the brokers' nodes
@@ -73,20 +76,26 @@ func (g *group) startNamesrv(ctx context.Context, dirs ...string) error {
 	return nil
 }
 
-// newNode picks the node's ports and makes its client and name server proxies.
+// newNode picks the node's ports, makes its store's disk when the run has disk faults (GroupConfig.Disks),
+// and makes its client and name server proxies.
 func (g *group) newNode(name string, id int64) (*Node, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: name, ID: id, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+	n := &Node{Name: name, ID: id, Addr: "127.0.0.1:" + strconv.Itoa(port), Store: filepath.Join(g.cfg.Dir, name)}
+	g.nodes = append(g.nodes, n) // before anything that may fail: Close undoes what was made
+	if g.cfg.Disks {
+		if n.Disk, err = NewDisk(filepath.Join(g.cfg.Dir, "disks", name), name, n.Store); err != nil {
+			return nil, err
+		}
+	}
 	if n.Client, err = g.proxy("client->"+name, n.Addr); err != nil {
 		return nil, err
 	}
 	if n.Namesrv, err = g.proxy(name+"->namesrv", g.nsAddr); err != nil {
 		return nil, err
 	}
-	g.nodes = append(g.nodes, n)
 	return n, nil
 }
 
@@ -102,20 +111,24 @@ func (g *group) proxy(name, target string) (*faultnet.Proxy, error) {
 // brokerProcess describes n's broker process: the settings every broker shares, then extra.
 func (g *group) brokerProcess(n *Node, extra ...string) *Process {
 	_, port, _ := net.SplitHostPort(n.Addr)
-	n.Store = filepath.Join(g.cfg.Dir, n.Name)
 	args := []string{"-n", n.Namesrv.Addr(), "--brokerName=" + brokerName,
 		"--brokerIP1=127.0.0.1", "--listenPort=" + port, "--metricsExporterType=DISABLE", "--logDir=", "--flushDiskType=" + g.cfg.Flush,
 		"--storePathRootDir=" + n.Store,
 		"--mappedFileSizeCommitLog=" + strconv.FormatInt(g.cfg.FileSize, 10),
 		// a message must fit a CommitLog file with its end-of-file marker
 		"--maxMessageSize=" + strconv.FormatInt(min(4<<20, g.cfg.FileSize/2), 10)}
+	if g.cfg.Disks {
+		// A full disk must not make the broker delete unexpired CommitLog files to make room
+		// (RocketMQ's forced clean, on by default): that loses acknowledged messages by design.
+		args = append(args, "--cleanFileForciblyEnable=false")
+	}
 	args = append(args, extra...)
 	if g.cfg.BrokerArgs != nil {
 		args = append(args, g.cfg.BrokerArgs(n.Name)...)
 	}
 	p := NewProcess(n.Name, filepath.Join(g.cfg.Bin, "mqbroker"), filepath.Join(g.cfg.Dir, "logs", n.Name+".log"), args...)
 	if g.cfg.PowerLoss {
-		p.SetEnv(powerloss.EnvVar + "=1")
+		p.SetEnv(powerloss.EnvVar + "=" + n.journal())
 	}
 	return p
 }
@@ -146,6 +159,11 @@ func (g *group) Close() error {
 	}
 	if g.namesrv != nil {
 		errs = append(errs, g.namesrv.Stop(10*time.Second))
+	}
+	for _, n := range g.nodes {
+		if n.Disk != nil {
+			errs = append(errs, n.Disk.Close())
+		}
 	}
 	for _, p := range g.proxies {
 		errs = append(errs, p.Close())

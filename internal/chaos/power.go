@@ -32,7 +32,7 @@ func (r *runner) powerLoss(ctx context.Context, i int, f Fault, targets []*Node,
 		<-exited
 	}
 	for _, n := range targets {
-		rep, err := powerloss.Cut(n.Store)
+		rep, err := powerloss.CutAt(n.Store, n.journal())
 		if err != nil {
 			r.errorf("fault %d: power loss of %s: %v", i, n.Name, err)
 			continue

@@ -158,6 +158,15 @@ func (p *Process) Resume() error {
 	return err
 }
 
+// logSize is the length of the process's log file now (0 when it cannot be read).
+func (p *Process) logSize() int64 {
+	st, err := os.Stat(p.log)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
 // logTail is the last n bytes of the process's log file (for an error message).
 func (p *Process) logTail(n int64) string {
 	f, err := os.Open(p.log)

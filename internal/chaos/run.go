@@ -100,6 +100,11 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	if cfg.Schedule.hasDiskFault() {
+		if err := DiskSupport(); err != nil {
+			return nil, fmt.Errorf("%w (leave the disk kinds out of the schedule)", err)
+		}
+	}
 	info := RunInfo{Queues: cfg.Queues, Workers: cfg.Workers, Retries: cfg.Retries, Schedule: cfg.Schedule.String(),
 		Started: time.Now(), LoadAvg: loadAvg(), Signature: strings.Join(os.Args, " ")}
 	fmt.Fprint(cfg.Out, info.Schedule)
@@ -130,6 +135,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 func startCluster(ctx context.Context, cfg RunConfig) (Cluster, error) {
 	gc := GroupConfig{Bin: cfg.Bin, Dir: cfg.Dir, Flush: cfg.Flush, FileSize: cfg.FileSize, Log: cfg.Log, BrokerArgs: cfg.BrokerArgs,
 		PowerLoss:   cfg.Schedule.hasPowerLoss(),
+		Disks:       cfg.Schedule.hasDiskFault(),
 		NamesrvArgs: cfg.NamesrvArgs}
 	if cfg.Mode == ModeRaft {
 		return StartRaftGroup(ctx, RaftGroupConfig{GroupConfig: gc, Nodes: 3})
@@ -352,7 +358,7 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 	var target *Node
 	switch f.Kind {
-	case KillWriter, PauseWriter, CutClientWriter, PowerLossWriter, PowerLossAll:
+	case KillWriter, PauseWriter, CutClientWriter, PowerLossWriter, PowerLossAll, DiskEIOWriter, DiskFullWriter, DiskSlowWriter:
 		target = r.writer(ctx)
 	default:
 		target = r.follower(ctx)
@@ -473,6 +479,8 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) {
 			targets = r.cl.Nodes()
 		}
 		r.powerLoss(ctx, i, f, targets, start, &rec, note)
+	case DiskEIOWriter, DiskEIOFollower, DiskFullWriter, DiskFullFollower, DiskSlowWriter, DiskSlowFollower:
+		r.diskFault(ctx, i, f, target, start, &rec, note)
 	}
 	rec.Healed = micros(time.Now())
 	rec.Note = strings.Join(notes, "; ")

@@ -35,11 +35,64 @@ const (
 	// PowerLossAll is a power loss of every broker's machine at once (a rack, a data centre); restart them
 	// all after the length.
 	PowerLossAll = "power-loss-all"
+	// DiskEIOWriter fails the writer's disk (Disk.Fail: its store disk answers every I/O with EIO, so the
+	// broker's syncs fail); at the heal the broker is stopped (SIGTERM), the disk repaired (Disk.Repair:
+	// what the broker had not synced is gone) and the broker restarted on it (disk_faults.go).
+	DiskEIOWriter = "disk-eio-writer"
+	// DiskEIOFollower fails a follower's disk, as DiskEIOWriter.
+	DiskEIOFollower = "disk-eio-follower"
+	// DiskFullWriter fills the writer's disk (Disk.Fill: its next block allocation fails with ENOSPC); at
+	// the heal the space is freed, and a node that does not move again by itself within diskRecoverWait is
+	// restarted.
+	DiskFullWriter = "disk-full-writer"
+	// DiskFullFollower fills a follower's disk, as DiskFullWriter.
+	DiskFullFollower = "disk-full-follower"
+	// DiskSlowWriter slows the writer's disk down to Fault.IOPS reads and writes a second (Disk.Slow); at
+	// the heal the limit is lifted, then as DiskFullWriter.
+	DiskSlowWriter = "disk-slow-writer"
+	// DiskSlowFollower slows a follower's disk down, as DiskSlowWriter.
+	DiskSlowFollower = "disk-slow-follower"
 )
+
+// DefaultSlowIOPS is the disk-slow kinds' limit unless set (ScheduleConfig.IOPS): a disk doing 5 reads and
+// 5 writes a second, on which a sync takes a few hundred milliseconds to a few seconds.
+const DefaultSlowIOPS = 5
 
 // Kinds lists every fault kind, in the order the usage text names them.
 var Kinds = []string{KillWriter, KillFollower, PauseWriter, PauseFollower, PartitionRepl, DelayRepl, CutRepl,
-	OneWayRepl, LossyRepl, CutClientWriter, PowerLossWriter, PowerLossFollower, PowerLossAll}
+	OneWayRepl, LossyRepl, CutClientWriter, PowerLossWriter, PowerLossFollower, PowerLossAll,
+	DiskEIOWriter, DiskEIOFollower, DiskFullWriter, DiskFullFollower, DiskSlowWriter, DiskSlowFollower}
+
+// DefaultKinds is every kind this machine can run: Kinds, without the disk kinds when DiskSupport says
+// they cannot (the error then says why).
+func DefaultKinds() ([]string, error) {
+	err := DiskSupport()
+	if err == nil {
+		return Kinds, nil
+	}
+	return slices.DeleteFunc(slices.Clone(Kinds), isDiskFault), err
+}
+
+// isDiskFault reports the disk kinds (disk_faults.go).
+func isDiskFault(kind string) bool {
+	switch kind {
+	case DiskEIOWriter, DiskEIOFollower, DiskFullWriter, DiskFullFollower, DiskSlowWriter, DiskSlowFollower:
+		return true
+	}
+	return false
+}
+
+// hasDiskFault reports whether the schedule holds a disk fault (the brokers' stores then lie on disks of
+// their own, GroupConfig.Disks).
+func (s Schedule) hasDiskFault() bool {
+	return slices.ContainsFunc(s.Faults, func(f Fault) bool { return isDiskFault(f.Kind) })
+}
+
+// dropsUnsynced reports the kinds after which a node restarts on what it had synced, having lost what it
+// had only written: the power losses, and a failed disk (its page cache is never written back).
+func dropsUnsynced(kind string) bool {
+	return isPowerLoss(kind) || kind == DiskEIOWriter || kind == DiskEIOFollower
+}
 
 // hasPowerLoss reports whether the schedule holds a power-loss fault (the brokers then journal their syncs).
 func (s Schedule) hasPowerLoss() bool {
@@ -63,6 +116,8 @@ type Fault struct {
 	Delay time.Duration // DelayRepl: the one-way delay
 	// Inbound (OneWayRepl): the way to the follower is dropped; else the way from it.
 	Inbound bool
+	// IOPS (DiskSlowWriter, DiskSlowFollower): the slowed disk's reads and writes a second.
+	IOPS int
 }
 
 func (f Fault) String() string {
@@ -72,6 +127,9 @@ func (f Fault) String() string {
 	}
 	if f.Kind == OneWayRepl {
 		s += " (" + f.way() + ")"
+	}
+	if f.Kind == DiskSlowWriter || f.Kind == DiskSlowFollower {
+		s += fmt.Sprintf(" (%d IOPS)", f.IOPS)
 	}
 	return s
 }
@@ -94,6 +152,7 @@ type ScheduleConfig struct {
 	MinGap time.Duration
 	MaxGap time.Duration
 	Delay  time.Duration // DelayRepl's delay
+	IOPS   int           // the disk-slow kinds' limit: reads and writes a second
 }
 
 // Validate names the first bad field.
@@ -114,6 +173,9 @@ func (c ScheduleConfig) Validate() error {
 	}
 	if c.MinGap < 0 || c.MaxGap < c.MinGap {
 		return fmt.Errorf("chaos: schedule: gap [%v, %v] is not a range", c.MinGap, c.MaxGap)
+	}
+	if c.IOPS <= 0 && (slices.Contains(c.Kinds, DiskSlowWriter) || slices.Contains(c.Kinds, DiskSlowFollower)) {
+		return fmt.Errorf("chaos: schedule: the disk-slow kinds need a positive IOPS limit, not %d", c.IOPS)
 	}
 	return nil
 }
@@ -154,6 +216,9 @@ func NewSchedule(c ScheduleConfig) (Schedule, error) {
 		}
 		if f.Kind == OneWayRepl {
 			f.Inbound = r.IntN(2) == 0
+		}
+		if f.Kind == DiskSlowWriter || f.Kind == DiskSlowFollower {
+			f.IOPS = c.IOPS
 		}
 		s.Faults = append(s.Faults, f)
 	}

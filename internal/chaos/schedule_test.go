@@ -13,7 +13,7 @@ import (
 
 func testScheduleConfig(seed uint64, rounds int) ScheduleConfig {
 	return ScheduleConfig{Seed: seed, Rounds: rounds, Kinds: Kinds, MinFor: time.Second, MaxFor: 5 * time.Second,
-		MinGap: 2 * time.Second, MaxGap: 4 * time.Second, Delay: 100 * time.Millisecond}
+		MinGap: 2 * time.Second, MaxGap: 4 * time.Second, Delay: 100 * time.Millisecond, IOPS: DefaultSlowIOPS}
 }
 
 // TestScheduleIsSeededAndCoversEveryKind: the same seed draws the same schedule; each pass over the kinds
@@ -41,6 +41,9 @@ func TestScheduleIsSeededAndCoversEveryKind(t *testing.T) {
 			if (f.Kind == DelayRepl) != (f.Delay > 0) {
 				t.Fatalf("fault %v: delay set on the wrong kind", f)
 			}
+			if (f.Kind == DiskSlowWriter || f.Kind == DiskSlowFollower) != (f.IOPS > 0) {
+				t.Fatalf("fault %v: IOPS set on the wrong kind", f)
+			}
 		}
 		slices.Sort(got)
 		want := slices.Sorted(slices.Values(Kinds))
@@ -59,6 +62,7 @@ func TestScheduleConfigValidateNamesTheField(t *testing.T) {
 		{func(c *ScheduleConfig) { c.MaxFor = c.MinFor - 1 }, "fault length"},
 		{func(c *ScheduleConfig) { c.MinGap = -1 }, "gap"},
 		{func(c *ScheduleConfig) { c.Kinds = nil }, "no fault kinds"},
+		{func(c *ScheduleConfig) { c.IOPS = 0 }, "IOPS"},
 	} {
 		c := testScheduleConfig(1, 3)
 		tc.mutate(&c)

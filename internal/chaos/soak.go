@@ -40,7 +40,7 @@ type SoakConfig struct {
 func DefaultSoakConfig() SoakConfig {
 	return SoakConfig{Run: DefaultRunConfig(), Duration: time.Hour, Every: 30 * time.Second, Bounds: DefaultGrowthBounds(),
 		Faults: ScheduleConfig{Kinds: Kinds, MinFor: 5 * time.Second, MaxFor: 30 * time.Second,
-			MinGap: 2 * time.Minute, MaxGap: 4 * time.Minute, Delay: 200 * time.Millisecond},
+			MinGap: 2 * time.Minute, MaxGap: 4 * time.Minute, Delay: 200 * time.Millisecond, IOPS: DefaultSlowIOPS},
 		Quiet: 2 * time.Minute, MixedRate: 20, AdminEvery: 20 * time.Second, MixedDrain: 2 * time.Minute}
 }
 

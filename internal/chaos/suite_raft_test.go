@@ -115,3 +115,38 @@ func TestShortSuiteRaftPowerLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestShortSuiteRaftDiskFailure: the Raft group with SYNC_FLUSH through a failed disk of the leader under
+// load (disk-eio-writer: the kernel answers its store disk's I/O with EIO, disk.go). The leader's sync fails,
+// it stops acknowledging and its Raft steps down, another node leads and takes the writes; at the heal the
+// broker is stopped, its disk repaired and the broker restarted, and it catches up. The checker must find
+// nothing. Skipped where the machine cannot fail a disk (DiskSupport: root, loop devices).
+func TestShortSuiteRaftDiskFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts broker processes")
+	}
+	if err := DiskSupport(); err != nil {
+		t.Skip(err)
+	}
+	rep := runShortSuiteWith(t, binaries(t), ModeRaft, func(cfg *RunConfig) {
+		s, err := NewSchedule(ScheduleConfig{Seed: 6, Rounds: 1, Kinds: []string{DiskEIOWriter},
+			MinFor: 3 * time.Second, MaxFor: 3 * time.Second, MinGap: 2 * time.Second, MaxGap: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Schedule = s
+	}, "n0", "n1", "n2")
+	if len(rep.Faults) != 1 || rep.Acked == 0 || rep.DiskFaults != 1 {
+		t.Fatalf("faults %d, acked %d, disk faults %d", len(rep.Faults), rep.Acked, rep.DiskFaults)
+	}
+	f := rep.Faults[0]
+	// The note says the broker met the failure, stopped on SIGTERM, and was restarted on its repaired disk.
+	for _, want := range []string{`name "input/output error"`, "stopped", "e2fsck", "restart to listening"} {
+		if !strings.Contains(f.Note, want) {
+			t.Fatalf("fault note %q lacks %q", f.Note, want)
+		}
+	}
+	if d, ok := rep.maxFailover(); !ok || d < 0 || d > f.MaxGap+time.Second {
+		t.Fatalf("no write acknowledged after the leader's disk failed (failover %v)", d)
+	}
+}

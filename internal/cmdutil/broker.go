@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 
@@ -25,7 +24,7 @@ const brokerUsage = `usage: mqbroker [-c FILE] [-n NAMESRV_ADDR] [-p] [--key=val
   --cpuprofile=FILE  write a CPU profile (go tool pprof) from start to shutdown
 Environment: NAMESRV_ADDR (name servers unless -n or namesrvAddr), ROCKETMQ_HOME (rocketmqHome: conf/
 plain_acl.yml lives there; default $HOME), ROCKETRAFT_POWERLOSS_JOURNAL (tests only: journal syncs to
-storePathRootDir/powerloss.journal for the chaos suite's power-loss faults). Data: storePathRootDir ($HOME/store). Logs: logDir
+storePathRootDir/powerloss.journal, or to the file an absolute path names, for the chaos suite's power-loss faults). Data: storePathRootDir ($HOME/store). Logs: logDir
 ($HOME/logs/rocketmqlogs: broker.log, store.log, remoting.log, stats.log). SIGHUP re-reads logLevel.
 `
 
@@ -61,14 +60,15 @@ func RunBroker(argv []string, stdout, stderr io.Writer) int {
 	if powerloss.Enabled() {
 		// The chaos suite's power-loss faults cut the store back to what this journal says
 		// was synced (internal/powerloss); nothing else sets it.
-		j, err := powerloss.Open(cfg.StorePathRootDir)
+		path := powerloss.JournalPath(cfg.StorePathRootDir)
+		j, err := powerloss.OpenAt(cfg.StorePathRootDir, path)
 		if err != nil {
 			fmt.Fprintf(stderr, "mqbroker: %s: %v\n", powerloss.EnvVar, err)
 			return 1
 		}
 		defer j.Close()
 		opts.SyncObserver = j
-		log.Warn("journaling syncs for power-loss tests", "env", powerloss.EnvVar, "journal", filepath.Join(cfg.StorePathRootDir, powerloss.FileName))
+		log.Warn("journaling syncs for power-loss tests", "env", powerloss.EnvVar, "journal", path)
 	}
 	b, err := broker.New(cfg, opts)
 	if err != nil {

@@ -77,8 +77,11 @@ var ErrNoJournal = errors.New("powerloss: no journal")
 // Cut makes the store folder root what a power loss could have left of it, per its journal
 // (doc.go): every journaled file is zeroed from its watermark to its end and synced, and the
 // journal is rewritten to say all of it is durable now. The store's process must be dead.
-func Cut(root string) (Report, error) {
-	marks, err := readJournal(filepath.Join(root, FileName))
+func Cut(root string) (Report, error) { return CutAt(root, filepath.Join(root, FileName)) }
+
+// CutAt is Cut with the journal at path (JournalPath, OpenAt).
+func CutAt(root, path string) (Report, error) {
+	marks, err := readJournal(path)
 	if err != nil {
 		return Report{}, err
 	}
@@ -104,7 +107,7 @@ func Cut(root string) (Report, error) {
 		}
 		lines = fmt.Appendf(lines, "sync %d %s\n", cf.Size, rel)
 	}
-	if err := rewrite(filepath.Join(root, FileName), lines); err != nil {
+	if err := rewrite(path, lines); err != nil {
 		return rep, err
 	}
 	return rep, nil

@@ -14,7 +14,7 @@
 // units), so "what a sync covered" is one number per file, the watermark, and a power loss
 // is modelled by zeroing each file from its watermark to its end.
 //
-// # The journal (powerloss.journal in the store's root, text, one line per event)
+// # The journal (powerloss.journal in the store's root, or where EnvVar's absolute path says; text, one line per event)
 //
 //	create <size> <path>   the file was made (or emptied) with size bytes: nothing of it
 //	                       is durable beyond zeros (watermark 0)

@@ -15,13 +15,25 @@ import (
 const FileName = "powerloss.journal"
 
 // EnvVar is the environment variable that makes mqbroker journal its syncs (any value but
-// empty or "0"): the chaos suite sets it on the brokers it may cut.
+// empty or "0"): the chaos suite sets it on the brokers it may cut. An absolute path names
+// the journal file (JournalPath); any other value puts it in the store's root.
 const EnvVar = "ROCKETRAFT_POWERLOSS_JOURNAL"
 
 // Enabled reports whether EnvVar asks for a journal.
 func Enabled() bool {
 	v := os.Getenv(EnvVar)
 	return v != "" && v != "0"
+}
+
+// JournalPath is where the journal of the store folder root goes: EnvVar's value when it is
+// an absolute path, else root/FileName. The chaos suite keeps it off a disk its disk faults
+// fail or fill (a torn or lost line would make the journal unreadable, and the journal is the
+// harness's record, not the store's data).
+func JournalPath(root string) string {
+	if v := os.Getenv(EnvVar); filepath.IsAbs(v) {
+		return v
+	}
+	return filepath.Join(root, FileName)
 }
 
 // Journal appends a store's sync events to root/powerloss.journal (doc.go). It satisfies
@@ -48,13 +60,18 @@ type Journal struct {
 // compactEvery is how many events the journal takes between two compactions.
 const compactEvery = 1 << 16
 
-// Open opens (or creates) the journal of the store folder root, keeping what an earlier run of
-// the store journaled (compacted).
-func Open(root string) (*Journal, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("powerloss: create %s: %w", root, err)
+// Open opens (or creates) the journal of the store folder root, root/FileName, keeping what an
+// earlier run of the store journaled (compacted).
+func Open(root string) (*Journal, error) { return OpenAt(root, filepath.Join(root, FileName)) }
+
+// OpenAt is Open with the journal at path.
+func OpenAt(root, path string) (*Journal, error) {
+	for _, dir := range []string{root, filepath.Dir(path)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("powerloss: create %s: %w", dir, err)
+		}
 	}
-	j := &Journal{root: root, path: filepath.Join(root, FileName)}
+	j := &Journal{root: root, path: path}
 	marks, err := readJournal(j.path)
 	switch {
 	case errors.Is(err, ErrNoJournal):

@@ -163,3 +163,35 @@ func TestJournalCompacts(t *testing.T) {
 		t.Fatalf("cut after compaction: %+v, %v", rep, err)
 	}
 }
+
+// TestJournalElsewhere: with EnvVar an absolute path, the journal goes there (the chaos suite keeps it off
+// a disk its disk faults fail or fill), and CutAt cuts the store by it; nothing is written in the store's root.
+func TestJournalElsewhere(t *testing.T) {
+	root, elsewhere := t.TempDir(), filepath.Join(t.TempDir(), "j", FileName)
+	t.Setenv(EnvVar, elsewhere)
+	if got := JournalPath(root); got != elsewhere {
+		t.Fatalf("JournalPath = %s, want %s", got, elsewhere)
+	}
+	t.Setenv(EnvVar, "1")
+	if got := JournalPath(root); got != filepath.Join(root, FileName) {
+		t.Fatalf("JournalPath with %s=1: %s", EnvVar, got)
+	}
+	j, err := OpenAt(root, elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := filepath.Join(root, "commitlog", "00000000000000000000")
+	writeFile(t, cl, 1024, bytes.Repeat([]byte("r"), 900))
+	j.Created(cl, 1024)
+	j.Synced(cl, 300)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, FileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a journal in the store's root: %v", err)
+	}
+	rep, err := CutAt(root, elsewhere)
+	if err != nil || len(rep.Files) != 1 || rep.Files[0].Dropped != 900-300 { // to the last byte written
+		t.Fatalf("CutAt: %+v, %v", rep, err)
+	}
+}
