@@ -44,6 +44,14 @@ KILLS ?= 10
 chaos-raft:
 	ROCKETRAFT_RAFT_KILLS=$(KILLS) ROCKETRAFT_RAFT_TIMERS=default $(GO) test -count=1 -timeout 60m -run '^TestRaftKill9Leader(VIP)?$$' -v ./e2e
 
+# make fleet-kill [FLEET_KILLS=6]: issue 39's multi-group test (e2e TestFleetRaftGroups) at full size: two name servers,
+# three Raft groups of three broker processes, the official Go client through all groups; a name server stopped,
+# then FLEET_KILLS leader kills in turn (make test runs one).
+FLEET_KILLS ?= 6
+.PHONY: fleet-kill
+fleet-kill:
+	ROCKETRAFT_FLEET_KILLS=$(FLEET_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestFleetRaftGroups$$' -v ./e2e
+
 # make bench-ha: produce msgs/s and p99 with no replication, ASYNC_MASTER and SYNC_MASTER (scripts/bench-ha.sh).
 bench-ha:
 	./scripts/bench-ha.sh
@@ -52,6 +60,18 @@ bench-ha:
 # disk's raw figures, one table with ratios (scripts/bench-compare.sh; README "Benchmarks").
 bench-compare:
 	./scripts/bench-compare.sh
+
+# make bench-namesrv [NS_CPU=0 GEN_CPU=1 FLEET="--spread 0 --rate 17000 ..."]: issue 39's fleet simulator at full size
+# (mqbench namesrv: 100 groups x 3 brokers with 1,000 topics each, 1,000 client connections asking 17,000 routes/s,
+# the stand-in's floor first, churn, 2,000 idle connections, a restart) against bin/mqnamesrv pinned to NS_CPU,
+# the simulator on GEN_CPU; FLEET adds or overrides flags (--spread 0: every topic on all 100 groups).
+NS_CPU ?= 0
+GEN_CPU ?= 1
+FLEET ?=
+.PHONY: bench-namesrv
+bench-namesrv: build
+	taskset -c $(GEN_CPU) $(BIN)/mqbench namesrv --start $(BIN)/mqnamesrv --cpu $(NS_CPU) --idle-conns 2000 \
+		--churn topic-create,master-change,broker-kill,reconnect-storm,restart $(FLEET)
 
 # make bench-scale [DURATION=60s BACKLOG_GIB=10 PARTS="topics recovery drain"]: one broker's throughput over 1, 100
 # and 1,000 topics, time to serving after SIGKILL with 1 and 10 GiB of CommitLog, and a cold backlog drained in

@@ -102,6 +102,7 @@ func (c ACLConfig) validate(tc remoting.TLSConfig) error {
 var writeCodes = map[remoting.RequestCode]bool{
 	remoting.RegisterBroker:        true,
 	remoting.QueryDataVersion:      true,
+	remoting.BrokerHeartbeat:       true, // refreshes liveness as QUERY_DATA_VERSION does
 	remoting.UnregisterBroker:      true,
 	remoting.DeleteTopicInNamesrv:  false,
 	remoting.PutKVConfig:           false,

@@ -114,6 +114,11 @@ func TestACLGuardsWrites(t *testing.T) {
 		"brokerName": "broker-a", "clusterName": brokerA.cluster, "brokerId": "0"}, nil); resp.Code != int32(remoting.Success) {
 		t.Errorf("query data version by the broker account: %s %q", remoting.ResponseCode(resp.Code), resp.Remark)
 	}
+	hb := map[string]string{"brokerAddr": brokerA.addr, "brokerName": "broker-a", "clusterName": brokerA.cluster}
+	refused("unsigned broker heartbeat (refreshes the broker's liveness)", f.call(remoting.BrokerHeartbeat, hb, nil))
+	if resp := f.callOn(brokerCl, remoting.BrokerHeartbeat, hb, nil); resp.Code != int32(remoting.Success) {
+		t.Errorf("broker heartbeat by the broker account: %s %q", remoting.ResponseCode(resp.Code), resp.Remark)
+	}
 
 	if _, after, _ := f.route("TopicTest"); after != before {
 		t.Fatalf("the route changed:\nbefore %s\nafter  %s", before, after)

@@ -39,6 +39,12 @@ type Config struct {
 
 	ScanNotActiveBrokerInterval int64 `mapstructure:"scanNotActiveBrokerInterval"` // liveness scan period (10 s)
 	BrokerChannelExpiredTime    int64 `mapstructure:"brokerChannelExpiredTime"`    // a broker silent this long is removed (120 s)
+	// NeedWaitForService: after a restart, routes are answered SYSTEM_ERROR "name server not ready" until
+	// the broker names routed before the restart registered again, at most WaitSecondsForService (RocketMQ
+	// 5's keys; there off by default and a fixed wait; readiness.go). On by default here: a first start
+	// waits for nothing.
+	NeedWaitForService    bool `mapstructure:"needWaitForService"`
+	WaitSecondsForService int  `mapstructure:"waitSecondsForService"` // the longest wait (45 s)
 	// RaftMasterHoldMillis: how long the routes of a Raft group whose master entry went away still carry
 	// a stand-in master, the last master or a live member, which forward writes (10 s; 0 = never;
 	// raftgroup.go).
@@ -80,6 +86,8 @@ func DefaultConfig() Config {
 		ScanNotActiveBrokerInterval:          10_000,
 		BrokerChannelExpiredTime:             120_000,
 		RaftMasterHoldMillis:                 DefaultRaftMasterHold.Milliseconds(),
+		NeedWaitForService:                   true,
+		WaitSecondsForService:                45,
 		ClientRequestThreadPoolNums:          8,
 		ClientRequestThreadPoolQueueCapacity: 50_000,
 		DefaultThreadPoolNums:                16,
@@ -137,6 +145,7 @@ func (c Config) Validate() error {
 		{"serverChannelMaxIdleTimeSeconds", int64(c.ServerChannelMaxIdleTimeSeconds)},
 		{"serverChannelWriteTimeoutMillis", c.ServerChannelWriteTimeoutMillis},
 		{"raftMasterHoldMillis", c.RaftMasterHoldMillis},
+		{"waitSecondsForService", int64(c.WaitSecondsForService)},
 	}
 	for _, p := range nonNegative {
 		if p.v < 0 {

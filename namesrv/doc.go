@@ -8,10 +8,30 @@
 //	brokerAddrTable   brokerName  -> BrokerData{cluster, brokerAddrs: brokerId -> "ip:port"}   (id 0 = master)
 //	clusterAddrTable  cluster     -> set of brokerName
 //	brokerLiveTable   brokerAddr  -> last registration time, data version, HA address, its connection
+//	brokerTopics      brokerName  -> the topics holding its queue data (an index: dropping a broker name,
+//	                                 changing its permissions or its deleted topics touch only those)
+//
+// Route answers come from a cache (routecache.go): each topic's GET_ROUTEINFO_BY_TOPIC answer is encoded
+// once and handed to every client until a registration, an expiry, a closed connection, a deletion, a
+// permission change or a Raft stand-in change touches what it shows. Writers mark it stale under the write
+// lock by bumping a version of the topic or of a broker name (O(1) each); the next reader rebuilds it
+// outside the lock, one rebuild per topic at a time. The cluster info and the topic lists are cached the
+// same way. The write lock's hold times are exported (rocketmq_namesrv_route_write_lock_seconds); nothing
+// is logged while it is held.
+//
+// A registration body an address sent before (a broker's periodic re-registration of an unchanged table)
+// is not decoded again: each address keeps what its bodies of its current data version said, by length and
+// hash (regtable.go). Bodies that must be decoded are decoded at most GOMAXPROCS/2 at a time, so that a
+// burst of first registrations leaves the route queries a core.
 //
 // A master's registration replaces its broker name's queue data of every topic in its table, when the table's
-// data version changed or on its first registration; a slave's topics are ignored (its reply names the master
-// and the master's HA address). A broker address leaves the tables when it unregisters, when the connection it
+// data version changed or on its first registration; at the same data version it adds the topics the broker
+// name lacks, as RocketMQ does, which is how the chunks of a split registration (RocketMQ 5's
+// enableSplitRegistration: one data version, several REGISTER_BROKERs) are applied; rounds.go follows each
+// master's rounds so that every chunk of a new version is applied whole. A slave's topics are ignored (its
+// reply names the master and the master's HA address). BROKER_HEARTBEAT refreshes a registered address's
+// liveness between registrations. After a restart, routes wait for the broker names routed before it to
+// route as many topics again (needWaitForService, readiness.go). A broker address leaves the tables when it unregisters, when the connection it
 // registered on closes, or when it has been silent for brokerChannelExpiredTime (checked every
 // scanNotActiveBrokerInterval). When a broker name has no address left, it leaves its cluster and its queue data
 // leaves every topic; while a slave remains, the queue data stays so consumers can still read from it (as
@@ -37,6 +57,7 @@
 //	 319  GET_NAMESRV_CONFIG                   body every key=value of the config in force
 //	 322  QUERY_DATA_VERSION                   ext changed; body the registered DataVersion
 //	 327  ADD_WRITE_PERM_OF_BROKER             ext addTopicCount
+//	 904  BROKER_HEARTBEAT                     ext clusterName, brokerAddr: the broker stays alive (RocketMQ 5)
 //
 // # Wire formats (never change a field name)
 //
@@ -58,14 +79,14 @@
 // Without aclEnable (the default, as RocketMQ 4.x) anyone who reaches the port may register a broker (and so
 // route a topic's clients to an address of their choosing), unregister one, delete a topic's route, wipe write
 // permissions or change the KV settings, or keep a dead broker routed (QUERY_DATA_VERSION with the version it
-// had refreshes its liveness), or change the config. With aclEnable those nine writes need a request signed by an account
+// had, or BROKER_HEARTBEAT, refreshes its liveness), or change the config. With aclEnable those ten writes need a request signed by an account
 // of aclFile (the broker's plain_acl.yml): registration an admin account or one named in aclBrokerAccessKeys
-// (the brokers sign with their accessKey/secretKey; QUERY_DATA_VERSION the same), the others an admin account. Reads stay open. acl.go has
+// (the brokers sign with their accessKey/secretKey; QUERY_DATA_VERSION and BROKER_HEARTBEAT the same), the others an admin account. Reads stay open. acl.go has
 // the table; a refusal is NO_PERMISSION, changes nothing and is logged with the remote address.
 //
 // Under TLS the other credential is a client certificate: with peerTlsTrustCertPath (the cluster CA, the file
 // the brokers' peer TLS trusts), a request on a TLS connection whose client presented a certificate of that CA
-// naming a node (URI rocketraft://<group>/<id>) may make all nine writes, signed or not; otherwise the
+// naming a node (URI rocketraft://<group>/<id>) may make all ten writes, signed or not; otherwise the
 // signature decides as above. The port must ask for certificates (tlsServerMode permissive or enforcing,
 // tlsServerNeedClientAuth optional or require), and peerTlsTrustCertPath without aclEnable is a start-up error
 // (it would guard nothing). Brokers present theirs with tlsEnable, tlsClientCertPath and tlsClientKeyPath.

@@ -26,6 +26,10 @@ var (
 	requestsDesc = metrics.Desc("rocketmq_namesrv_requests_total",
 		"Requests received for a code this name server serves and let through by its guards (a write the ACL refuses is not counted), by request code and RocketMQ's name of it.",
 		"code", "request")
+	lockHoldDesc = metrics.Desc("rocketmq_namesrv_route_write_lock_seconds",
+		"How long the routing tables' write lock was held, each time it was taken.")
+	rebuildsDesc = metrics.Desc("rocketmq_namesrv_route_rebuilds_total",
+		"Route answers encoded: once per topic asked for and again after each change that touched it; the other answers come from the cache.")
 )
 
 // newServerMetrics prepares the endpoint on bindAddress (or metricsPromExporterHost) and, when it is on, counts the
@@ -38,7 +42,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 	reg := metrics.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(func(ch chan<- prometheus.Metric) {
 		m.collect(s.routes, ch)
-	}, brokersDesc, topicsDesc, requestsDesc))
+	}, brokersDesc, topicsDesc, requestsDesc, lockHoldDesc, rebuildsDesc))
 	m.server = metrics.NewEndpoint(s.cfg.ExporterConfig, s.cfg.ListenAddr, reg, s.logger.With("component", "metrics"))
 	s.rs.AddRequestObserver("namesrv_requests", m.countRequest)
 	return m
@@ -64,7 +68,10 @@ func (m *serverMetrics) collect(routes *RouteInfoManager, ch chan<- prometheus.M
 	for k, n := range brokers {
 		ch <- metrics.Gauge(brokersDesc, float64(n), k.cluster, k.role)
 	}
-	ch <- metrics.Gauge(topicsDesc, float64(len(routes.AllTopics())))
+	ch <- metrics.Gauge(topicsDesc, float64(routes.TopicCount()))
+	h := routes.LockHold()
+	ch <- metrics.Histogram(lockHoldDesc, h.Bounds, h.Counts, h.Sum)
+	ch <- metrics.Counter(rebuildsDesc, float64(routes.RouteRebuilds()))
 	m.requests.Range(func(code remoting.RequestCode, n *atomic.Int64) bool {
 		ch <- metrics.Counter(requestsDesc, float64(n.Load()), strconv.Itoa(int(code)), code.String())
 		return true

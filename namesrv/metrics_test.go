@@ -47,6 +47,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"rocketmq_namesrv_topics", nil, 3},
 		{"rocketmq_namesrv_requests_total", []string{"request", "REGISTER_BROKER", "code", "103"}, 3},
 		{"rocketmq_namesrv_requests_total", []string{"request", "GET_ROUTEINFO_BY_TOPIC"}, 3},
+		{"rocketmq_namesrv_route_write_lock_seconds", nil, 4}, // raftMasterHoldMillis set at start, three registrations
+		{"rocketmq_namesrv_route_rebuilds_total", nil, 1},     // T1 encoded once, then answered from the cache
 	} {
 		if v, ok := got.Value(c.name, c.labels...); !ok || v != c.want {
 			t.Errorf("%s%v = %v, %v; want %v", c.name, c.labels, v, ok, c.want)

@@ -22,11 +22,12 @@ func (s *Server) registerProcessors() {
 	clientPool := remoting.NewPool("namesrv-client", s.cfg.ClientRequestThreadPoolNums,
 		s.cfg.ClientRequestThreadPoolQueueCapacity)
 	defaultPool := remoting.NewPool("namesrv-default", s.cfg.DefaultThreadPoolNums, s.cfg.DefaultThreadPoolQueueCapacity)
-	s.rs.Register(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic)
+	s.rs.RegisterInline(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic, s.routeInline)
 	for code, h := range map[remoting.RequestCode]remoting.HandlerFunc{
 		remoting.RegisterBroker:                s.registerBroker,
 		remoting.UnregisterBroker:              s.unregisterBroker,
 		remoting.QueryDataVersion:              s.queryDataVersion,
+		remoting.BrokerHeartbeat:               s.brokerHeartbeat,
 		remoting.GetBrokerClusterInfo:          s.getBrokerClusterInfo,
 		remoting.GetAllTopicListFromNameServer: s.getAllTopicList,
 		remoting.GetTopicsByCluster:            s.getTopicsByCluster,
@@ -110,25 +111,26 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 		s.logger.Warn("namesrv: register broker body fails its crc32", "brokerAddr", h[1], "remote", conn.RemoteAddr())
 		return errResponse(remoting.SystemError, remarkCRCMismatch)
 	}
-	body, err := protocol.DecodeRegisterBrokerBody(req.Body, compressed)
+	table, err := s.routes.registrationTable(h[1], req.Body, compressed, brokerID == protocol.MasterID)
 	if err != nil {
 		return errResponse(remoting.SystemError, "Failed to decode RegisterBrokerBody: %v", err)
 	}
 	s.trackConn(conn)
 	res := s.routes.RegisterBroker(RegisterBrokerRequest{
+		table:         table,
 		ClusterName:   h[2],
 		BrokerAddr:    h[1],
 		BrokerName:    h[0],
 		BrokerID:      brokerID,
 		HAServerAddr:  req.OptString("haServerAddr", ""),
 		Timeout:       time.Duration(timeoutMillis) * time.Millisecond,
-		Body:          body,
 		ConnID:        conn.ID(),
 		Raft:          raftTerm >= 0,
 		RaftTerm:      uint64(max(raftTerm, 0)),
 		RaftSlaveID:   raftSlaveID,
 		RaftMasterVIP: raftMasterVIP,
 	}, time.Now())
+	s.ready.back(s.routes.RoutesAgain)
 	resp := remoting.NewResponse(remoting.Success, "")
 	if res.HAServerAddr != "" {
 		resp.SetExt("haServerAddr", res.HAServerAddr)
@@ -156,6 +158,22 @@ func (s *Server) unregisterBroker(_ context.Context, _ *remoting.Conn, req *remo
 	return remoting.NewResponse(remoting.Success, "")
 }
 
+// brokerHeartbeat handles BROKER_HEARTBEAT (RocketMQ 5; BrokerHeartbeatRequestHeader: clusterName,
+// brokerAddr, brokerName, and optional fields of the controller mode that the name server ignores): the
+// address stays alive without a full registration. Java's brokers send it oneway; a request that asks
+// for an answer gets SUCCESS, also for an address not registered (as RocketMQ answers).
+func (s *Server) brokerHeartbeat(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	addr, err := req.ExtString("brokerAddr")
+	if err != nil {
+		return badHeader(req, err)
+	}
+	if !s.routes.BrokerHeartbeat(req.OptString("clusterName", ""), addr, time.Now()) {
+		s.logger.Debug("namesrv: heartbeat of a broker not registered", "brokerAddr", addr,
+			"cluster", req.OptString("clusterName", ""))
+	}
+	return remoting.NewResponse(remoting.Success, "")
+}
+
 // queryDataVersion handles QUERY_DATA_VERSION: ext changed, body the version the name server holds.
 func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	addr, err := req.ExtString("brokerAddr")
@@ -177,31 +195,70 @@ func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remo
 	return resp
 }
 
+// routeInline answers GET_ROUTEINFO_BY_TOPIC on the connection's reader when the topic's cached answer is
+// current (almost always: it changes with registrations that change something), saving the hand-off to a
+// worker and back; a stale one is rebuilt on the client pool by getRouteInfoByTopic.
+func (s *Server) routeInline(_ *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
+	topic, err := req.ExtString("topic")
+	if err != nil {
+		return badHeader(req, err), true
+	}
+	if !s.ready.serving(time.Now()) {
+		return errResponse(remoting.SystemError, remarkNotReady), true
+	}
+	body, ok, current := s.routes.CachedRouteAnswer(topic)
+	if !current {
+		return nil, false
+	}
+	return s.routeResponse(topic, body, ok), true
+}
+
 // getRouteInfoByTopic handles GET_ROUTEINFO_BY_TOPIC: compact JSON, or TOPIC_NOT_EXIST.
 func (s *Server) getRouteInfoByTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic, err := req.ExtString("topic")
 	if err != nil {
 		return badHeader(req, err)
 	}
-	route, ok := s.routes.PickupTopicRouteData(topic)
+	if !s.ready.serving(time.Now()) {
+		return errResponse(remoting.SystemError, remarkNotReady)
+	}
+	body, ok := s.routes.RouteAnswer(topic)
+	return s.routeResponse(topic, body, ok)
+}
+
+// routeResponse is the answer of a route query: body (shared with every caller: the writer only reads it),
+// with the topic's orderTopicConf when orderMessageEnable, or TOPIC_NOT_EXIST.
+func (s *Server) routeResponse(topic string, body []byte, ok bool) *remoting.Command {
 	if !ok {
 		return errResponse(remoting.TopicNotExist, "%s%s", remarkTopicNotExist, topic)
 	}
 	if s.liveConfig().OrderMessageEnable {
-		route.OrderTopicConf, _ = s.kv.Get(NamespaceOrderTopicConfig, topic)
+		if conf, _ := s.kv.Get(NamespaceOrderTopicConfig, topic); conf != "" {
+			body = WithOrderTopicConf(body, conf)
+		}
 	}
-	return remoting.NewJSONResponse(route)
+	return bodyResponse(body)
+}
+
+// bodyResponse is a SUCCESS answer with a cached body, or SYSTEM_ERROR when it could not be encoded.
+func bodyResponse(body []byte) *remoting.Command {
+	if body == nil {
+		return errResponse(remoting.SystemError, "encode answer: see the name server's log")
+	}
+	resp := remoting.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
 }
 
 func (s *Server) getBrokerClusterInfo(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-	return remoting.NewJSONResponse(s.routes.ClusterInfo())
+	return bodyResponse(s.routes.ClusterInfoAnswer())
 }
 
 func (s *Server) getAllTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
 	if !s.liveConfig().EnableAllTopicList {
 		return errResponse(remoting.SystemError, "disable")
 	}
-	return remoting.NewJSONResponse(protocol.TopicList{TopicList: s.routes.AllTopics()})
+	return bodyResponse(s.routes.AllTopicsAnswer())
 }
 
 func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -209,11 +266,11 @@ func (s *Server) getTopicsByCluster(_ context.Context, _ *remoting.Conn, req *re
 	if err != nil {
 		return badHeader(req, err)
 	}
-	return remoting.NewJSONResponse(protocol.TopicList{TopicList: s.routes.TopicsByCluster(cluster)})
+	return bodyResponse(s.routes.TopicsByClusterAnswer(cluster))
 }
 
 func (s *Server) getSystemTopicList(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
-	return remoting.NewJSONResponse(s.routes.SystemTopics())
+	return bodyResponse(s.routes.SystemTopicsAnswer())
 }
 
 // deleteTopic handles DELETE_TOPIC_IN_NAMESRV: of every broker, or of one cluster's with clusterName.

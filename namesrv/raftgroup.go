@@ -43,54 +43,68 @@ type raftGroup struct {
 	lostAt     time.Time // when the group's brokerId 0 entry went away; zero while it has one
 }
 
+// raftDemotion is a master registration of an older term recorded as a slave: logged once the lock is
+// released.
+type raftDemotion struct {
+	masterTerm uint64
+	master     string
+}
+
 // raftRegistrationLocked applies the term order to a registration of a Raft group's broker and returns the
-// brokerId to record it under. Lock should be held for writing.
-func (m *RouteInfoManager) raftRegistrationLocked(req *RegisterBrokerRequest, bd *protocol.BrokerData) int64 {
+// brokerId to record it under (and, when it demoted a master registration, why). A change of what the
+// group's routes show marks them stale. Lock should be held for writing.
+func (m *RouteInfoManager) raftRegistrationLocked(req *RegisterBrokerRequest, bd *brokerEntry) (int64, *raftDemotion) {
 	g := m.raft[req.BrokerName]
 	if g == nil {
 		g = &raftGroup{}
 		m.raft[req.BrokerName] = g
 	}
+	before := *g
+	defer func() {
+		if *g != before {
+			m.brokerChangedLocked(bd)
+		}
+	}()
 	if req.BrokerID != protocol.MasterID {
 		if bd.BrokerAddrs[protocol.MasterID] == req.BrokerAddr {
 			g.lostAt = m.now() // the master steps down: its id 0 entry is replaced below
 		}
-		return req.BrokerID
+		return req.BrokerID, nil
 	}
 	if req.RaftTerm < g.masterTerm {
-		m.logger.Warn("namesrv: master registration of an older Raft term recorded as a slave: a newer master was registered",
-			"brokerName", req.BrokerName, "brokerAddr", req.BrokerAddr, "term", req.RaftTerm, "masterTerm", g.masterTerm,
-			"master", g.lastMaster, "brokerId", req.RaftSlaveID)
 		if bd.BrokerAddrs[protocol.MasterID] == req.BrokerAddr {
 			g.lostAt = m.now()
 		}
-		return req.RaftSlaveID
+		return req.RaftSlaveID, &raftDemotion{masterTerm: g.masterTerm, master: g.lastMaster}
 	}
 	g.masterTerm, g.lastMaster, g.virtual, g.lostAt = req.RaftTerm, req.BrokerAddr, req.RaftMasterVIP, time.Time{}
-	return protocol.MasterID
+	return protocol.MasterID, nil
 }
 
 // raftMasterGoneLocked notes that a broker name's brokerId 0 entry was removed. Lock should be held for
 // writing.
-func (m *RouteInfoManager) raftMasterGoneLocked(brokerName string) {
-	if g := m.raft[brokerName]; g != nil {
+func (m *RouteInfoManager) raftMasterGoneLocked(bd *brokerEntry) {
+	if g := m.raft[bd.BrokerName]; g != nil {
 		g.lostAt = m.now()
+		m.brokerChangedLocked(bd)
 	}
 }
 
 // raftStandInLocked adds the stand-in master to a route's copy of a Raft group's broker data (see
-// above). Lock should be held for reading.
-func (m *RouteInfoManager) raftStandInLocked(bd *protocol.BrokerData, now time.Time) {
+// above) and returns when its hold ends (zero when it added none): the route changes then by itself.
+// Lock should be held for reading.
+func (m *RouteInfoManager) raftStandInLocked(bd *protocol.BrokerData, now time.Time) time.Time {
 	g := m.raft[bd.BrokerName]
 	if g == nil || m.raftHold <= 0 || len(bd.BrokerAddrs) == 0 {
-		return
+		return time.Time{}
 	}
 	if _, ok := bd.BrokerAddrs[protocol.MasterID]; ok || g.lostAt.IsZero() || now.Sub(g.lostAt) > m.raftHold {
-		return
+		return time.Time{}
 	}
+	end := g.lostAt.Add(m.raftHold)
 	if g.virtual {
 		bd.BrokerAddrs[protocol.MasterID] = g.lastMaster
-		return
+		return end
 	}
 	ids := slices.Sorted(maps.Keys(bd.BrokerAddrs))
 	standIn := bd.BrokerAddrs[ids[0]]
@@ -100,12 +114,15 @@ func (m *RouteInfoManager) raftStandInLocked(bd *protocol.BrokerData, now time.T
 		}
 	}
 	bd.BrokerAddrs[protocol.MasterID] = standIn
+	return end
 }
 
 // SetRaftMasterHold sets raftMasterHoldMillis: how long a Raft group's routes keep a stand-in master
 // after its master entry went away (0: never).
 func (m *RouteInfoManager) SetRaftMasterHold(d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.raftHold = d
+	defer m.unlock(m.lock())
+	if m.raftHold != d {
+		m.raftHold = d
+		m.gen.Add(1) // every Raft group's stand-in may change
+	}
 }

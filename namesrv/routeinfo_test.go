@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,9 @@ func TestOnConnCloseOnlyItsBrokers(t *testing.T) {
 	}
 }
 
+// TestDeleteTopicWithBrokerRegistration: with deleteTopicWithBrokerRegistration, a topic the broker's new
+// table no longer lists leaves the routes when the round of that table is over (its next registration; a
+// split table arrives in several), not before; without it, it stays.
 func TestDeleteTopicWithBrokerRegistration(t *testing.T) {
 	for _, deleteMissing := range []bool{false, true} {
 		m := newManager(time.Minute, deleteMissing)
@@ -75,10 +79,67 @@ func TestDeleteTopicWithBrokerRegistration(t *testing.T) {
 		b.topics = topicsOf("TBW102")
 		b.version++
 		m.RegisterBroker(regReq(b, 1, 0), time.Now())
+		if _, ok := m.PickupTopicRouteData("TopicTest"); !ok {
+			t.Fatalf("deleteTopicWithBrokerRegistration=%v: TopicTest left before its round was over", deleteMissing)
+		}
+		m.RegisterBroker(regReq(b, 1, 0), time.Now()) // the next round
 		if _, ok := m.PickupTopicRouteData("TopicTest"); ok == deleteMissing {
 			t.Fatalf("deleteTopicWithBrokerRegistration=%v: TopicTest routed %v", deleteMissing, ok)
 		}
+		if _, ok := m.PickupTopicRouteData("TBW102"); !ok {
+			t.Fatalf("deleteTopicWithBrokerRegistration=%v: TBW102 gone", deleteMissing)
+		}
 	}
+}
+
+// TestSplitRegistration: a table sent in chunks sharing one data version (RocketMQ 5's
+// enableSplitRegistration) is applied whole: every chunk's topics are routed, a new version's chunks
+// replace the queue counts of topics they list, the next round adds nothing twice, and with
+// deleteTopicWithBrokerRegistration only what no chunk of the completed round listed goes.
+func TestSplitRegistration(t *testing.T) {
+	m := newManager(time.Minute, true)
+	chunks := [][]string{{"T0", "T1", "T2"}, {"T3", "T4", "T5"}, {"T6"}, {}}
+	send := func(version int64, queues int32, chunks [][]string) {
+		for _, c := range chunks {
+			b := brokerA
+			b.version = version
+			b.topics = topicsOf(c...)
+			for _, tc := range b.topics {
+				tc.WriteQueueNums = queues
+			}
+			m.RegisterBroker(regReq(b, 1, 0), time.Now())
+		}
+	}
+	// check: the routed topics have queues write queues, and no other topic is routed unless others.
+	check := func(when string, queues int32, others bool, routed ...string) {
+		t.Helper()
+		if got := m.AllTopics(); !slices.Equal(got, routed) && !others {
+			t.Fatalf("%s: topics %v, want %v", when, got, routed)
+		}
+		for _, topic := range routed {
+			r, ok := m.PickupTopicRouteData(topic)
+			if !ok || r.QueueDatas[0].WriteQueueNums != queues {
+				t.Fatalf("%s: %s routed %v with %+v, want %d write queues", when, topic, ok, r.QueueDatas, queues)
+			}
+		}
+	}
+	send(1, 4, chunks)
+	check("first round", 4, false, "T0", "T1", "T2", "T3", "T4", "T5", "T6")
+	send(1, 4, chunks)
+	check("second round", 4, false, "T0", "T1", "T2", "T3", "T4", "T5", "T6")
+	// Version 2: T5 and T6 are gone from the table, every queue count is 8.
+	v2 := [][]string{{"T0", "T1", "T2"}, {"T3", "T4"}}
+	send(2, 8, v2)
+	check("version 2, first round", 8, true, "T0", "T1", "T2", "T3", "T4")
+	if got := m.AllTopics(); !slices.Equal(got, []string{"T0", "T1", "T2", "T3", "T4", "T5", "T6"}) {
+		t.Fatalf("T5 and T6 left before version 2's round was over: %v", got)
+	}
+	send(2, 8, v2[:1]) // the next round starts: the last was complete
+	if _, ok := m.PickupTopicRouteData("T5"); ok {
+		t.Fatal("T5, in no chunk of version 2, is still routed after its round")
+	}
+	send(2, 8, v2[1:])
+	check("version 2, next round", 8, false, "T0", "T1", "T2", "T3", "T4")
 }
 
 func zlibBytes(t *testing.T, parts ...[]byte) []byte {
@@ -133,5 +194,28 @@ func TestDecodeRegisterBrokerBody(t *testing.T) {
 	}
 	if rb, err := protocol.DecodeRegisterBrokerBody(nil, false); err != nil || rb.TopicConfigSerializeWrapper.TopicConfigTable != nil {
 		t.Fatalf("empty body: %+v %v", rb, err)
+	}
+}
+
+// TestBrokerHeartbeatKeepsAlive: RocketMQ 5's BROKER_HEARTBEAT between registrations keeps a broker that
+// registered with a short heartbeatTimeoutMillis alive; a heartbeat naming another cluster does not.
+func TestBrokerHeartbeatKeepsAlive(t *testing.T) {
+	m := newManager(120*time.Second, false)
+	t0 := time.Unix(1700000000, 0)
+	m.RegisterBroker(regReq(brokerA, 1, 10*time.Second), t0) // heartbeatTimeoutMillis 10 s
+	for i := 1; i <= 10; i++ {                               // a heartbeat a second for 10 s
+		if !m.BrokerHeartbeat(brokerA.cluster, brokerA.addr, t0.Add(time.Duration(i)*time.Second)) {
+			t.Fatal("heartbeat of a registered broker not taken")
+		}
+	}
+	if _, n := m.ScanNotActiveBroker(t0.Add(19 * time.Second)); n != 0 {
+		t.Fatal("a broker that sent heartbeats expired")
+	}
+	if m.BrokerHeartbeat("OtherCluster", brokerA.addr, t0.Add(19*time.Second)) ||
+		m.BrokerHeartbeat(brokerA.cluster, "10.9.9.9:10911", t0.Add(19*time.Second)) {
+		t.Fatal("a heartbeat of another cluster or an unknown address was taken")
+	}
+	if _, n := m.ScanNotActiveBroker(t0.Add(21 * time.Second)); n != 1 {
+		t.Fatal("the broker did not expire 10 s after its last heartbeat")
 	}
 }

@@ -23,6 +23,7 @@ type Server struct {
 	rs     *remoting.Server
 	mx     *serverMetrics // metrics.go: the /metrics endpoint (metricsExporterType=PROM)
 	acl    *writeGuard    // acl.go: nil unless aclEnable
+	ready  *readiness     // readiness.go: whether routes are served yet after a restart
 	live   liveConfig     // config_admin.go: the config as UPDATE_NAMESRV_CONFIG last changed it
 
 	stop      chan struct{}
@@ -90,6 +91,11 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		s.routes.OnConnClose(c.ID())
 	})
 	s.routes.SetRaftMasterHold(time.Duration(cfg.RaftMasterHoldMillis) * time.Millisecond)
+	if s.ready, err = newReadiness(cfg.kvPath(), cfg.NeedWaitForService,
+		time.Duration(cfg.WaitSecondsForService)*time.Second, time.Now(), logger); err != nil {
+		return nil, err
+	}
+	s.routes.onRouted = s.ready.changed
 	return s, nil
 }
 
@@ -114,8 +120,9 @@ func (s *Server) Start() error {
 		return fmt.Errorf("namesrv: %w", err)
 	}
 	s.started = true
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.scanLoop()
+	go s.persistLoop()
 	s.logger.Info("namesrv: started", "addr", s.Addr(), "kvConfigPath", s.cfg.kvPath())
 	return nil
 }

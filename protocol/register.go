@@ -99,6 +99,10 @@ func parseTopicConfigLine(line string) (TopicConfig, error) {
 	return tc, nil
 }
 
+// smallChunk is the largest chunk read into a buffer of the length it announces (larger ones grow with
+// what arrives).
+const smallChunk = 4 << 10
+
 // inflated reads length-prefixed chunks from the inflated stream; the first error sticks.
 type inflated struct {
 	r   io.Reader
@@ -125,6 +129,18 @@ func (in *inflated) chunk(what string) []byte {
 	if n < 0 || n > maxInflatedBody {
 		in.err = fmt.Errorf("%s length %d out of range", what, n)
 		return nil
+	}
+	if n <= smallChunk { // a topic line, a data version: read in place
+		buf := make([]byte, n)
+		m, err := io.ReadFull(in.r, buf)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = fmt.Errorf("%d of %d bytes: %w", m, n, io.ErrUnexpectedEOF)
+			}
+			in.err = fmt.Errorf("%s: %w", what, err)
+			return nil
+		}
+		return buf
 	}
 	// Read through a growing buffer: the inflated stream, not the length field, bounds the allocation.
 	var buf bytes.Buffer

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -189,10 +188,10 @@ func (c *Conn) serve() {
 }
 
 func (c *Conn) readLoop() {
-	br := bufio.NewReaderSize(c.rd, c.cfg.readBufferSize)
+	br := newReadBuffer(c.rd, c.cfg.readBufferSize) // readbuf.go: small until the traffic needs more
 	var lenBuf [lengthFieldSize]byte
 	for {
-		if c.cfg.idleTimeout > 0 && !frameBuffered(br) { // (a buffered frame is read without waiting)
+		if c.cfg.idleTimeout > 0 && !br.frameBuffered() { // (a buffered frame is read without waiting)
 			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
 		}
 		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, nil)
@@ -214,19 +213,6 @@ func (c *Conn) readLoop() {
 		}
 		c.dispatch(c, cmd)
 	}
-}
-
-// frameBuffered reports whether br holds a whole frame, which the next readFrame takes without reading.
-func frameBuffered(br *bufio.Reader) bool {
-	n := br.Buffered()
-	if n < lengthFieldSize {
-		return false
-	}
-	p, err := br.Peek(lengthFieldSize)
-	if err != nil {
-		return false
-	}
-	return int64(binary.BigEndian.Uint32(p))+lengthFieldSize <= int64(n)
 }
 
 // readFailed closes the connection with a reason that says why reading stopped.

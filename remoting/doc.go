@@ -39,7 +39,8 @@
 //
 // # Server
 //
-// One reader goroutine per connection decodes frames and hands each request to the worker Pool registered for
+// One reader goroutine per connection decodes frames (through a read buffer of 4 KiB that doubles while
+// reads fill it, up to ReadBufferSize, and halves again after a run of small reads: readbuf.go) and hands each request to the worker Pool registered for
 // its code; a full pool queue is answered SYSTEM_BUSY at once, an unknown code REQUEST_CODE_NOT_SUPPORTED. A
 // handler returns its response, or nil and answers later with Conn.Reply from any goroutine (long-poll pulls,
 // SYNC_FLUSH sends). A route registered with an InlineFunc (Server.RegisterInline) answers on the reader what

@@ -16,7 +16,8 @@ type Pool struct {
 	once     sync.Once
 	wg       sync.WaitGroup
 	rejected atomic.Int64
-	draining atomic.Bool // Drain: run the queued tasks before the workers exit
+	loggedAt atomic.Int64 // unix nanoseconds of the last refusal logged (logRefusal)
+	draining atomic.Bool  // Drain: run the queued tasks before the workers exit
 
 	// The enqueue times of the queued tasks, for HeadWait: task number n (counting from 0 in queue order)
 	// was queued at enqueued[n % len]; in counts the tasks queued, out those taken by a worker. submitMu
@@ -120,6 +121,17 @@ func (p *Pool) HeadWait() time.Duration {
 		return 0
 	}
 	return max(time.Duration(time.Now().UnixNano()-at), 0)
+}
+
+// logRefusal reports whether a refusal at now is to be logged: the first, then at most one a second (a pool
+// refuses at the rate requests come when it is full; a line for each cost 8% of a saturated name server's
+// CPU and flooded its log).
+func (p *Pool) logRefusal(now time.Time) bool {
+	last := p.loggedAt.Load()
+	if last != 0 && now.UnixNano()-last < int64(time.Second) {
+		return false
+	}
+	return p.loggedAt.CompareAndSwap(last, now.UnixNano())
 }
 
 // Rejected returns how many tasks Submit refused because the queue was full.

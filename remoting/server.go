@@ -38,7 +38,7 @@ type ServerConfig struct {
 	IdleTimeout     time.Duration // a connection with nothing read for this long is closed; default 120 s, < 0 never
 	WriteTimeout    time.Duration // a batch not written within this closes the connection; default 60 s, < 0 never
 	MaxQueuedFrames int           // frames waiting for a connection's writer before it is closed; default 65536
-	ReadBufferSize  int           // per-connection read buffer; default 64 KiB
+	ReadBufferSize  int           // the most a connection's read buffer grows to (readbuf.go); default 64 KiB
 
 	// TLSMode: "" or TLSDisabled serves plain TCP and never looks at the first byte; TLSPermissive and
 	// TLSEnforcing need TLS (tls.go). TLSConfig (with TLSConfig.ServerTLS) builds both from config keys.
@@ -322,7 +322,10 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 		checked = true // the guards let it through
 	}
 	if !r.pool.Submit(func() { s.handle(r.handler, c, req, checked) }) {
-		c.logger.Warn("remoting: pool full, request refused", "pool", r.pool.Name(), "code", req.Code)
+		if r.pool.logRefusal(time.Now()) {
+			c.logger.Warn("remoting: pool full, request refused (logged at most once a second per pool)",
+				"pool", r.pool.Name(), "code", req.Code, "refusedInAll", r.pool.Rejected())
+		}
 		_ = c.Reply(req, NewResponse(SystemBusy, remarkBusy))
 	}
 }

@@ -162,6 +162,42 @@ func TestFullPoolAnswersSystemBusy(t *testing.T) {
 	}
 }
 
+// TestFullPoolLogsRefusalsOnceASecond: a full pool answers every request SYSTEM_BUSY but logs the first
+// refusal only (then at most one a second, with the pool's count): a line per refusal cost a saturated
+// name server 8% of its CPU.
+func TestFullPoolLogsRefusalsOnceASecond(t *testing.T) {
+	started := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	pool := NewPool("slow", 1, 0)
+	var logs syncBuffer
+	s := startServer(t, ServerConfig{}, &logs, func(s *Server) {
+		s.Register(PullMessage, pool, func(ctx context.Context, c *Conn, req *Command) *Command {
+			started <- struct{}{}
+			<-unblock
+			return NewResponse(Success, "")
+		})
+	})
+	defer close(unblock)
+	cl := newClient(t, ClientConfig{})
+	addr := s.Addr().String()
+	go func() { _, _ = cl.Invoke(ctxTimeout(t, 10*time.Second), addr, NewRequest(PullMessage, nil, nil)) }()
+	<-started // the only worker is busy, the queue holds nothing
+	start := time.Now()
+	const refused = 50
+	for range refused {
+		resp, err := cl.Invoke(ctxTimeout(t, 10*time.Second), addr, NewRequest(PullMessage, nil, nil))
+		if err != nil || resp.Code != int32(SystemBusy) {
+			t.Fatalf("request to the full pool: %v %v", resp, err)
+		}
+	}
+	lines := strings.Count(logs.String(), "pool full, request refused")
+	// One a second at most, the first included.
+	if most := 1 + int(time.Since(start)/time.Second); lines < 1 || lines > most || pool.Rejected() != refused {
+		t.Fatalf("%d refusals (pool counts %d) in %v logged %d times, want 1 to %d:\n%s", refused, pool.Rejected(),
+			time.Since(start), lines, most, logs.String())
+	}
+}
+
 func TestHandlerPanicAnswersSystemError(t *testing.T) {
 	logs := &syncBuffer{}
 	s := startServer(t, ServerConfig{}, logs, func(s *Server) {

@@ -119,8 +119,14 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// writeBatch encodes and writes one batch. A frame that does not encode is dropped with a log line, and a
-// request among them fails its pending call.
+// batchFlushAt: once this much is copied into the batch buffer, what is gathered is written before the
+// rest of the batch is encoded. A peer that reads slowly leaves thousands of small answers queued; copied
+// into one buffer, they grew it by doubling to megabytes on every connection (23% of a name server's CPU
+// in memmove at 50,000 route queries/s, and most of its 958 MB of RSS at 17,000/s).
+const batchFlushAt = 64 << 10
+
+// writeBatch encodes and writes one batch, in writes of about batchFlushAt copied bytes at most. A frame
+// that does not encode is dropped with a log line, and a request among them fails its pending call.
 func (c *Conn) writeBatch(w *batchWriter, batch []*Command) error {
 	defer w.reset()
 	for _, cmd := range batch {
@@ -133,7 +139,18 @@ func (c *Conn) writeBatch(w *batchWriter, batch []*Command) error {
 				}
 			}
 		}
+		if len(w.buf) >= batchFlushAt {
+			if err := c.writeGathered(w); err != nil {
+				return err
+			}
+			w.reset()
+		}
 	}
+	return c.writeGathered(w)
+}
+
+// writeGathered writes the frames gathered in w (nothing when there are none).
+func (c *Conn) writeGathered(w *batchWriter) error {
 	if len(w.segs) == 0 {
 		return nil
 	}

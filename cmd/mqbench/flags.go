@@ -100,3 +100,55 @@ func parse(fs *flag.FlagSet, argv []string) error {
 	}
 	return nil
 }
+
+func fleetFlags(stderr io.Writer) (*flag.FlagSet, *bench.FleetConfig, *output) {
+	cfg := bench.DefaultFleetConfig()
+	out := &output{}
+	fs := flag.NewFlagSet("mqbench namesrv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	list := func(dst *[]string, sep string) func(string) error {
+		return func(s string) error {
+			*dst = nil
+			for _, a := range strings.Split(s, sep) {
+				if a = strings.TrimSpace(a); a != "" {
+					*dst = append(*dst, a)
+				}
+			}
+			return nil
+		}
+	}
+	fs.Func("n", "name servers to drive, \"host:port;host:port\" (or --start)", list(&cfg.NamesrvAddrs, ";"))
+	fs.StringVar(&cfg.Start, "start", "", "start this name server binary (bin/mqnamesrv) on 127.0.0.1 and drive it; its metrics give CPU, memory and allocations")
+	fs.Func("start-arg", "one more --key=value for the started name server (repeatable)", func(s string) error {
+		cfg.StartArgs = append(cfg.StartArgs, s)
+		return nil
+	})
+	fs.StringVar(&cfg.CPU, "cpu", "", "taskset CPU list of the started name server and of the stand-in, e.g. 0 (empty: not pinned)")
+	fs.Func("ns-metrics", "metrics endpoints (host:port) of the -n name servers, \"a;b\", for their CPU, memory and allocations", list(&cfg.MetricsAddr, ";"))
+	fs.StringVar(&cfg.CPUProfile, "ns-cpuprofile", "", "the started name server writes its CPU profile to this file (go tool pprof)")
+	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "broker groups (broker names)")
+	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "brokers per group: a master and replicas-1 slaves, each on its own connections")
+	fs.IntVar(&cfg.Topics, "topics", cfg.Topics, "topics per group")
+	fs.IntVar(&cfg.Spread, "spread", cfg.Spread, "groups per topic: 2 (narrow), or 0 for every group (wide)")
+	fs.IntVar(&cfg.Queues, "queues", cfg.Queues, "read and write queues per topic")
+	fs.Func("bodies", "REGISTER_BROKER bodies, taken by the groups in turn: plain, compressed, split (default plain,compressed,split)", list(&cfg.Bodies, ","))
+	fs.IntVar(&cfg.Split, "split-size", cfg.Split, "topics per chunk of a split registration (splitRegistrationSize)")
+	fs.DurationVar(&cfg.Every, "register-every", cfg.Every, "registration period of every broker")
+	fs.BoolVar(&cfg.Burst, "register-burst", cfg.Burst, "every broker registers at the same moment of each period (false: spread over it)")
+	fs.DurationVar(&cfg.Heartbeat, "heartbeat", 0, "BROKER_HEARTBEAT period between registrations, as RocketMQ 5 brokers (0: none)")
+	fs.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", cfg.HeartbeatTimeout, "heartbeatTimeoutMillis the brokers register with when --heartbeat is on")
+	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "client connections asking routes")
+	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "route queries per second over all client connections (open loop)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "the measured phase")
+	fs.DurationVar(&cfg.Floor, "floor", cfg.Floor, "the same load against a stand-in that answers at once, first (0: none)")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "load before each measured phase starts counting")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "a query not answered within this counts as lost")
+	fs.IntVar(&cfg.Check, "check", cfg.Check, "count the groups of one answer in this many (1: every answer)")
+	fs.Func("churn", "events of the measured phase: topic-create,master-change,broker-kill,reconnect-storm,restart", list(&cfg.Churn, ","))
+	fs.IntVar(&cfg.IdleConns, "idle-conns", cfg.IdleConns, "open this many idle client connections before the load and report the name server's memory per connection")
+	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "report interval")
+	fs.StringVar(&cfg.Cluster, "cluster", cfg.Cluster, "the brokers' cluster name")
+	fs.BoolVar(&out.json, "json", false, "print the summary as one JSON object on stdout (progress goes to stderr)")
+	fs.BoolVar(&out.verbose, "v", false, "log what the simulator does (stderr)")
+	return fs, &cfg, out
+}

@@ -5,6 +5,7 @@
 //	mqbench consumer -n 127.0.0.1:9876 -t BenchmarkTest -g benchmark_consumer --idle 3s
 //	mqbench producer|consumer ... --client grpc --endpoint 127.0.0.1:8081   (RocketMQ 5's gRPC protocol)
 //	mqbench hop --every 1ms --duration 20s   (a bare round trip to an echo process it starts)
+//	mqbench namesrv --start bin/mqnamesrv --cpu 0 --groups 100 --topics 1000 --spread 2 --clients 1000 --rate 17000
 //
 // Each prints a line per second (messages/s, MB/s, latency p50/p99/p999/max, failures) and a summary at the
 // end; --json prints the summary as one JSON object instead. internal/bench does the work.
@@ -29,12 +30,15 @@ import (
 	"github.com/rocketraft/rocketraft/internal/gctune"
 )
 
-const usage = `usage: mqbench producer|consumer|hop [flags]   (mqbench producer -h lists the flags)
+const usage = `usage: mqbench producer|consumer|hop|namesrv [flags]   (mqbench producer -h lists the flags)
 
   producer  sends -q messages or for --duration from -w goroutines, --mode sync|async|oneway|batch
   consumer  consumes the topic as group -g until --duration, -q messages, or --idle without messages
   hop       times round trips of -s bytes to an echo process it starts (GOMAXPROCS 1), one per --every:
             what a hop between two processes costs at the machine's load, with no broker in the way
+  namesrv   a fleet behind name servers: --groups broker groups registering --topics each every
+            --register-every, --clients connections asking --rate routes/s open loop, churn; the same
+            load against a stand-in that answers at once first (--floor), as the simulator's own floor
 
 Both create the topic (--queues) when it is missing, print a line per --interval and a summary.
 `
@@ -59,7 +63,24 @@ type command struct {
 	out      *output
 	validate func() error
 	describe func() string // the settings, printed before the run as RocketMQ's tool does
-	exec     func(ctx context.Context, opts bench.Options) (*bench.Summary, error)
+	exec     func(ctx context.Context, opts bench.Options) (summary, error)
+}
+
+// summary is a run's result: a producer's, consumer's or hop's bench.Summary, or the fleet's.
+type summary interface {
+	WriteJSON(io.Writer) error
+	WriteText(io.Writer) error
+}
+
+// some turns a run's result into a summary, nil (not a nil pointer in an interface) when it gave none.
+func some[T any, PT interface {
+	*T
+	summary
+}](s PT, err error) (summary, error) {
+	if s == nil {
+		return nil, err
+	}
+	return s, err
 }
 
 func newCommand(name string, stderr io.Writer) (*command, bool) {
@@ -72,8 +93,8 @@ func newCommand(name string, stderr io.Writer) (*command, bool) {
 					cfg.Client, strings.Join(cfg.NamesrvAddrs, ";"), cfg.Topic, cfg.Threads, cfg.MessageSize, cfg.Keys,
 					cfg.TagCount, cfg.Mode, cfg.BatchSize, cfg.Rate, cfg.Total, cfg.Duration, cfg.TopicCount)
 			},
-			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
-				return bench.RunProducer(ctx, *cfg, opts)
+			exec: func(ctx context.Context, opts bench.Options) (summary, error) {
+				return some(bench.RunProducer(ctx, *cfg, opts))
 			}}, true
 	case "consumer":
 		fs, cfg, out := consumerFlags(stderr)
@@ -83,8 +104,8 @@ func newCommand(name string, stderr io.Writer) (*command, bool) {
 					cfg.Client, strings.Join(cfg.NamesrvAddrs, ";"), cfg.Topic, cfg.Threads, cfg.Group, cfg.From, cfg.Total,
 					cfg.Idle, cfg.Duration)
 			},
-			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
-				return bench.RunConsumer(ctx, *cfg, opts)
+			exec: func(ctx context.Context, opts bench.Options) (summary, error) {
+				return some(bench.RunConsumer(ctx, *cfg, opts))
 			}}, true
 	case "hop":
 		fs, cfg, out := hopFlags(stderr)
@@ -92,7 +113,7 @@ func newCommand(name string, stderr io.Writer) (*command, bool) {
 			describe: func() string {
 				return fmt.Sprintf("hop: %d bytes each way, one round per %v, duration: %v", cfg.Size, cfg.Every, cfg.Duration)
 			},
-			exec: func(ctx context.Context, opts bench.Options) (*bench.Summary, error) {
+			exec: func(ctx context.Context, opts bench.Options) (summary, error) {
 				self, err := os.Executable()
 				if err != nil {
 					return nil, err
@@ -100,7 +121,26 @@ func newCommand(name string, stderr io.Writer) (*command, bool) {
 				echo := exec.CommandContext(ctx, self, hopEchoCommand)
 				echo.Env = append(os.Environ(), "GOMAXPROCS=1")
 				echo.Stderr = os.Stderr
-				return bench.RunHop(ctx, *cfg, echo, opts)
+				return some(bench.RunHop(ctx, *cfg, echo, opts))
+			}}, true
+	case "namesrv":
+		fs, cfg, out := fleetFlags(stderr)
+		return &command{fs: fs, out: out, validate: cfg.Validate,
+			describe: func() string {
+				target := "namesrv: " + strings.Join(cfg.NamesrvAddrs, ";")
+				if cfg.Start != "" {
+					target = fmt.Sprintf("start: %s (cpu %q)", cfg.Start, cfg.CPU)
+				}
+				return fmt.Sprintf("%s, groups: %d x %d brokers, topics: %d per group on %d groups, bodies: %s, register every %v (burst %t), clients: %d, rate: %g/s, duration: %v, floor: %v, churn: %s",
+					target, cfg.Groups, cfg.Replicas, cfg.Topics, cfg.Spread, strings.Join(cfg.Bodies, ","), cfg.Every,
+					cfg.Burst, cfg.Clients, cfg.Rate, cfg.Duration, cfg.Floor, strings.Join(cfg.Churn, ","))
+			},
+			exec: func(ctx context.Context, opts bench.Options) (summary, error) {
+				self, err := os.Executable()
+				if err != nil {
+					return nil, err
+				}
+				return some(bench.RunFleet(ctx, *cfg, self, opts))
 			}}, true
 	}
 	return nil, false
@@ -123,6 +163,17 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	case hopEchoCommand: // the other end of mqbench hop
 		if err := bench.ServeEcho(ctx, os.Stdin, stdout); err != nil {
 			fmt.Fprintf(stderr, "mqbench %s: %v\n", hopEchoCommand, err)
+			return 1
+		}
+		return 0
+	case bench.StandInCommand: // mqbench namesrv's stand-in name server
+		fs, cfg, _ := fleetFlags(stderr)
+		if err := parse(fs, argv[1:]); err != nil {
+			fmt.Fprintf(stderr, "mqbench %s: %v\n", bench.StandInCommand, err)
+			return 2
+		}
+		if err := bench.ServeStandIn(ctx, *cfg, os.Stdin, stdout); err != nil {
+			fmt.Fprintf(stderr, "mqbench %s: %v\n", bench.StandInCommand, err)
 			return 1
 		}
 		return 0

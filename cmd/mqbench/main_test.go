@@ -21,8 +21,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == hopEchoCommand {
-		// mqbench hop starts its own executable as the echo process: here, this test binary.
+	if len(os.Args) > 1 && (os.Args[1] == hopEchoCommand || os.Args[1] == bench.StandInCommand) {
+		// mqbench hop and mqbench namesrv start their own executable as the echo process and the
+		// stand-in: here, this test binary.
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	rlog.SetLogLevel("error")

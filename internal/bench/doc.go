@@ -40,4 +40,12 @@
 // --topics N sends to N topics (-t's value + "_0" .. "_{N-1}"), all created before the run starts, its
 // goroutines going round the queues of every topic (queue 0 of each topic, then queue 1, ...): the same load,
 // spread, for the scale runs of scripts/bench-scale.sh.
+//
+// # The fleet simulator (mqbench namesrv)
+//
+// fleet.go to fleet_run.go: broker groups registering their topic tables (plain, compressed and split
+// bodies) on their own connections, client connections asking routes open loop at a set rate with latency
+// counted from when each query was due, churn, and the same load against a stand-in that answers at once as
+// the simulator's own floor; the name server's CPU, memory and allocations come from its metrics endpoint.
+// docs/bench/namesrv.md describes the run and its figures.
 package bench

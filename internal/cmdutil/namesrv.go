@@ -13,6 +13,7 @@ const namesrvUsage = `usage: mqnamesrv [-c FILE] [-p] [--key=value ...]
   -p        print the effective config and exit
   --key=v   any config key, e.g. --listenPort=9876 --metricsExporterType=PROM (Prometheus /metrics on 5556)
             --logDir=DIR --logLevel=DEBUG
+  --cpuprofile=FILE  write a CPU profile (go tool pprof) from start to shutdown
 Environment: ROCKETMQ_HOME (rocketmqHome; default $HOME). Logs: logDir ($HOME/logs/rocketmqlogs/namesrv.log).
 SIGHUP re-reads logLevel.
 `
@@ -20,6 +21,11 @@ SIGHUP re-reads logLevel.
 // RunNamesrv is the mqnamesrv command: it loads the config from argv, runs a name server until SIGINT or
 // SIGTERM and returns the exit code (0 clean, 1 failure, 2 bad arguments).
 func RunNamesrv(argv []string, stdout, stderr io.Writer) int {
+	argv, profile, err := takeCPUProfile(argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "mqnamesrv: %v\n%s", err, namesrvUsage)
+		return 2
+	}
 	cfg := namesrv.DefaultConfig()
 	args, unknown, done, code := loadConfig("mqnamesrv", namesrvUsage, argv, stdout, stderr, &cfg)
 	if done {
@@ -32,6 +38,14 @@ func RunNamesrv(argv []string, stdout, stderr io.Writer) int {
 	}
 	defer logs.Close()
 	log := logs.Logger
+	if profile != "" {
+		stop, err := startCPUProfile(profile)
+		if err != nil {
+			fmt.Fprintf(stderr, "mqnamesrv: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer stop(log)
+	}
 	ns, err := namesrv.New(cfg, log)
 	if err != nil {
 		log.Error("start-up failed", "err", err)

@@ -1,0 +1,5 @@
+//go:build race
+
+package remoting
+
+const raceEnabled = true
