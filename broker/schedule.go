@@ -195,13 +195,6 @@ func (s *scheduleService) dueAt(queueID int32, off, tagsCode int64, delay time.D
 	return now + min(max(ahead, 0), delay)
 }
 
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
 // idleRecheck bounds how long a level waits without a wake-up (it re-checks its queue after it).
 const idleRecheck = time.Second
 
