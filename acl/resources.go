@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -24,7 +25,7 @@ func (n need) String() string {
 
 // traceTopic is the message-trace topic: a request whose only need is PUB on it passes once signed (RocketMQ
 // lets every authenticated client write traces).
-const traceTopic = "RMQ_SYS_TRACE_TOPIC"
+const traceTopic = protocol.TopicTrace
 
 // adminCodes need an admin account (RocketMQ's Permission.ADMIN_CODE, plus the ACL edits and the Raft
 // operations of ours).

@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // RetryGroupTopicPrefix starts the name of a consumer group's retry topic (%RETRY%group). A permission on such
 // a topic is a permission on the group, as in RocketMQ.
-const RetryGroupTopicPrefix = "%RETRY%"
+const RetryGroupTopicPrefix = protocol.RetryGroupTopicPrefix
 
 // minKeyLength: RocketMQ refuses an accessKey or secretKey of 6 characters or fewer.
 const minKeyLength = 7

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -103,7 +102,7 @@ func isSystemTopic(topic, cluster string) bool {
 	case TopicAutoCreate, TopicSelfTest, TopicOffsetMoved, TopicSchedule, TopicTrace, TopicTransHalf, TopicTransOpHalf, cluster:
 		return true
 	}
-	return strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_")
+	return protocol.HasSystemTopicPrefix(topic)
 }
 
 func (b *Broker) processGetAllTopicConfig(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -357,5 +356,3 @@ func decodeHeartbeat(body []byte) (*protocol.HeartbeatData, error) {
 	}
 	return &hb, nil
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

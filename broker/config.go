@@ -356,8 +356,6 @@ func (c Config) NamesrvAddrs() []string {
 	return out
 }
 
-func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-
 // parseDelayLevels reads messageDelayLevel: durations with unit s, m, h or d, separated by spaces.
 func parseDelayLevels(text string) ([]time.Duration, error) {
 	var out []time.Duration

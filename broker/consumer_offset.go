@@ -7,15 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // offsetKeySep joins topic and group in consumerOffset.json keys ("topic@group"), as RocketMQ does.
 const offsetKeySep = "@"
-
-// ConsumerOffsetWrapper is consumerOffset.json and the GET_ALL_CONSUMER_OFFSET body.
-type ConsumerOffsetWrapper struct {
-	OffsetTable map[string]map[int32]int64 `json:"offsetTable"`
-}
 
 // consumerOffsetManager keeps the committed offset of every group on every queue and persists them
 // periodically. An offset is the next queue offset the group will consume.
@@ -37,7 +34,7 @@ func newConsumerOffsetManager(cfg *Config, log *slog.Logger) *consumerOffsetMana
 }
 
 func (m *consumerOffsetManager) load() error {
-	var w ConsumerOffsetWrapper
+	var w protocol.ConsumerOffsetWrapper
 	found, err := loadJSON(m.path, &w)
 	if err != nil || !found {
 		return err
@@ -150,10 +147,10 @@ func (m *consumerOffsetManager) replace(table map[string]map[int32]int64) {
 	m.dirty = true
 }
 
-func (m *consumerOffsetManager) snapshot() ConsumerOffsetWrapper {
+func (m *consumerOffsetManager) snapshot() protocol.ConsumerOffsetWrapper {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	w := ConsumerOffsetWrapper{OffsetTable: make(map[string]map[int32]int64, len(m.table))}
+	w := protocol.ConsumerOffsetWrapper{OffsetTable: make(map[string]map[int32]int64, len(m.table))}
 	for k, q := range m.table {
 		c := make(map[int32]int64, len(q))
 		for id, off := range q {

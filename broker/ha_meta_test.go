@@ -130,7 +130,7 @@ func TestHASlaveAppliesMetadataRecords(t *testing.T) {
 	cluster.Eventually(t, 10*time.Second, func() bool { return queryOffset(sw) == "1" }, "the committed offset on the slave")
 	expectCode(t, "send delayed", mw.send("META", 0, []byte("later"), "DELAY\x011\x02"), remoting.Success)
 	delayOffset := func(w *wire) int64 {
-		var d broker.DelayOffsetWrapper
+		var d protocol.DelayOffsetWrapper
 		_ = json.Unmarshal(w.call(remoting.GetAllDelayOffset, nil, nil).Body, &d)
 		return d.OffsetTable[1]
 	}

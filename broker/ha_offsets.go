@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
@@ -24,7 +25,7 @@ func (s *classicSlave) syncConsumerOffsets(ctx context.Context, addr string) err
 	b := s.b
 	m := s.meta
 	gen := m.offsetsGeneration()
-	var w ConsumerOffsetWrapper
+	var w protocol.ConsumerOffsetWrapper
 	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllConsumerOffset, &w); err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func (s *classicSlave) syncSubscriptionGroups(ctx context.Context, addr string) 
 func (s *classicSlave) syncDelayOffsets(ctx context.Context, addr string) error {
 	b := s.b
 	gen := s.meta.offsetsGeneration()
-	var w DelayOffsetWrapper
+	var w protocol.DelayOffsetWrapper
 	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllDelayOffset, &w); err != nil {
 		return err
 	}

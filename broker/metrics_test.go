@@ -268,9 +268,9 @@ func TestHASlaveLagSeries(t *testing.T) {
 	}
 }
 
-type fixedRaft struct{ st metrics.RaftStatus }
+type fixedRaft struct{ st protocol.RaftStatus }
 
-func (f fixedRaft) RaftStatus() metrics.RaftStatus { return f.st }
+func (f fixedRaft) RaftStatus() protocol.RaftStatus { return f.st }
 
 func TestRaftSeriesOnlyWhenRegistered(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -278,7 +278,7 @@ func TestRaftSeriesOnlyWhenRegistered(t *testing.T) {
 	if gather(t, m.reg).Count("rocketmq_raft_term") != 0 {
 		t.Fatal("Raft series before the mode registered them")
 	}
-	m.registerRaft(fixedRaft{metrics.RaftStatus{Role: "Candidate", Term: 7, CommitIndex: 3, AppliedIndex: 3, Failovers: 2}})
+	m.registerRaft(fixedRaft{protocol.RaftStatus{Role: "Candidate", Term: 7, CommitIndex: 3, AppliedIndex: 3, Failovers: 2}})
 	f := gather(t, m.reg)
 	if v, _ := f.Value("rocketmq_raft_term"); v != 7 {
 		t.Errorf("term %v", v)

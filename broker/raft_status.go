@@ -25,8 +25,8 @@ type raftMetrics struct{ b *Broker }
 
 var _ metrics.RaftSource = raftMetrics{}
 
-func (m raftMetrics) RaftStatus() metrics.RaftStatus {
+func (m raftMetrics) RaftStatus() protocol.RaftStatus {
 	st := m.b.raft.node.Status()
-	return metrics.RaftStatus{Role: st.Role, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+	return protocol.RaftStatus{Role: st.Role, Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 		Failovers: st.Failovers}
 }

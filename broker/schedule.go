@@ -11,13 +11,8 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 )
-
-// DelayOffsetWrapper is delayOffset.json and the GET_ALL_DELAY_OFFSET body: the next SCHEDULE_TOPIC_XXXX
-// queue offset of each delay level.
-type DelayOffsetWrapper struct {
-	OffsetTable map[int]int64 `json:"offsetTable"`
-}
 
 // scheduleService is RocketMQ's ScheduleMessageService: one loop per delay level reads its queue of
 // SCHEDULE_TOPIC_XXXX in order and, when a message is due (its ConsumeQueue tag code holds the delivery
@@ -70,7 +65,7 @@ func newScheduleService(o scheduleOptions) *scheduleService {
 }
 
 func (s *scheduleService) load() error {
-	var w DelayOffsetWrapper
+	var w protocol.DelayOffsetWrapper
 	found, err := loadJSON(s.path, &w)
 	if err != nil || !found {
 		return err
@@ -83,10 +78,10 @@ func (s *scheduleService) load() error {
 	return nil
 }
 
-func (s *scheduleService) snapshot() DelayOffsetWrapper {
+func (s *scheduleService) snapshot() protocol.DelayOffsetWrapper {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := DelayOffsetWrapper{OffsetTable: make(map[int]int64, len(s.offsets))}
+	w := protocol.DelayOffsetWrapper{OffsetTable: make(map[int]int64, len(s.offsets))}
 	for k, v := range s.offsets {
 		w.OffsetTable[k] = v
 	}
@@ -198,13 +193,6 @@ func (s *scheduleService) dueAt(queueID int32, off, tagsCode int64, delay time.D
 	}
 	ahead := time.Duration(tagsCode-s.clock.Now().UnixMilli()) * time.Millisecond
 	return now + min(max(ahead, 0), delay)
-}
-
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
 }
 
 // idleRecheck bounds how long a level waits without a wake-up (it re-checks its queue after it).

@@ -94,11 +94,6 @@ func (h *sendHeader) parse(req *remoting.Command) error {
 	return nil
 }
 
-// errResponse answers a request with code and a remark that says what went wrong.
-func errResponse(code remoting.ResponseCode, format string, args ...any) *remoting.Command {
-	return remoting.NewResponse(code, fmt.Sprintf(format, args...))
-}
-
 // checkSend is RocketMQ's msgCheck for the broker side: role, permission, topic name, topic existence
 // (creating it from the template when allowed) and queue id. It returns the queue id to use, or the
 // response to send.

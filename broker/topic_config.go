@@ -10,19 +10,19 @@ import (
 	"github.com/rocketraft/rocketraft/protocol"
 )
 
-// System topic names, as RocketMQ spells them.
+// System topic names: the broker's short names for protocol's (declared there once).
 const (
-	TopicAutoCreate  = "TBW102"
-	TopicSelfTest    = "SELF_TEST_TOPIC"
-	TopicOffsetMoved = "OFFSET_MOVED_EVENT"
-	TopicSchedule    = "SCHEDULE_TOPIC_XXXX"
-	TopicTrace       = "RMQ_SYS_TRACE_TOPIC"
-	TopicTimer       = "rmq_sys_wheel_timer"
-	TopicTransHalf   = "RMQ_SYS_TRANS_HALF_TOPIC"
-	TopicTransOpHalf = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-	TopicReplySuffix = "_REPLY_TOPIC"
-	RetryGroupPrefix = "%RETRY%"
-	DLQGroupPrefix   = "%DLQ%"
+	TopicAutoCreate  = protocol.TopicAutoCreate
+	TopicSelfTest    = protocol.TopicSelfTest
+	TopicOffsetMoved = protocol.TopicOffsetMoved
+	TopicSchedule    = protocol.TopicSchedule
+	TopicTrace       = protocol.TopicTrace
+	TopicTimer       = protocol.TopicTimer
+	TopicTransHalf   = protocol.TopicTransHalf
+	TopicTransOpHalf = protocol.TopicTransOpHalf
+	TopicReplySuffix = protocol.TopicReplySuffix
+	RetryGroupPrefix = protocol.RetryGroupTopicPrefix
+	DLQGroupPrefix   = protocol.DLQGroupTopicPrefix
 )
 
 // notAllowedSendTopics may not be produced to directly by clients (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).

@@ -13,9 +13,9 @@ import (
 
 // Transaction bookkeeping names, as RocketMQ spells them.
 const (
-	transGroup         = "CID_RMQ_SYS_TRANS"          // consumer group whose offsets track the half and op queues
-	topicTransCheckMax = "TRANS_CHECK_MAX_TIME_TOPIC" // half messages given up after transactionCheckMax checks
-	opRemoveTag        = "d"                          // tag of an op record: the half message at its body's offset is done
+	transGroup         = "CID_RMQ_SYS_TRANS"         // consumer group whose offsets track the half and op queues
+	topicTransCheckMax = protocol.TopicTransCheckMax // half messages given up after transactionCheckMax checks
+	opRemoveTag        = "d"                         // tag of an op record: the half message at its body's offset is done
 )
 
 // toHalf parks a transaction's half message in RMQ_SYS_TRANS_HALF_TOPIC queue 0, keeping its real topic

@@ -247,24 +247,6 @@ func (t *versionedTable[T]) replace(values map[string]*T) {
 	t.version.Counter++
 }
 
-// runEvery calls fn every interval on a goroutine tracked by wg, until stop is closed.
-func runEvery(stop <-chan struct{}, wg *sync.WaitGroup, interval time.Duration, fn func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				fn()
-			}
-		}
-	}()
-}
-
 // size is the number of entries.
 func (t *versionedTable[T]) size() int {
 	t.mu.RLock()

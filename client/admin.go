@@ -31,7 +31,7 @@ func (c *Client) CreateTopic(ctx context.Context, addr string, tc *protocol.Topi
 // CreateTopicAttributes is CreateTopic with RocketMQ 5's attribute changes ("+key=value,-key", the header
 // attributes; "" changes none).
 func (c *Client) CreateTopicAttributes(ctx context.Context, addr string, tc *protocol.TopicConfig, attributes string) error {
-	ext := map[string]string{"topic": tc.TopicName, "defaultTopic": "TBW102",
+	ext := map[string]string{"topic": tc.TopicName, "defaultTopic": protocol.TopicAutoCreate,
 		"readQueueNums": strconv.Itoa(int(tc.ReadQueueNums)), "writeQueueNums": strconv.Itoa(int(tc.WriteQueueNums)),
 		"perm": strconv.Itoa(int(tc.Perm)), "topicFilterType": "SINGLE_TAG",
 		"topicSysFlag": strconv.Itoa(int(tc.TopicSysFlag)), "order": strconv.FormatBool(tc.Order)}

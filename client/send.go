@@ -33,10 +33,10 @@ func SendExt(s *Send) map[string]string {
 		born = time.Now()
 	}
 	return map[string]string{
-		"a": s.Group,  // producerGroup
-		"b": s.Topic,  // topic
-		"c": "TBW102", // defaultTopic
-		"d": "4",      // defaultTopicQueueNums
+		"a": s.Group,                  // producerGroup
+		"b": s.Topic,                  // topic
+		"c": protocol.TopicAutoCreate, // defaultTopic
+		"d": "4",                      // defaultTopicQueueNums
 		"e": strconv.Itoa(int(s.QueueID)),
 		"f": strconv.Itoa(int(s.SysFlag)),
 		"g": strconv.FormatInt(born.UnixMilli(), 10),

@@ -3,11 +3,13 @@
 // topic-name rule (topic.go), REGISTER_BROKER's body in its JSON and compressed forms (register.go), the
 // bodies of the admin answers tools read (admin_body.go: MessageQueue, TopicStatsTable entries, ConsumeStats
 // and ConsumeStatsList, SubscriptionGroupConfig, BrokerStatsData, ConsumerRunningInfo), the plain ACL's
-// accounts as the ACL requests carry them (acl.go), RocketRaft's own Raft status bodies (raft.go), the
+// accounts as the ACL requests carry them (acl.go), the broker's consumer and delay offset tables
+// (offset_tables.go: consumerOffset.json, delayOffset.json and their GET_ALL_* bodies), RocketRaft's own Raft status bodies (raft.go), the
 // permission bits (perm.go), RocketMQ 5's pop family (pop.go, pop_header.go: the POP_MESSAGE, ACK_MESSAGE,
 // CHANGE_MESSAGE_INVISIBLETIME and NOTIFICATION headers, BATCH_ACK_MESSAGE's body, the receipt handle
 // ExtraInfo "ckQueueOffset popTime invisibleTime reviveQid retryMark brokerName queueId queueOffset", the
-// check-point and ack records of the revive topic, the retry-topic names), and fastjson both ways for the
+// check-point and ack records of the revive topic), the system topic names and prefixes, declared once for
+// the broker, the ACL and the tools (topic_names.go), and fastjson both ways for the
 // MessageQueue-keyed tables and bare integer keys that Java
 // brokers write (fastjson.go). The frame, the codes and the header fields are package remoting's; the
 // stored-message record is package message's.

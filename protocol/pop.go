@@ -17,8 +17,6 @@ import (
 
 // Pop naming (KeyBuilder, PopAckConstants, MixAll).
 const (
-	// RetryGroupTopicPrefix starts every retry topic (%RETRY%<group> of 4.x, %RETRY%<group>_<topic> of pop).
-	RetryGroupTopicPrefix = "%RETRY%"
 	// ReviveTopicPrefix + the cluster name is the revive topic holding check points and acks.
 	ReviveTopicPrefix = "rmq_sys_REVIVE_LOG_"
 	// ReviveGroup is the consumer group under which the revive service keeps its progress per revive queue.

@@ -6,46 +6,26 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/rocketraft/rocketraft/internal/atomicfile"
 )
 
 // WriteFileAtomic replaces path with data so a crash leaves either the old or the new
-// content: data goes to a temporary file in the same folder, which is fsynced; the previous
-// content is kept as path.bak (a hard link, or a copy); the temporary file is renamed over
-// path and the folder fsynced. Used for config/topics.json, consumerOffset.json, ...
+// content, keeping the previous content as path.bak (a hard link, or a copy) for ReadConfigFile;
+// the replacement itself is the one atomic writer of the tree, internal/atomicfile (a temporary
+// file in the same folder, fsynced, renamed over path, the folder fsynced). A new file gets mode
+// 0600. Used for config/topics.json, consumerOffset.json, ...
 func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("store: create %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("store: create temporary file for %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmpName)
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(fmt.Errorf("store: write %s: %w", tmpName, err))
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(fmt.Errorf("store: sync %s: %w", tmpName, err))
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmpName)
-		return fmt.Errorf("store: close %s: %w", tmpName, err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("store: create %s: %w", filepath.Dir(path), err)
 	}
 	if err := keepBackup(path); err != nil {
-		os.Remove(tmpName)
 		return err
 	}
-	if err := os.Rename(tmpName, path); err != nil {
-		os.Remove(tmpName)
-		return fmt.Errorf("store: rename %s to %s: %w", tmpName, path, err)
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("store: replace %s: %w", path, err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // keepBackup makes path.bak hold the current content of path, when there is any.

@@ -27,17 +27,11 @@ var systemGroups = map[string]bool{"TOOLS_CONSUMER": true, "FILTERSRV_CONSUMER":
 	"CID_ONS-HTTP-PROXY": true, "CID_ONSAPI_PERMISSION": true, "CID_ONSAPI_OWNER": true, "CID_ONSAPI_PULL": true,
 	"CID_RMQ_SYS_TRANS": true}
 
-// systemTopics are RocketMQ's built-in topics (TopicValidator's SYSTEM_TOPIC_SET), left out of an export; so are
-// the rmq_sys_ / RMQ_SYS_ topics and the topics named after a cluster or a broker, which every broker has.
-var systemTopics = map[string]bool{"TBW102": true, "SCHEDULE_TOPIC_XXXX": true, "BenchmarkTest": true,
-	"RMQ_SYS_TRANS_HALF_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true, "RMQ_SYS_TRANS_OP_HALF_TOPIC": true,
-	"TRANS_CHECK_MAX_TIME_TOPIC": true, "SELF_TEST_TOPIC": true, "OFFSET_MOVED_EVENT": true,
-	"rmq_sys_wheel_timer": true}
-
-// userTopic reports whether an export keeps topic: not a system topic, and a retry or dead-letter topic only
-// with special.
+// userTopic reports whether an export keeps topic: not a system topic (RocketMQ's built-in topics, the rmq_sys_ /
+// RMQ_SYS_ topics and the topics named after a cluster or a broker, which every broker has), and a retry or
+// dead-letter topic only with special.
 func userTopic(topic string, special bool, ci *protocol.ClusterInfo) bool {
-	if systemTopics[topic] || strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_") {
+	if protocol.SystemTopics[topic] || protocol.HasSystemTopicPrefix(topic) {
 		return false
 	}
 	if _, ok := ci.ClusterAddrTable[topic]; ok {

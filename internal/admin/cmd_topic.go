@@ -20,8 +20,8 @@ const (
 
 // Retry and dead-letter topic prefixes (MixAll.java).
 const (
-	retryTopicPrefix = "%RETRY%"
-	dlqTopicPrefix   = "%DLQ%"
+	retryTopicPrefix = protocol.RetryGroupTopicPrefix
+	dlqTopicPrefix   = protocol.DLQGroupTopicPrefix
 )
 
 // orderTopicNamespace is the name server KV namespace of ordered topics' queue layout.

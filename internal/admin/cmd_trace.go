@@ -9,11 +9,12 @@ import (
 	"sort"
 
 	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // defaultTraceTopic is where clients send trace records unless told otherwise (RocketMQ's
 // TopicValidator.RMQ_SYS_TRACE_TOPIC; the broker's msgTraceTopicName).
-const defaultTraceTopic = "RMQ_SYS_TRACE_TOPIC"
+const defaultTraceTopic = protocol.TopicTrace
 
 // traceResult is queryMsgTraceById's answer: the trace records of one message, oldest first.
 type traceResult struct {

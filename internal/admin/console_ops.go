@@ -215,11 +215,11 @@ func (r *runner) statsMinuteTPS(ctx context.Context, addr, name, key string) (fl
 // RocketMQ's system topics, and the topics named after a cluster or broker.
 func isSystemOrGroupTopic(t string, ci *protocol.ClusterInfo) bool {
 	if strings.HasPrefix(t, retryTopicPrefix) || strings.HasPrefix(t, dlqTopicPrefix) ||
-		strings.HasPrefix(t, "rmq_sys_") || strings.HasPrefix(t, "RMQ_SYS_") || strings.HasSuffix(t, "_REPLY_TOPIC") {
+		protocol.HasSystemTopicPrefix(t) || strings.HasSuffix(t, protocol.TopicReplySuffix) {
 		return true
 	}
 	switch t {
-	case "TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX":
+	case protocol.TopicAutoCreate, protocol.TopicSelfTest, protocol.TopicOffsetMoved, protocol.TopicSchedule:
 		return true
 	}
 	_, cluster := ci.ClusterAddrTable[t]

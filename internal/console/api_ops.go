@@ -16,7 +16,7 @@ import (
 // broker config, topic throughput, test messages and consume directly.
 
 // dlqPrefix names a group's dead-letter topic: %DLQ%<group>.
-const dlqPrefix = "%DLQ%"
+const dlqPrefix = protocol.DLQGroupTopicPrefix
 
 type traceBody struct {
 	TraceTopic string        `json:"traceTopic"`

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 // Topic kinds in the list.
@@ -15,25 +17,18 @@ const (
 	kindSystem = "system" // the broker's own topics, the cluster and broker names the name server lists, CLUSTER_REPLY_TOPIC
 )
 
-// systemTopics are RocketMQ's own topics (TopicValidator.SYSTEM_TOPIC_SET and the default topic).
-var systemTopics = map[string]bool{
-	"TBW102": true, "SELF_TEST_TOPIC": true, "OFFSET_MOVED_EVENT": true, "SCHEDULE_TOPIC_XXXX": true,
-	"BenchmarkTest": true, "TRANS_CHECK_MAX_TIME_TOPIC": true, "RMQ_SYS_TRANS_HALF_TOPIC": true,
-	"RMQ_SYS_TRANS_OP_HALF_TOPIC": true, "RMQ_SYS_TRACE_TOPIC": true,
-}
-
 // replyTopicSuffix follows a cluster's name in its reply topic (RocketMQ's MixAll.REPLY_TOPIC_POSTFIX).
-const replyTopicSuffix = "_REPLY_TOPIC"
+const replyTopicSuffix = protocol.TopicReplySuffix
 
 // topicKind classifies a topic of the list; names holds the cluster and broker names and each cluster's reply
 // topic (CLUSTER_REPLY_TOPIC, which a broker creates for request-reply messages).
 func topicKind(topic string, names map[string]bool) string {
 	switch {
-	case strings.HasPrefix(topic, "%RETRY%"):
+	case strings.HasPrefix(topic, protocol.RetryGroupTopicPrefix):
 		return kindRetry
-	case strings.HasPrefix(topic, "%DLQ%"):
+	case strings.HasPrefix(topic, protocol.DLQGroupTopicPrefix):
 		return kindDLQ
-	case systemTopics[topic] || strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_") || names[topic]:
+	case protocol.SystemTopics[topic] || protocol.HasSystemTopicPrefix(topic) || names[topic]:
 		return kindSystem
 	}
 	return kindNormal
@@ -85,7 +80,7 @@ func checkTopicSpec(spec *TopicSpec) error {
 	if !validTopic.MatchString(spec.Topic) {
 		return badRequest("topic %q: use 1 to 127 letters, digits, %%, |, _ or -", spec.Topic)
 	}
-	if systemTopics[spec.Topic] {
+	if protocol.SystemTopics[spec.Topic] {
 		return badRequest("topic %s is a system topic", spec.Topic)
 	}
 	if (spec.Cluster == "") == (spec.BrokerAddr == "") {

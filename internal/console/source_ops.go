@@ -11,7 +11,7 @@ import (
 
 // DefaultTraceTopic is where clients send trace records unless configured otherwise (the brokers'
 // msgTraceTopicName).
-const DefaultTraceTopic = "RMQ_SYS_TRACE_TOPIC"
+const DefaultTraceTopic = protocol.TopicTrace
 
 // TraceRecord is one trace record of a message (message.TraceRecord, the client's record as stored).
 type TraceRecord = message.TraceRecord

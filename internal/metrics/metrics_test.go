@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/rocketraft/rocketraft/protocol"
 )
 
 func startServer(t *testing.T, cs ...prometheus.Collector) *Server {
@@ -196,23 +198,23 @@ func TestHistogramIsCumulativeInSeconds(t *testing.T) {
 
 type fakeRaft struct {
 	mu sync.Mutex
-	st RaftStatus
+	st protocol.RaftStatus
 }
 
-func (f *fakeRaft) RaftStatus() RaftStatus {
+func (f *fakeRaft) RaftStatus() protocol.RaftStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.st
 }
 
-func (f *fakeRaft) set(st RaftStatus) {
+func (f *fakeRaft) set(st protocol.RaftStatus) {
 	f.mu.Lock()
 	f.st = st
 	f.mu.Unlock()
 }
 
 func TestRaftSeriesFollowTheSource(t *testing.T) {
-	src := &fakeRaft{st: RaftStatus{Role: "Follower", Term: 2, CommitIndex: 10, AppliedIndex: 9}}
+	src := &fakeRaft{st: protocol.RaftStatus{Role: "Follower", Term: 2, CommitIndex: 10, AppliedIndex: 9}}
 	s := startServer(t, NewRaftCollector(src))
 	f := scrape(t, s)
 	for _, r := range RaftRoles {
@@ -221,7 +223,7 @@ func TestRaftSeriesFollowTheSource(t *testing.T) {
 			t.Errorf("rocketmq_raft_role{role=%s} = %v, %v; want %v", r, v, ok, want)
 		}
 	}
-	src.set(RaftStatus{Role: "Leader", Term: 3, CommitIndex: 25, AppliedIndex: 24, Failovers: 1})
+	src.set(protocol.RaftStatus{Role: "Leader", Term: 3, CommitIndex: 25, AppliedIndex: 24, Failovers: 1})
 	f = scrape(t, s)
 	for name, want := range map[string]float64{"rocketmq_raft_term": 3, "rocketmq_raft_commit_index": 25,
 		"rocketmq_raft_applied_index": 24, "rocketmq_raft_failovers_total": 1} {

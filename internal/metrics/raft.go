@@ -5,32 +5,19 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// RaftStatus is one Raft node's view of its group, as the Raft mode reports it.
-type RaftStatus struct {
-	// Role is "leader", "follower", "candidate" or "shutdown" (any case; hashicorp/raft's
-	// RaftState.String() works as it is).
-	Role string
-	// Term is the node's current term.
-	Term uint64
-	// CommitIndex is the highest log index the node knows to be committed.
-	CommitIndex uint64
-	// AppliedIndex is the highest log index the node's state machine has applied (dispatched to the
-	// ConsumeQueues); consumers see nothing above it.
-	AppliedIndex uint64
-	// Failovers counts the leader changes this node has observed since it started (a new leader, itself
-	// or another, after one was known). It never decreases while the node runs.
-	Failovers uint64
-}
+	"github.com/rocketraft/rocketraft/protocol"
+)
 
 // RaftSource is what the Raft mode implements for the rocketmq_raft_* series; the broker registers them
 // only in that mode.
 type RaftSource interface {
 	// RaftStatus is called at every scrape, on the scrape's goroutine, concurrently with everything the
 	// node does. It must return promptly from state the node already holds: no wait on the Raft loop, a
-	// quorum or the disk.
-	RaftStatus() RaftStatus
+	// quorum or the disk. The series read Role ("leader", "follower", "candidate" or "shutdown", any case),
+	// Term, CommitIndex, AppliedIndex (consumers see nothing above it) and Failovers (leader changes seen
+	// since the node started, never decreasing); the other fields may be left empty.
+	RaftStatus() protocol.RaftStatus
 }
 
 // RaftPerfSource is what a RaftSource implements as well for the performance series (fsyncs, entry sizes,
