@@ -65,7 +65,7 @@ func (e *env) ack(t *testing.T, group, topic string, m *v2pb.Message) *v2pb.Stat
 func (e *env) receiveAll(t *testing.T, group, topic string, n int, invisible time.Duration) []*v2pb.Message {
 	t.Helper()
 	var all []*v2pb.Message
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(invisible + 15*time.Second) // a redelivery comes after the invisible time
 	for len(all) < n && time.Now().Before(deadline) {
 		_, msgs := e.receive(t, group, topic, 32, invisible, 2*time.Second)
 		all = append(all, msgs...)
@@ -80,16 +80,20 @@ func (e *env) receiveAll(t *testing.T, group, topic string, n int, invisible tim
 // the one left unacked comes back after its invisible duration with attempt 2; a spent handle is refused.
 func TestReceiveAckAndRedelivery(t *testing.T) {
 	e := start(t, envOptions{})
+	// Long enough that the acks below land inside it on a loaded machine (2 s was not: a message
+	// received by the first of two receives came back before its ack, which then answered
+	// INVALID_RECEIPT_HANDLE, in a make test run at load 20); the unacked one comes back after it.
+	const invisible = 8 * time.Second
 	e.topic(t, "TP", 2)
 	ids := map[string]bool{}
 	for range 3 {
 		ids[e.send(t, msg("TP", "pop")).MessageId] = true
 	}
-	got := e.receiveAll(t, "G_pop", "TP", 3, 2*time.Second)
+	got := e.receiveAll(t, "G_pop", "TP", 3, invisible)
 	sort.Slice(got, func(i, j int) bool { return got[i].SystemProperties.MessageId < got[j].SystemProperties.MessageId })
 	for _, m := range got {
 		sp := m.SystemProperties
-		if !ids[sp.MessageId] || sp.GetReceiptHandle() == "" || sp.GetDeliveryAttempt() != 1 || sp.InvisibleDuration.AsDuration() != 2*time.Second {
+		if !ids[sp.MessageId] || sp.GetReceiptHandle() == "" || sp.GetDeliveryAttempt() != 1 || sp.InvisibleDuration.AsDuration() != invisible {
 			t.Fatalf("received %v", m)
 		}
 	}
@@ -101,7 +105,7 @@ func TestReceiveAckAndRedelivery(t *testing.T) {
 	if st := e.ack(t, "G_pop", "TP", got[0]); st.Code != v2pb.Code_INVALID_RECEIPT_HANDLE {
 		t.Errorf("second ack of one handle: %v", st)
 	}
-	again := e.receiveAll(t, "G_pop", "TP", 1, 2*time.Second)
+	again := e.receiveAll(t, "G_pop", "TP", 1, invisible)
 	if len(again) != 1 || again[0].SystemProperties.MessageId != got[2].SystemProperties.MessageId ||
 		again[0].SystemProperties.GetDeliveryAttempt() != 2 {
 		t.Fatalf("redelivered %v, want %s with attempt 2", again, got[2].SystemProperties.MessageId)
