@@ -446,9 +446,15 @@ func TestPipelinedCalls(t *testing.T) {
 func TestAsyncTimeoutAndClientClose(t *testing.T) {
 	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
 		s.Register(PullMessage, NewPool("pull", 1, 4), func(context.Context, *Conn, *Command) *Command { return nil })
+		s.Register(SendMessage, NewPool("send", 1, 4), echo)
 	})
 	cl := NewClient(ClientConfig{}, testLogger(t, nil))
 	addr := s.Addr().String()
+	// The connection first, so the 20 ms below times the unanswered call, not the dial (which
+	// took longer under load and failed the test with a dial timeout).
+	if _, err := cl.Invoke(ctxTimeout(t, 10*time.Second), addr, NewRequest(SendMessage, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan error, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
