@@ -111,11 +111,19 @@ type transferResult struct {
 	Drained   string `json:"drained,omitempty"` // --drain: how long the old leader then served without leading
 	// Failed are the attempts asked again (transferWithin), each its error, in order.
 	Failed []string `json:"failedAttempts,omitempty"`
+	// Already: -t led when asked, nothing moved; OldLeader is then the node at -b.
+	Already bool `json:"already,omitempty"`
 }
 
 func (r *transferResult) writeText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "Raft group %s: leadership moved from %s to %s in %s (the name servers route brokerId 0 to the new leader)\n",
-		r.Group, r.OldLeader, r.NewLeader, r.Took)
+	var err error
+	if r.Already {
+		_, err = fmt.Fprintf(w, "Raft group %s: %s already leads, nothing moved (the name servers route brokerId 0 to it, not to %s)\n",
+			r.Group, r.NewLeader, r.OldLeader)
+	} else {
+		_, err = fmt.Fprintf(w, "Raft group %s: leadership moved from %s to %s in %s (the name servers route brokerId 0 to the new leader)\n",
+			r.Group, r.OldLeader, r.NewLeader, r.Took)
+	}
 	for i, f := range r.Failed {
 		if err == nil {
 			_, err = fmt.Fprintf(w, "attempt %d failed and was asked again: %s\n", i+1, f)
@@ -130,7 +138,8 @@ func (r *transferResult) writeText(w io.Writer) error {
 // transferLeadershipCmd is transferLeadership: the leader of the Raft group of the broker at -b hands
 // leadership to -t (or the most up-to-date follower), asked again within --wait while the transfer fails
 // for a reason of timing (transferWithin); the command waits until the name servers route the group's
-// brokerId 0 to the new leader. With --drain D it then waits D more while checking that the old
+// brokerId 0 to the new leader. When -t leads already and -b is another node, nothing is moved and the
+// command goes on as if it had moved from -b (so a run asked again after its transfer went through passes). With --drain D it then waits D more while checking that the old
 // leader does not lead again (the group holds preferred-leader moves for D plus --wait, so the restart
 // that follows is covered too): the official clients re-read routes every 30 s, and until they do they
 // send to the old leader, which forwards to the new one. A rolling restart stops the node only after.
@@ -172,11 +181,23 @@ func transferLeadershipCmd() *command {
 			if drain > 0 {
 				ext["holdPreferredMillis"] = strconv.FormatInt((drain + wait).Milliseconds(), 10)
 			}
-			failed, err := r.transferWithin(ctx, name, leader, targetID, ext, time.Now().Add(wait))
-			if err != nil {
+			res := &transferResult{Group: leader.Group}
+			if targetID != "" && leader.SelfID == targetID {
+				// -t leads already: nothing to move (a run asked again after its transfer went through, as
+				// a rolling restart's retry does). The routes must leave the node at -b, and --drain
+				// watches it; no hold is committed (only a transfer request does that).
+				self, err := r.raftStatusOf(ctx, addr)
+				if err != nil {
+					return nil, err
+				}
+				if self.SelfID == targetID {
+					return nil, fmt.Errorf("node %s (%s) already leads Raft group %s: nothing to transfer", targetID, addr, leader.Group)
+				}
+				leader, res.Already = self, true
+			} else if res.Failed, err = r.transferWithin(ctx, name, leader, targetID, ext, time.Now().Add(wait)); err != nil {
 				return nil, err
 			}
-			res := &transferResult{Group: leader.Group, OldLeader: leader.SelfID + "@" + leader.BrokerAddr, Failed: failed}
+			res.OldLeader = leader.SelfID + "@" + leader.BrokerAddr
 			deadline = time.Now().Add(wait)
 			for {
 				ci, err := r.c.ClusterInfo(ctx)

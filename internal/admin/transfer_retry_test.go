@@ -45,6 +45,17 @@ func TestTransferLeadershipAsksAgain(t *testing.T) {
 			t.Fatalf("%d transfer requests, want 1: the leadership had moved", n)
 		}
 	})
+	t.Run("target leads already", func(t *testing.T) { // a run asked again after its transfer went through
+		g := startFakeRaftGroup(t, moved)
+		g.moved.Store(true)
+		out := ok(t, "transferLeadership", "-n", g.ns, "-b", g.n0, "-t", "n1", "--drain", "1s")
+		contains(t, out, "n1@"+g.n1+" already leads, nothing moved", "not to n0@"+g.n0, "n0@"+g.n0+" drained for 1s")
+		failing(t, ExitFailed, []string{"node n1 (" + g.n1 + ") already leads Raft group g: nothing to transfer"},
+			"transferLeadership", "-n", g.ns, "-b", g.n1, "-t", "n1")
+		if n := g.transfers.Load(); n != 0 {
+			t.Fatalf("%d transfer requests, want none", n)
+		}
+	})
 	t.Run("refused for good", func(t *testing.T) {
 		g := startFakeRaftGroup(t, moved)
 		g.refuse.Store(100)
