@@ -516,3 +516,29 @@ func TestFramesKeptConnectionOfARestartedPeer(t *testing.T) {
 		t.Fatalf("the restarted peer read %d requests on %d connections, want 3 (one sent again) and 2", r, c)
 	}
 }
+
+// BenchmarkPeerGone is the check's cost per request on a kept connection (one getsockopt).
+func BenchmarkPeerGone(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for b.Loop() {
+		if peerGone(c) {
+			b.Fatal("gone")
+		}
+	}
+}
