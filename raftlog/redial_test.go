@@ -27,7 +27,8 @@ import (
 // restart; a transfer that fails on one (issue 37: "failed to make TimeoutNow RPC to n1: EOF",
 // in 3 transfers of 5 before the transport checked them) fails the test. A transfer refused for
 // another reason (on a loaded machine the leader may lose its lease meanwhile, or the target
-// not catch up within an election timeout) is asked again of whoever leads then.
+// not catch up within an election timeout, Raft then refusing new transfers for a moment) is
+// asked again of whoever leads then, a little later each time, for at most a minute.
 func restartThenTransfer(t *testing.T, o clusterOptions, rounds int) {
 	o.tcp = true
 	c := newCluster(t, o)
@@ -36,6 +37,7 @@ func restartThenTransfer(t *testing.T, o clusterOptions, rounds int) {
 		fi := (li + 1 + round%2) % len(c.nodes)
 		c.stop(fi)
 		c.start(fi)
+		deadline := time.Now().Add(time.Minute)
 		for attempt := 0; ; attempt++ {
 			err := c.nodes[li].n.TransferLeadership(c.nodes[fi].id)
 			if err == nil {
@@ -45,10 +47,11 @@ func restartThenTransfer(t *testing.T, o clusterOptions, rounds int) {
 				t.Fatalf("round %d: restarted %s, then TransferLeadership(%s) from %s: %v",
 					round, c.nodes[fi].id, c.nodes[fi].id, c.nodes[li].id, err)
 			}
-			if attempt == 5 {
-				t.Fatalf("round %d: TransferLeadership(%s): %v", round, c.nodes[fi].id, err)
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: TransferLeadership(%s), %d attempts: %v", round, c.nodes[fi].id, attempt+1, err)
 			}
 			t.Logf("round %d: TransferLeadership(%s) from %s: %v; asking the leader again", round, c.nodes[fi].id, c.nodes[li].id, err)
+			time.Sleep(min(100*time.Millisecond<<attempt, 2*time.Second)) // a retry's backoff
 			if li = c.leader(); li == fi {
 				break
 			}
