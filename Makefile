@@ -76,10 +76,14 @@ vet:
 # make test: installs what it needs when missing (test-deps: ansible-core and Chromium with apt-get, as root or
 # through password-less sudo; go mod download), vet, every package's tests under -race, then the end-to-end
 # tests with the official Go client. It builds bin/ first: internal/chaos's short suite runs those binaries
-# (CHAOS_BIN). deploy-check: the Ansible playbooks of deploy/.
+# (CHAOS_BIN). deploy-check: the Ansible playbooks of deploy/. The end-to-end suite runs even when the race
+# suite failed, so one failing unit test does not hide its results; the last lines say how each suite ended
+# and name the failed tests of both (scripts/test-summary.sh), and make test fails when either failed.
 test: test-deps vet build cross deploy-check
-	CHAOS_BIN=$(CURDIR)/$(BIN) $(TESTSUM) -- -race -count=1 -timeout 15m $(RACE_PKGS)
-	$(TESTSUM) -- -count=1 -timeout 12m ./e2e
+	@race=0; e2e=0; \
+	CHAOS_BIN=$(CURDIR)/$(BIN) $(TESTSUM) --jsonfile $(BIN)/test-race.json -- -race -count=1 -timeout 15m $(RACE_PKGS) || race=$$?; \
+	$(TESTSUM) --jsonfile $(BIN)/test-e2e.json -- -count=1 -timeout 12m ./e2e || e2e=$$?; \
+	./scripts/test-summary.sh "race suite" $$race $(BIN)/test-race.json "e2e suite" $$e2e $(BIN)/test-e2e.json
 
 # make cross: the client tools build for the platforms operators run them on (internal/archtest keeps the servers
 # and hashicorp/raft out of them; the store calls Linux-only x/sys functions).

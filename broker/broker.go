@@ -84,6 +84,10 @@ type Broker struct {
 	putter   messagePutter  // where puts go: the role's (the store, or the Raft node; raft_put.go)
 	services masterServices // delay, timer and transaction check-back: run while this broker is master
 
+	// slaveMeta applies the master's metadata records on a classic slave (ha_meta_apply.go); nil otherwise.
+	// Set by the role's open, before the store dispatches.
+	slaveMeta *slaveMeta
+
 	registerWake chan struct{}
 	reg          registerState // register.go: rounds asked and finished
 	stop         chan struct{}
@@ -315,13 +319,18 @@ func (b *Broker) registerProcessors() {
 }
 
 // arrived is the store's arrival listener (dispatch goroutine; must not block): it wakes held pulls and
-// the delay and timer services.
+// the delay and timer services, and on a classic slave applies the master's metadata records.
 func (b *Broker) arrived(a store.Arrival) {
 	switch a.Topic {
 	case TopicSchedule:
 		b.schedule.arrived(a.QueueID, a.QueueOffset)
 	case TopicTimer:
 		b.timer.arrived()
+	case TopicHAMeta:
+		if b.slaveMeta != nil {
+			b.slaveMeta.arrived(a.QueueOffset)
+		}
+		return // a system topic no client reads
 	}
 	b.pop.arrived(a)
 	b.popPoll.arrived(a.Topic, a.QueueID)

@@ -49,9 +49,15 @@ func TestClockJumpsDelayNothingEarlyNothingLost(t *testing.T) {
 		delay time.Duration
 	}
 	sends := map[string]sent{}
-	send := func(id string, delay time.Duration, props string) {
+	// send sends a message due delay after it is sent, or at due (the sender's clock) when due is set.
+	send := func(id string, delay time.Duration, due time.Time, props string) {
 		t.Helper()
 		at := time.Now()
+		if !due.IsZero() {
+			// Measured from at, not from when the caller computed due: on a loaded machine the two can be
+			// milliseconds apart (a-deliver-2 "read 2.991s after its send, delay 3s" counted that gap early).
+			delay = due.Sub(at)
+		}
 		expectCode(t, "send "+id, w.send(topic, 0, []byte(id), props), remoting.Success)
 		mu.Lock()
 		sends[id] = sent{at: at, delay: delay}
@@ -60,11 +66,11 @@ func TestClockJumpsDelayNothingEarlyNothingLost(t *testing.T) {
 	prop := func(k, v string) string { return k + "\x01" + v + "\x02" }
 	batch := func(name string) {
 		for i := range 5 {
-			send(fmt.Sprintf("%s-timer-%d", name, i), 2*time.Second, prop("TIMER_DELAY_MS", "2000"))
+			send(fmt.Sprintf("%s-timer-%d", name, i), 2*time.Second, time.Time{}, prop("TIMER_DELAY_MS", "2000"))
 			// An absolute time from the sender's clock (the real one): the broker compares it with its steady time.
 			due := time.Now().Add(3 * time.Second)
-			send(fmt.Sprintf("%s-deliver-%d", name, i), time.Until(due), prop(message.PropertyTimerDeliverMs, strconv.FormatInt(due.UnixMilli(), 10)))
-			send(fmt.Sprintf("%s-level-%d", name, i), 5*time.Second, prop(message.PropertyDelayLevel, "2")) // level 2: 5 s
+			send(fmt.Sprintf("%s-deliver-%d", name, i), 0, due, prop(message.PropertyTimerDeliverMs, strconv.FormatInt(due.UnixMilli(), 10)))
+			send(fmt.Sprintf("%s-level-%d", name, i), 5*time.Second, time.Time{}, prop(message.PropertyDelayLevel, "2")) // level 2: 5 s
 		}
 	}
 

@@ -24,8 +24,10 @@
 //
 //	classicMaster  role_classic.go: brokerRole ASYNC_MASTER / SYNC_MASTER. The HA service of package ha
 //	               streams the CommitLog to slaves and answers SYNC_MASTER puts once a slave has them;
-//	               the tail check's answer (ha_check.go). Runs the master services from start.
-//	classicSlave   role_classic.go: brokerRole SLAVE. The HA client, the metadata sync from the master
+//	               topic and group changes and changed offsets written into the CommitLog for the slaves
+//	               (ha_meta.go); the tail check's answer (ha_check.go). Runs the master services from start.
+//	classicSlave   role_classic.go: brokerRole SLAVE. The HA client, the master's metadata records applied
+//	               as they are dispatched (ha_meta_apply.go), the periodic metadata copy from the master
 //	               (ha_sync.go) with the consumer-offset merge (ha_offsets.go), the tail check's question.
 //	               Refuses writes; runs no master service.
 //	raftRole       raft_role.go: enableDLegerCommitLog. The raftlog node over the framed store; the role

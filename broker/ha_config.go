@@ -22,11 +22,15 @@ type ReplicationConfig struct {
 	// and subscription groups from its master (10 s, as RocketMQ's fixed SlaveSynchronize period;
 	// not a RocketMQ key).
 	SlaveSynchronizeInterval int64 `mapstructure:"slaveSynchronizeInterval"`
+	// HAOffsetSyncInterval is how often a classic master writes the consumer and delay offsets that
+	// changed into its CommitLog for its slaves (ha_meta.go; 1 s, not a RocketMQ key): a slave's offsets
+	// trail the master's by about this much.
+	HAOffsetSyncInterval int64 `mapstructure:"haOffsetSyncInterval"`
 }
 
 // DefaultReplicationConfig returns RocketMQ's defaults.
 func DefaultReplicationConfig() ReplicationConfig {
-	return ReplicationConfig{Config: ha.DefaultConfig(), SlaveSynchronizeInterval: 10_000}
+	return ReplicationConfig{Config: ha.DefaultConfig(), SlaveSynchronizeInterval: 10_000, HAOffsetSyncInterval: 1000}
 }
 
 // haListenPort is the HA port: haListenPort, or listenPort+1 when it is 0 (RocketMQ's BrokerStartup).
@@ -50,6 +54,9 @@ func (c Config) validateReplication() error {
 	}
 	if c.Replication.SlaveSynchronizeInterval <= 0 {
 		errs = append(errs, fmt.Errorf("config key slaveSynchronizeInterval: %d must be positive", c.Replication.SlaveSynchronizeInterval))
+	}
+	if c.Replication.HAOffsetSyncInterval <= 0 {
+		errs = append(errs, fmt.Errorf("config key haOffsetSyncInterval: %d must be positive", c.Replication.HAOffsetSyncInterval))
 	}
 	return errors.Join(errs...)
 }

@@ -9,11 +9,14 @@ import (
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// Slave metadata sync (RocketMQ's SlaveSynchronize): classic replication copies only the CommitLog,
-// so a slave pulls topics, consumer offsets, delay offsets and subscription groups from its master's
-// remoting port every slaveSynchronizeInterval (10 s), and at once when it learns the master's
-// address. Topics and subscription groups are replaced when the master's DataVersion differs;
-// delay offsets are taken as they are; consumer offsets are merged (ha_offsets.go).
+// Slave metadata sync (RocketMQ's SlaveSynchronize): a slave pulls topics, consumer offsets, delay
+// offsets and subscription groups from its master's remoting port every slaveSynchronizeInterval (10 s),
+// and at once when it learns the master's address. Topics and subscription groups are replaced when the
+// master's DataVersion differs; delay offsets are taken as they are; consumer offsets are merged
+// (ha_offsets.go). This copy is the baseline of a slave that starts and the whole story with a master
+// that writes no metadata records; a master of this broker also writes every change into its CommitLog
+// (ha_meta.go), which the slave applies as it dispatches it (ha_meta_apply.go), and a copy older than a
+// record applied is skipped.
 
 // syncCallTimeout bounds one request to the master (RocketMQ's BrokerOuterAPI uses 3 s).
 const syncCallTimeout = 3 * time.Second
@@ -116,7 +119,7 @@ func (s *classicSlave) syncTopics(ctx context.Context, addr string) error {
 			tc.TopicName = name
 		}
 	}
-	if !b.topics.replaceFrom(w.TopicConfigTable, w.DataVersion) {
+	if !s.meta.takeTopicCopy(w) {
 		return nil
 	}
 	b.log.Info("topics updated from the master", "master", addr, "topics", len(w.TopicConfigTable))
@@ -129,7 +132,7 @@ func (s *classicSlave) syncSubscriptionGroups(ctx context.Context, addr string) 
 	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllSubscriptionGroupConfig, &w); err != nil {
 		return err
 	}
-	if !b.groups.replaceFrom(w.SubscriptionGroupTable, w.DataVersion) {
+	if !s.meta.takeGroupCopy(w) {
 		return nil
 	}
 	b.log.Info("subscription groups updated from the master", "master", addr, "groups", len(w.SubscriptionGroupTable))
@@ -138,11 +141,14 @@ func (s *classicSlave) syncSubscriptionGroups(ctx context.Context, addr string) 
 
 func (s *classicSlave) syncDelayOffsets(ctx context.Context, addr string) error {
 	b := s.b
+	gen := s.meta.offsetsGeneration()
 	var w DelayOffsetWrapper
 	if err := s.fetchFromMaster(ctx, addr, remoting.GetAllDelayOffset, &w); err != nil {
 		return err
 	}
-	b.schedule.setOffsets(w.OffsetTable)
+	if !s.meta.takeDelayCopy(gen, w.OffsetTable) {
+		return nil
+	}
 	return b.schedule.persist()
 }
 

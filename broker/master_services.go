@@ -94,8 +94,18 @@ type queueStore interface {
 	// store.ErrNotFound (wrapped) when the queue or offset does not exist.
 	ConsumeQueueUnit(topic string, queueID int32, queueOffset int64) (store.QueueUnit, error)
 	// LookMessageByOffset decodes a copy of the record at a physical offset, which the caller owns;
-	// store.ErrNotFound (wrapped) when its CommitLog file is gone.
+	// store.ErrNotFound (wrapped) when its CommitLog file is gone, and also, with
+	// store.ErrNotVisibleYet, in Raft mode for a record whose unit was dispatched before the state
+	// machine raised the read limit over it: recordGone tells the two apart.
 	LookMessageByOffset(phyOffset int64) (*message.MessageExt, error)
+}
+
+// recordGone reports whether err, from reading a record a ConsumeQueue unit points at, means the record
+// will never be readable (its CommitLog file expired or was cleaned), so a service walking a queue may
+// skip it. A record not visible yet (Raft mode, store.ErrNotVisibleYet) is not gone: skipping it would
+// lose an acknowledged message; the service waits and reads it again.
+func recordGone(err error) bool {
+	return errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotVisibleYet)
 }
 
 var _ queueStore = (*store.Store)(nil)

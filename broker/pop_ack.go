@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // errHandleNotInFlight: an ack or a change of invisible time names a message that is not in flight under
@@ -285,6 +286,9 @@ func (s *popService) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, 
 		return nil
 	}
 	m, err := s.o.store.LookMessageByOffset(unit.PhysicalOffset)
+	if errors.Is(err, store.ErrNotVisibleYet) {
+		return fmt.Errorf("pop revive: read %s/%d offset %d: %w", ck.Topic, ck.QueueID, off, err) // retried
+	}
 	if err != nil {
 		s.o.log.Warn("pop revive: message gone", "topic", ck.Topic, "queue", ck.QueueID, "offset", off, "err", err)
 		return nil

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -18,9 +20,10 @@ import (
 
 // Classic replication (package ha), RocketMQ 4.x's master/slave: a master runs the HA service, which
 // streams the CommitLog to slaves and, on a SYNC_MASTER, answers puts once a slave acknowledged them
-// (the store's replication hook); a slave runs the HA client, the metadata sync (ha_sync.go, with the
-// consumer-offset merge of ha_offsets.go) and the tail check (ha_check.go). The role is fixed by
-// brokerRole for the broker's life.
+// (the store's replication hook), and writes its metadata changes into the CommitLog (ha_meta.go); a
+// slave runs the HA client, applies those records as it dispatches them (ha_meta_apply.go), runs the
+// periodic metadata copy (ha_sync.go, with the consumer-offset merge of ha_offsets.go) and the tail
+// check (ha_check.go). The role is fixed by brokerRole for the broker's life.
 
 // classicRole is what both classic roles do alike: puts go to the store, the broker stands for its
 // configured brokerId and brokerRole, registers with its own address, forwards nothing.
@@ -46,7 +49,8 @@ func (c classicRole) registration() (int64, string, map[string]string) {
 // classicMaster is the replicationRole of brokerRole ASYNC_MASTER and SYNC_MASTER.
 type classicMaster struct {
 	classicRole
-	svc *ha.Service // built by open
+	svc  *ha.Service // built by open
+	meta *haMetaLog  // built by open: the metadata records
 }
 
 // classicSlave is the replicationRole of brokerRole SLAVE.
@@ -56,9 +60,7 @@ type classicSlave struct {
 
 	remote   *remoting.Client // requests to the master's remoting port (the name server client)
 	syncWake chan struct{}    // sync now (the master's address changed)
-	// synced are the consumer offsets as last taken from the master; only the sync goroutine touches
-	// it after open (ha_offsets.go).
-	synced map[string]map[int32]int64
+	meta     *slaveMeta       // built by open: applies the master's metadata records, merges with the copy
 	// retry is the wait before the next registration round while no answer names a master
 	// (registered; only the register goroutine touches it); retrying says one is scheduled.
 	retry    time.Duration
@@ -108,7 +110,14 @@ func (m *classicMaster) open() error {
 	addr := net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.haListenPort()))
 	m.svc, err = ha.NewService(b.cfg.Replication.Config, b.store, ha.ServiceOptions{Logger: b.log, ListenAddr: addr,
 		FileSize: b.cfg.MappedFileSizeCommitLog, PeerTLS: peerTLS})
-	return err
+	if err != nil {
+		return err
+	}
+	m.meta = &haMetaLog{store: b.store, host: b.storeHost, maxBody: b.cfg.MaxMessageSize, offsets: b.offsets,
+		schedule: b.schedule, slaves: func() bool { return m.svc.SlavesReporting() > 0 }, log: b.log}
+	b.topics.proposeThrough(loggedTopics{l: m.meta, m: b.topics})
+	b.groups.proposeThrough(loggedGroups{l: m.meta, m: b.groups})
+	return nil
 }
 
 func (s *classicSlave) open() error {
@@ -124,37 +133,61 @@ func (s *classicSlave) open() error {
 		return err
 	}
 	s.syncWake = make(chan struct{}, 1)
-	s.synced = b.offsets.snapshot().OffsetTable
+	s.meta = newSlaveMeta(b.store, b)
+	if err := s.meta.open(); err != nil {
+		return fmt.Errorf("broker: the master's metadata records: %w", err)
+	}
+	b.slaveMeta = s.meta
 	return nil
 }
 
-// start listens on haListenPort and starts the master services.
+// start listens on haListenPort, starts the master services and the offsets records.
 func (m *classicMaster) start() error {
 	if err := m.svc.Start(); err != nil {
 		return err
 	}
 	m.b.services.start()
+	runEvery(m.b.stop, &m.b.wg, ms(m.b.cfg.Replication.HAOffsetSyncInterval), m.meta.syncOffsets)
 	return nil
 }
 
-// start starts the HA client and the metadata sync.
+// start starts the HA client, the metadata sync and the checkpoint of the records applied.
 func (s *classicSlave) start() error {
 	if err := s.client.Start(); err != nil {
 		return err
 	}
 	s.b.wg.Add(1)
 	go s.syncLoop()
+	runEvery(s.b.stop, &s.b.wg, ms(s.b.cfg.FlushConsumerOffsetInterval), func() {
+		if err := s.meta.checkpoint(); err != nil {
+			s.b.log.Error("checkpoint of the master's metadata records applied", "err", err)
+		}
+	})
 	return nil
 }
 
-// close stops the HA service, answering the puts still waiting for a slave (PUT_OK when acknowledged by
-// then, else FLUSH_SLAVE_TIMEOUT).
+// close writes the offsets that changed since the last offsets records and gives a slave up to
+// slaveTimeout to take them, then stops the HA service, answering the puts still waiting for a slave
+// (PUT_OK when acknowledged by then, else FLUSH_SLAVE_TIMEOUT).
 func (m *classicMaster) close() error {
+	m.meta.syncOffsets()
+	if m.svc.SlavesReporting() > 0 {
+		done := make(chan store.PutStatus, 1)
+		m.svc.Wait(m.b.store.MaxPhyOffset(), func(st store.PutStatus) { done <- st })
+		if st := <-done; st != store.PutOK {
+			m.b.log.Warn("the last offsets records were not acknowledged by a slave before the HA service closed", "status", st)
+		}
+	}
 	return m.svc.Close()
 }
 
+// close stops the HA client and saves the position of the metadata records applied.
 func (s *classicSlave) close() error {
-	return s.client.Close()
+	err := s.client.Close()
+	if cerr := s.meta.checkpoint(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("checkpoint of the master's metadata records applied: %w", cerr))
+	}
+	return err
 }
 
 func (m *classicMaster) acceptsWrites() bool { return true }

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/message"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // DelayOffsetWrapper is delayOffset.json and the GET_ALL_DELAY_OFFSET body: the next SCHEDULE_TOPIC_XXXX
@@ -282,7 +280,7 @@ func (s *scheduleService) levelLoop(level int) {
 func (s *scheduleService) deliver(phy int64) error {
 	m, err := s.store.LookMessageByOffset(phy)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if recordGone(err) {
 			s.log.Warn("delayed message no longer in the CommitLog; skipped", "phyOffset", phy)
 			return nil
 		}

@@ -68,7 +68,8 @@ func (l localGroups) deleteGroup(group string) (bool, error) {
 	return true, l.m.persist()
 }
 
-// proposeThrough makes every later change a proposal through c (the Raft role's open, before any request).
+// proposeThrough makes every later change go through c (the Raft role's or the classic master's open,
+// before any request: loggedGroups, ha_meta.go).
 func (m *subscriptionGroupManager) proposeThrough(c groupChanges) { m.changes = c }
 
 func newSubscriptionGroupManager(cfg *Config, log *slog.Logger) *subscriptionGroupManager {

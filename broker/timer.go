@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
-	"github.com/rocketraft/rocketraft/store"
 )
 
 // timerService delivers messages with an arbitrary delivery time (TIMER_DELIVER_MS, TIMER_DELAY_SEC,
@@ -215,7 +213,7 @@ func (s *timerService) loop() {
 func (s *timerService) deliverBatch(batch []timerEntry) (failed bool) {
 	for i, e := range batch {
 		err := s.deliver(e.phy)
-		if errors.Is(err, store.ErrNotFound) {
+		if recordGone(err) {
 			// The record's CommitLog file is gone (expired or cleaned under disk pressure): there is
 			// nothing left to deliver, and retrying it would hold back every message due after it.
 			s.log.Warn("timer message no longer in the CommitLog; skipped", "offset", e.queueOffset, "phyOffset", e.phy)

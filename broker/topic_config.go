@@ -28,6 +28,7 @@ const (
 // notAllowedSendTopics may not be produced to directly by clients (TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
 var notAllowedSendTopics = map[string]bool{
 	TopicSchedule: true, TopicTransHalf: true, TopicTransOpHalf: true, TopicAutoCreate: true, TopicTimer: true,
+	TopicHAMeta: true, // a slave applies what it holds (ha_meta.go)
 }
 
 // topicConfigManager owns the topic table and topics.json.
@@ -47,7 +48,8 @@ type topicConfigManager struct {
 
 // topicChanges is how the topic table changes. The manager makes the changes itself (localTopics) unless
 // the Raft role had it propose them (proposeThrough): then each is a Raft entry, applied on every node
-// through apply and applyDelete (raft_meta.go). Safe from any goroutine.
+// through apply and applyDelete (raft_meta.go). A classic master has each written into its CommitLog for
+// its slaves first (loggedTopics, ha_meta.go). Safe from any goroutine.
 type topicChanges interface {
 	// createTopic creates tc (the callee's) unless a topic of its name exists, and returns the topic now
 	// there and whether this call created it here (the Raft role says false: every node applies it). On a
@@ -82,7 +84,8 @@ func (l localTopics) deleteTopic(topic string) (bool, error) {
 	return true, l.m.changed()
 }
 
-// proposeThrough makes every later change a proposal through c (the Raft role's open, before any request).
+// proposeThrough makes every later change go through c (the Raft role's or the classic master's open,
+// before any request).
 func (m *topicConfigManager) proposeThrough(c topicChanges) { m.changes = c }
 
 func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // transactionChecker is RocketMQ's TransactionalMessageCheckService: every transactionCheckInterval it
@@ -142,6 +144,9 @@ func (c *transactionChecker) check() {
 			continue
 		}
 		half, err := c.store.LookMessageByOffset(u.PhysicalOffset)
+		if errors.Is(err, store.ErrNotVisibleYet) {
+			break // Raft mode: dispatched before it became readable; the next check starts here
+		}
 		if err != nil {
 			c.log.Warn("half message unreadable; skipped", "offset", off, "err", err)
 			continue

@@ -67,6 +67,49 @@ func (t *versionedTable[T]) put(name string, v *T) {
 	t.mu.Unlock()
 }
 
+// nextVersionAt is the version the next change made at now gives the table (what put would set). A
+// classic master writes it into the change's record before it makes the change (putAt, removeAt), so its
+// slaves take the same version (ha_meta.go).
+func (t *versionedTable[T]) nextVersionAt(now time.Time) protocol.DataVersion {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	v := t.version
+	nextVersion(&v, now)
+	return v
+}
+
+// putAt stores a copy of v under name and takes version as the table's.
+func (t *versionedTable[T]) putAt(name string, v *T, version protocol.DataVersion) {
+	c := *v
+	name = strings.Clone(name)
+	t.mu.Lock()
+	t.table[name] = &c
+	t.noteLocked(name)
+	t.version = version
+	t.mu.Unlock()
+}
+
+// removeAt deletes name, takes version as the table's (whether or not name was there) and reports whether
+// name existed.
+func (t *versionedTable[T]) removeAt(name string, version protocol.DataVersion) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.table[name]
+	if ok {
+		delete(t.table, name)
+		t.dropped = true
+	}
+	t.version = version
+	return ok
+}
+
+// currentVersion is the table's version.
+func (t *versionedTable[T]) currentVersion() protocol.DataVersion {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.version
+}
+
 // noteLocked records a change of name for takeChanges. Lock should be held for writing.
 func (t *versionedTable[T]) noteLocked(name string) {
 	if t.changed != nil {

@@ -96,6 +96,41 @@
 // that does not know the request (a RocketMQ broker) answers REQUEST_CODE_NOT_SUPPORTED and the
 // slave streams without the check.
 //
+// # What a slave serves
+//
+// The frames above carry CommitLog bytes only, as RocketMQ's do. RocketMQ's slave learns topics,
+// subscription groups and offsets from a copy it pulls every 10 s, so a topic created shortly before its
+// master died was unknown to a slave holding every acknowledged message of it (TOPIC_NOT_EXIST). A
+// master of this broker (package broker, ha_meta.go) therefore also writes its metadata into the log it
+// streams, as messages of the system topic rmq_sys_ha_meta: each topic and subscription group change,
+// written before the change is made (so before any message of a new topic), and the consumer and delay
+// offsets that changed, about once per haOffsetSyncInterval (1 s) while a slave is connected, the whole
+// tables in the first such record after the master starts. The slave applies each record as its own
+// dispatch reaches it, before the records after it (ha_meta_apply.go); its 10 s copy stays, for the state
+// before its replication started and for a master that writes no records (RocketMQ's), and a copy older
+// than a record applied is skipped. Hence, after the master is gone:
+//
+//   - Every message a SYNC_MASTER acknowledged can be consumed from the slave at once, whatever the age
+//     of its topic: the acknowledgement covers every byte before the message, the records of its topic
+//     and group among them, and the slave's ConsumeQueue shows the message only after those records are
+//     applied. Pulls, offset queries and topicStatus on the slave know the topic and the group.
+//   - The slave's consumer offsets trail the master's by at most haOffsetSyncInterval plus the stream's
+//     lag (on a SYNC_MASTER a few in-flight puts; an idle stream sends a record at once), and the master's
+//     trail the consumers' own commits (the official clients commit on each pull and every 5 s). A
+//     consumer that starts again from the slave's offsets (restarted, or given the queue by a rebalance)
+//     is delivered again at most what its group consumed in that span: duplicates, bounded by it. It skips
+//     nothing: an offsets record is written after the messages it covers were in the master's log (they
+//     were read there before they were committed), so a slave holding the record holds those messages.
+//     A consumer committing to the slave meanwhile keeps its commits when the master returns
+//     (broker/ha_offsets.go).
+//   - A consumer running across the switch keeps its in-memory offsets (a client's message queue names
+//     the broker group, not a host) and pulls from the slave once its route names only the slave (the Go
+//     client refreshes routes every 30 s): nothing is delivered twice but the pulls in flight at the
+//     kill. e2e/ha_slave_serves_test.go kills a SYNC_MASTER within a second of its last acknowledged send
+//     and counts both kinds of duplicates. The Go client's clustering consumers look their offsets up on
+//     the master's address only, so one started after the switch waits for a master; a broadcasting one
+//     (local offsets) reads from the slave.
+//
 // # Lifecycle
 //
 // NewService / NewClient validate the config; Start starts the goroutines; Close stops them and

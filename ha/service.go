@@ -222,6 +222,9 @@ func (s *Service) Wait(end int64, done func(store.PutStatus)) {
 	s.transfer.add(end, done)
 }
 
+// SlavesReporting is the number of slave connections that sent a valid report.
+func (s *Service) SlavesReporting() int { return int(s.reporting.Load()) }
+
 // AckedOffset is the best offset a slave acknowledged (push2SlaveMaxOffset).
 func (s *Service) AckedOffset() int64 { return s.acked.Load() }
 

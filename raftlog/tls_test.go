@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -50,10 +51,26 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 	c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for i := range 20 {
-		if _, err := c.put(ctx, []*message.Message{testMsg("A", int32(i%2), fmt.Sprintf("m%d", i))}); err != nil {
-			t.Fatal(err)
+	// put sends again after a put whose outcome is unknown, as a client does: on a loaded machine a leader
+	// that cannot reach a quorum within its lease steps down (the hunt of issue 36 saw the new leader do so
+	// 0.5 s after the heal, at a load of 30 on 2 cores). The test checks that the members hold identical
+	// logs, not how many copies a resent message has.
+	put := func(m *message.Message) {
+		t.Helper()
+		for {
+			_, err := c.put(ctx, []*message.Message{m})
+			if errors.Is(err, ErrLeadershipLost) {
+				t.Logf("put %s: %v; sending again", m.Body, err)
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
 		}
+	}
+	for i := range 20 {
+		put(testMsg("A", int32(i%2), fmt.Sprintf("m%d", i)))
 	}
 	// Partition the leader: the others elect one of them over TLS, then it rejoins. The old
 	// leader must have stepped down (its lease ran out) before the put, or the put may go to
@@ -72,9 +89,7 @@ func TestPeerTLSGroupReplicates(t *testing.T) {
 		return found
 	})
 	c.heal()
-	if _, err := c.put(ctx, []*message.Message{testMsg("A", 0, "after the partition")}); err != nil {
-		t.Fatal(err)
-	}
+	put(testMsg("A", 0, "after the partition"))
 	c.converge()
 	c.checkIdentical(map[string]int32{"A": 2})
 	// A leadership transfer (TimeoutNow, RequestVote with the transfer flag) passes the checks.

@@ -326,10 +326,11 @@ func (c *commitLog) msgIDs(enc []message.Encoded, phy int64) string {
 // in a file being deleted).
 var errNoRecord = fmt.Errorf("store: no record at offset")
 
-// errNotVisibleYet wraps errNoRecord for a record past the read limit: in framed mode its
-// ConsumeQueue unit can be seen before the state machine has raised the limit over the
-// entry holding it; it becomes readable then.
-var errNotVisibleYet = fmt.Errorf("%w (not visible yet)", errNoRecord)
+// ErrNotVisibleYet is returned (wrapped, with ErrNotFound) for a record past the read limit: in
+// framed mode its ConsumeQueue unit can be seen before the state machine has raised the limit
+// over the entry holding it; it becomes readable then. A reader that skips what is not found
+// (a record whose file expired) must wait for this one instead: skipping it loses the message.
+var ErrNotVisibleYet = fmt.Errorf("%w (not visible yet)", errNoRecord)
 
 // selectRange returns size bytes at phy from mapped memory with a reference held on the file,
 // probed (every page read once, a fault an error).
@@ -351,7 +352,7 @@ func (c *commitLog) locateRange(phy int64, size int) ([]byte, *mappedFile, error
 		return nil, nil, fmt.Errorf("%w %d: size %d", errNoRecord, phy, size)
 	}
 	if limit := c.readLimit.Load(); phy+int64(size) > limit {
-		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the visible end %d", errNotVisibleYet, phy, size, limit)
+		return nil, nil, fmt.Errorf("%w %d: %d bytes pass the visible end %d", ErrNotVisibleYet, phy, size, limit)
 	}
 	f := c.q.holdAt(phy)
 	if f == nil {

@@ -152,8 +152,8 @@ func TestFramedDispatchAssignsQueueOffsets(t *testing.T) {
 		if s.MaxPhyOffset() != 0 {
 			t.Fatalf("MaxPhyOffset before dispatch = %d, want 0 (nothing dispatched)", s.MaxPhyOffset())
 		}
-		if _, err := s.LookMessageByOffset(entries[0].recFrom); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("reading an entry not dispatched = %v, want ErrNotFound", err)
+		if _, err := s.LookMessageByOffset(entries[0].recFrom); !errors.Is(err, ErrNotFound) || !errors.Is(err, ErrNotVisibleYet) {
+			t.Fatalf("reading an entry not dispatched = %v, want ErrNotFound and ErrNotVisibleYet", err)
 		}
 		next := map[int32]int64{}
 		for _, e := range entries {

@@ -207,7 +207,7 @@ func (s *Store) readQueue(r *GetResult, cq *consumeQueue, offset int64, maxMsgNu
 			continue
 		}
 		rec, file, err := s.selectForQueue(&run, &r.held, u.phy, int(u.size))
-		if errors.Is(err, errNotVisibleYet) {
+		if errors.Is(err, ErrNotVisibleYet) {
 			// Framed mode: the unit is ahead of its record. Stop before it, never past it: the
 			// read limit is one position, so every later unit of the queue is unreadable too,
 			// and the consumer asks again from here.
@@ -401,7 +401,7 @@ func (s *Store) SelectRecord(phyOffset int64) (rec []byte, release func(), err e
 
 func lookupErr(err error) error {
 	if errors.Is(err, errNoRecord) {
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", ErrNotFound, err) // ErrNotVisibleYet stays visible to errors.Is
 	}
 	return err
 }

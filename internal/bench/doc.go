@@ -13,7 +13,11 @@
 //	consumer  messages/s and MB/s of consumed messages, from the first message consumed to the last
 //	          (start-up and the wait after a drained backlog do not count); born-to-consume and
 //	          store-to-consume delays: now minus the producer's born timestamp and minus the broker's
-//	          store timestamp, both millisecond clocks of this machine
+//	          store timestamp, both millisecond clocks of this machine. Each message counts once,
+//	          by its queue and queue offset: one handed over again (a rebalance, a late offset commit)
+//	          is a duplicate, reported apart, and the quota (-q) counts distinct messages. The run
+//	          ends only once every callback of the official client that took a share of the quota
+//	          has recorded it (the client's Shutdown does not wait for its consume goroutines)
 //
 // Latencies go into HdrHistograms (1 µs to 5 min, 3 significant digits): one per worker goroutine, so
 // recording never contends, merged by the reporter once per interval. A line is printed per interval and a

@@ -35,6 +35,7 @@ type counts struct {
 	bytes    int64  // body bytes of those messages
 	failed   int64  // requests that got no answer: connection errors, timeouts
 	rejected int64  // requests the broker answered with an error code
+	dups     int64  // messages a consumer was handed again after counting them once (not in msgs)
 	firstErr string // the first failure or rejection, for the summary
 }
 
@@ -43,6 +44,7 @@ func (c *counts) add(o counts) {
 	c.bytes += o.bytes
 	c.failed += o.failed
 	c.rejected += o.rejected
+	c.dups += o.dups
 	if c.firstErr == "" {
 		c.firstErr = o.firstErr
 	}
@@ -91,6 +93,13 @@ func (m *Meter) Consumed(size int, bornToConsume, storeToConsume time.Duration, 
 		m.mu.first = now
 	}
 	m.mu.last = now
+	m.mu.Unlock()
+}
+
+// Duplicates counts n messages a consumer was handed again after counting them once.
+func (m *Meter) Duplicates(n int) {
+	m.mu.Lock()
+	m.mu.dups += int64(n)
 	m.mu.Unlock()
 }
 
@@ -168,7 +177,10 @@ type Summary struct {
 	Bytes       int64  `json:"bytes"`
 	Failed      int64  `json:"failed"`   // no answer: connection errors, timeouts
 	Rejected    int64  `json:"rejected"` // answered with an error code
-	FirstError  string `json:"first_error,omitempty"`
+	// Duplicates is, for a consumer, how many messages were handed to it again after being counted once
+	// (same queue and offset): they are not in Messages.
+	Duplicates int64  `json:"duplicates"`
+	FirstError string `json:"first_error,omitempty"`
 	// Stored is, for oneway sends only, how many messages the topic's queues grew by during the run (of the
 	// Messages handed to the connections).
 	Stored     int64   `json:"stored,omitempty"`
@@ -204,9 +216,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	case roleHop:
 		_, err = fmt.Fprintf(w, "[Complete] Round trips: %d | RT(ms) %s avg: %.3f | %.1fs\n", s.Messages, s.Latency, s.Latency.Mean, s.Seconds)
 	default:
-		_, err = fmt.Fprintf(w, "[Complete] Consume Total: %d | Consume TPS: %.0f | MB/s: %.2f | B2C(ms) %s avg: %.3f | S2C(ms) %s avg: %.3f | Pull Failed: %d | %.1fs\n",
+		_, err = fmt.Fprintf(w, "[Complete] Consume Total: %d | Consume TPS: %.0f | MB/s: %.2f | B2C(ms) %s avg: %.3f | S2C(ms) %s avg: %.3f | Pull Failed: %d | Duplicates: %d | %.1fs\n",
 			s.Messages, s.MsgsPerSec, s.MBPerSec, s.BornToConsume, s.BornToConsume.Mean, s.StoreToConsume, s.StoreToConsume.Mean,
-			s.Failed+s.Rejected, s.Seconds)
+			s.Failed+s.Rejected, s.Duplicates, s.Seconds)
 	}
 	if err == nil && s.FirstError != "" {
 		_, err = fmt.Fprintf(w, "[Complete] first failure: %s\n", s.FirstError)
@@ -323,7 +335,7 @@ func (s *Stats) Summary(end time.Time) *Summary {
 	}
 	secs := end.Sub(start).Seconds()
 	sum := &Summary{Role: s.role, Messages: s.total.msgs, Bytes: s.total.bytes, Failed: s.total.failed,
-		Rejected: s.total.rejected, FirstError: s.total.firstErr, Seconds: secs}
+		Rejected: s.total.rejected, Duplicates: s.total.dups, FirstError: s.total.firstErr, Seconds: secs}
 	if secs > 0 {
 		sum.MsgsPerSec = float64(s.total.msgs) / secs
 		sum.MBPerSec = float64(s.total.bytes) / secs / (1 << 20)
