@@ -183,12 +183,15 @@ func (fc *appendConn) receive(resp *raft.AppendEntriesResponse, timeout time.Dur
 	return decodeAppendResponse(body, resp)
 }
 
-// AppendEntries sends one request on a pooled connection and waits for its answer.
+// AppendEntries sends one request on a pooled connection (one its peer has not closed:
+// getConn) and waits for its answer. When a pooled connection fails with the peer's close
+// after the request was written (the peer closed it between the check and the write), the
+// request is sent once more on a new connection: an AppendEntries is idempotent (redial.go).
 func (a *appendClient) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if a.legacyPeer(id, target) {
 		return a.fallback.AppendEntries(id, target, args, resp)
 	}
-	fc, err := a.getConn(id, target)
+	fc, pooled, err := a.getConn(id, target)
 	if errors.Is(err, errLegacyPeer) {
 		return a.fallback.AppendEntries(id, target, args, resp)
 	}
@@ -197,13 +200,18 @@ func (a *appendClient) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	}
 	start := time.Now()
 	a.stats.appendSent(args, start)
-	if err := fc.send(args, a.timeout); err != nil {
-		a.untrack(fc.c)
-		return err
+	rpcErr, err := a.exchange(fc, args, resp)
+	if err != nil && pooled && connClosed(err) {
+		fc, err = a.connect(id, target)
+		if errors.Is(err, errLegacyPeer) {
+			return a.fallback.AppendEntries(id, target, args, resp)
+		}
+		if err != nil {
+			return err
+		}
+		rpcErr, err = a.exchange(fc, args, resp)
 	}
-	rpcErr, err := fc.receive(resp, a.timeout)
 	if err != nil {
-		a.untrack(fc.c)
 		return err
 	}
 	if rpcErr == nil {
@@ -213,16 +221,41 @@ func (a *appendClient) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	return rpcErr
 }
 
-func (a *appendClient) getConn(id raft.ServerID, target raft.ServerAddress) (*appendConn, error) {
-	a.mu.Lock()
-	if conns := a.pool[target]; len(conns) > 0 {
+// exchange sends args on fc and reads the answer; a failure (err) closes fc, an answer the
+// peer gave (rpcErr) keeps it.
+func (a *appendClient) exchange(fc *appendConn, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (rpcErr, err error) {
+	if err := fc.send(args, a.timeout); err != nil {
+		a.untrack(fc.c)
+		return nil, err
+	}
+	rpcErr, err = fc.receive(resp, a.timeout)
+	if err != nil {
+		a.untrack(fc.c)
+		return nil, err
+	}
+	return rpcErr, nil
+}
+
+// getConn takes a pooled connection to target whose peer has not closed it (peerGone; one
+// it closed is dropped), or makes a new one; pooled tells which.
+func (a *appendClient) getConn(id raft.ServerID, target raft.ServerAddress) (fc *appendConn, pooled bool, err error) {
+	for {
+		a.mu.Lock()
+		conns := a.pool[target]
+		if len(conns) == 0 {
+			a.mu.Unlock()
+			break
+		}
 		fc := conns[len(conns)-1]
 		a.pool[target] = conns[:len(conns)-1]
 		a.mu.Unlock()
-		return fc, nil
+		if !peerGone(fc.c) {
+			return fc, true, nil
+		}
+		a.untrack(fc.c)
 	}
-	a.mu.Unlock()
-	return a.connect(id, target)
+	fc, err = a.connect(id, target)
+	return fc, false, err
 }
 
 // putConn keeps fc for the next call (at most three per peer, as NetworkTransport's MaxPool).

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -25,10 +24,11 @@ const appendWireMagic byte = 0xF7
 // their own on the same listener. The accept loop reads each connection's first byte and keeps
 // those that open with appendWireMagic, handing the others to the NetworkTransport.
 type appendTransport struct {
-	*raft.NetworkTransport
+	*redialTransport // NetworkTransport, its RPCs sent again after a peer's close (redial.go)
 	*appendClient
 	ln        net.Listener
 	accepted  chan net.Conn
+	conns     *acceptedConns // the connections handed to the NetworkTransport (redial.go)
 	consumeCh chan raft.RPC
 	heartbeat atomic.Pointer[func(raft.RPC)] // Raft's fast path for heartbeats, as tls.go keeps it
 }
@@ -40,15 +40,11 @@ var (
 )
 
 func newAppendTransport(bind string, tc raft.NetworkTransportConfig, stats *nodeStats, lg *slog.Logger) (*appendTransport, error) {
-	ln, err := net.Listen("tcp", bind)
+	ln, err := listenTCP(bind)
 	if err != nil {
 		return nil, err
 	}
-	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
-		_ = ln.Close()
-		return nil, fmt.Errorf("%s is not an address other nodes can dial (as hashicorp/raft's TCP transport, an unspecified IP is refused)", bind)
-	}
-	t := &appendTransport{ln: ln, accepted: make(chan net.Conn), consumeCh: make(chan raft.RPC)}
+	t := &appendTransport{ln: ln, accepted: make(chan net.Conn), conns: newAcceptedConns(), consumeCh: make(chan raft.RPC)}
 	dial := func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 		return net.DialTimeout("tcp", string(addr), timeout)
 	}
@@ -56,8 +52,8 @@ func newAppendTransport(bind string, tc raft.NetworkTransportConfig, stats *node
 	// waits on the client's stop channel. Its fallback is set before Raft has the transport.
 	t.appendClient = newAppendClient(dial, nil, tc, stats, lg)
 	tc.Stream = muxStream{t}
-	t.NetworkTransport = raft.NewNetworkTransportWithConfig(&tc)
-	t.appendClient.fallback = t.NetworkTransport
+	t.redialTransport = newRedialTransport(tc)
+	t.appendClient.fallback = t.redialTransport
 	go t.acceptLoop()
 	go t.forward()
 	return t, nil
@@ -160,10 +156,14 @@ func (t *appendTransport) demux(c net.Conn) {
 		}
 		return
 	}
+	ac, ok := t.conns.add(&prefixConn{Conn: c, first: first, has: true})
+	if !ok {
+		return
+	}
 	select {
-	case t.accepted <- &prefixConn{Conn: c, first: first, has: true}:
+	case t.accepted <- ac:
 	case <-t.stop:
-		_ = c.Close()
+		_ = ac.Close()
 	}
 }
 
@@ -267,6 +267,7 @@ func (s muxStream) Accept() (net.Conn, error) {
 func (s muxStream) Close() error {
 	err := s.t.ln.Close()
 	s.t.appendClient.close()
+	s.t.conns.closeAll()
 	return err
 }
 

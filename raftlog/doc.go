@@ -496,6 +496,56 @@
 // leadership over first (HandOver, called by the broker before its pools drain), so the
 // requests still arriving are forwarded instead of refused.
 //
+// # Connections a restarted peer closed (redial.go)
+//
+// Every transport keeps outgoing connections between RPCs (NetworkTransport up to MaxPool 3 per
+// peer, the append frames' client up to three), and a peer that restarts closes its end of all
+// of them. Before, the next RPC went out on one and failed at once: a rolling restart handed
+// leadership to a follower restarted seconds earlier and got "failed to make TimeoutNow RPC to
+// n1: EOF" (issue 37; 3 transfers of 5, 4 s after the restart), and Raft's own hand-over at
+// Close failed the same way. Now:
+//
+//  1. A kept connection is checked before a request is written on it: the socket's TCP state
+//     (getsockopt TCP_INFO, Linux; no byte read) has left ESTABLISHED once the peer's FIN or
+//     reset arrived, whatever bytes wait unread (a TLS close_notify). Such a connection is
+//     dropped and the request goes out on another, or on a new dial: the frames' client checks
+//     in getConn; NetworkTransport, whose pool is its own, dials through checkedStream, whose
+//     connections check at the first write after a read and fail it with errStaleConn, having
+//     written nothing, and redialTransport then calls again (up to MaxPool+1 times).
+//  2. A request that fails with the peer's close (EOF, reset, broken pipe; not a timeout) once
+//     written, when the peer closed the connection between the check and the write or while
+//     answering, is sent once more where a second delivery is harmless.
+//
+// Why each is safe, per kind. Case 1 sends nothing on the dead connection, so every kind is
+// called again, InstallSnapshot included (NetworkTransport reads the snapshot's data only
+// after the request's first write succeeded). Case 2 may deliver a request twice:
+//
+//   - AppendEntries (plain and heartbeats, frames and msgpack): a follower skips entries it
+//     holds with the same term, truncates nothing for them, and its commit index only moves
+//     forward, so a repeat changes nothing; the retry sends the same request (its commit index
+//     already clamped, leader_sync.go rule 2) before the replicator's next one, so the order is
+//     kept. Raft resends after a failure anyway; the retry only spares the backoff.
+//   - RequestVote and RequestPreVote: a voter that granted its vote in a term grants it again to
+//     the same candidate and refuses others; a pre-vote changes no state.
+//   - TimeoutNow: its receiver starts an election at once. A second delivery needs the first to
+//     have reached Raft and its answer to be lost to the peer's close, and a node closes a
+//     connection it serves only when it stops (or on a request it cannot read, answered by an
+//     error first): the restarted process then gets the second, and the leader asked for
+//     exactly that election. At worst one more election; terms and votes keep every safety
+//     property as for any election.
+//   - InstallSnapshot: not resent (its data stream is consumed); Raft sends the snapshot again.
+//   - Pipelined appends: not retried; a pipeline fails as a whole, and Raft closes it and goes
+//     on with plain AppendEntries from the follower's next index (pipeline.go). A pipeline's
+//     connection is new (frames) or checked at its first write (msgpack).
+//
+// A transport also closes the connections it accepted when it closes (acceptedConns):
+// NetworkTransport's Close left an idle incoming one open until the peer's next request, so a
+// node closed within a process (tests, in-process groups) did not show its peers the close a
+// process exit shows. TestKeptConnectionsOfARestartedPeer and TestFramesKeptConnectionOfA-
+// RestartedPeer fail without the check, TestResendAfterPeerCloseWhereSafe without the resend,
+// and TestTransferToRestartedFollower (frames, msgpack, peer TLS) restarts a follower and hands
+// it leadership at once, eight times in a row (on the tree before, the first transfer failed).
+//
 // # Log entries as binary frames (append_wire.go, append_client.go, append_transport.go)
 //
 // The node's transport (Config.FramedAppends, the broker's raftFramedAppends, on by default)

@@ -316,7 +316,7 @@ func (n *Node) Start() error {
 	trans := n.opts.Transport
 	if trans == nil {
 		addr := n.selfAddr()
-		tcpAddr, err := net.ResolveTCPAddr("tcp", addr)
+		_, err := net.ResolveTCPAddr("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("raftlog: peer address %s: %w", addr, err)
 		}
@@ -332,7 +332,12 @@ func (n *Node) Start() error {
 		} else if n.cfg.FramedAppends {
 			t, err = newAppendTransport(addr, *tc, n.log.stats, n.lg)
 		} else {
-			t, err = raft.NewTCPTransportWithConfig(addr, tcpAddr, tc)
+			var ln net.Listener
+			if ln, err = listenTCP(addr); err == nil {
+				ptc := *tc
+				ptc.Stream = tcpStream{ln: ln, accepted: newAcceptedConns()}
+				t = newRedialTransport(ptc)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("raftlog: listen on the raft address %s (dLegerPeers): %w", addr, err)

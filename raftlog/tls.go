@@ -43,7 +43,7 @@ import (
 // tlsTransport is a raft.Transport over mutual TLS that binds each incoming RPC to the id its
 // connection's certificate names.
 type tlsTransport struct {
-	*raft.NetworkTransport // outgoing RPCs; its stream accepts nothing
+	*redialTransport // outgoing RPCs (NetworkTransport, sent again after a peer's close); its stream accepts nothing
 	// frames sends AppendEntries as append frames over TLS dials (Config.FramedAppends); nil:
 	// msgpack, and an incoming connection that opens with the frames' magic byte is read as
 	// NetworkTransport's, which hangs up on it (as an older version would).
@@ -92,9 +92,9 @@ func newTLSTransport(bind string, peers []Peer, m *peertls.Material, tc raft.Net
 	d := &tlsDialer{m: m, advertise: advertiseAddr(bind), closed: make(chan struct{}), dialedID: dialedID}
 	out := tc
 	out.Stream = d
-	t.NetworkTransport = raft.NewNetworkTransportWithConfig(&out)
+	t.redialTransport = newRedialTransport(out)
 	if framed {
-		t.frames = newAppendClient(d.Dial, t.NetworkTransport, tc, stats, lg)
+		t.frames = newAppendClient(d.Dial, t.redialTransport, tc, stats, lg)
 	}
 	t.wg.Add(1)
 	go t.acceptLoop()
@@ -107,7 +107,7 @@ func (t *tlsTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	if t.frames != nil {
 		return t.frames.AppendEntries(id, target, args, resp)
 	}
-	return t.NetworkTransport.AppendEntries(id, target, args, resp)
+	return t.redialTransport.AppendEntries(id, target, args, resp)
 }
 
 // AppendEntriesPipeline is AppendEntries' pipelined form.
@@ -115,7 +115,7 @@ func (t *tlsTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Serve
 	if t.frames != nil {
 		return t.frames.AppendEntriesPipeline(id, target)
 	}
-	return t.NetworkTransport.AppendEntriesPipeline(id, target)
+	return t.redialTransport.AppendEntriesPipeline(id, target)
 }
 
 // Consumer is the channel of the RPCs that passed the identity check.

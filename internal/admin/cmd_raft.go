@@ -109,11 +109,26 @@ type transferResult struct {
 	NewLeader string `json:"newLeader"`
 	Took      string `json:"took"`
 	Drained   string `json:"drained,omitempty"` // --drain: how long the old leader then served without leading
+	// Failed are the attempts asked again (transferWithin), each its error, in order.
+	Failed []string `json:"failedAttempts,omitempty"`
+	// Already: -t led when asked, nothing moved; OldLeader is then the node at -b.
+	Already bool `json:"already,omitempty"`
 }
 
 func (r *transferResult) writeText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "Raft group %s: leadership moved from %s to %s in %s (the name servers route brokerId 0 to the new leader)\n",
-		r.Group, r.OldLeader, r.NewLeader, r.Took)
+	var err error
+	if r.Already {
+		_, err = fmt.Fprintf(w, "Raft group %s: %s already leads, nothing moved (the name servers route brokerId 0 to it, not to %s)\n",
+			r.Group, r.NewLeader, r.OldLeader)
+	} else {
+		_, err = fmt.Fprintf(w, "Raft group %s: leadership moved from %s to %s in %s (the name servers route brokerId 0 to the new leader)\n",
+			r.Group, r.OldLeader, r.NewLeader, r.Took)
+	}
+	for i, f := range r.Failed {
+		if err == nil {
+			_, err = fmt.Fprintf(w, "attempt %d failed and was asked again: %s\n", i+1, f)
+		}
+	}
 	if err == nil && r.Drained != "" {
 		_, err = fmt.Fprintf(w, "then %s drained for %s: clients re-read their routes; it forwarded what still reached it\n", r.OldLeader, r.Drained)
 	}
@@ -121,8 +136,10 @@ func (r *transferResult) writeText(w io.Writer) error {
 }
 
 // transferLeadershipCmd is transferLeadership: the leader of the Raft group of the broker at -b hands
-// leadership to -t (or the most up-to-date follower); the command waits until the name servers route the
-// group's brokerId 0 to the new leader. With --drain D it then waits D more while checking that the old
+// leadership to -t (or the most up-to-date follower), asked again within --wait while the transfer fails
+// for a reason of timing (transferWithin); the command waits until the name servers route the group's
+// brokerId 0 to the new leader. When -t leads already and -b is another node, nothing is moved and the
+// command goes on as if it had moved from -b (so a run asked again after its transfer went through passes). With --drain D it then waits D more while checking that the old
 // leader does not lead again (the group holds preferred-leader moves for D plus --wait, so the restart
 // that follows is covered too): the official clients re-read routes every 30 s, and until they do they
 // send to the old leader, which forwards to the new one. A rolling restart stops the node only after.
@@ -132,7 +149,7 @@ func transferLeadershipCmd() *command {
 		var wait time.Duration = 30 * time.Second
 		f.String(&addr, "b", "brokerAddr", "address of any node of the Raft group", true)
 		f.String(&targetID, "t", "targetSelfId", "dLegerSelfId of the new leader (default: the most up-to-date follower)", false)
-		f.Duration(&wait, "", "wait", "how long to wait for a master to ask, then for the name servers to route brokerId 0 to the new leader (default 30s each)")
+		f.Duration(&wait, "", "wait", "how long to wait for a master to ask, to have the transfer done (a transfer Raft gave up is asked again), then for the name servers to route brokerId 0 to the new leader (default 30s each)")
 		var drain time.Duration
 		f.Duration(&drain, "", "drain", "then wait this long more, the old leader kept from leading, so clients re-read their routes before it stops (rolling restarts: 35s; default 0)")
 		return func(ctx context.Context, r *runner) (result, error) {
@@ -164,10 +181,23 @@ func transferLeadershipCmd() *command {
 			if drain > 0 {
 				ext["holdPreferredMillis"] = strconv.FormatInt((drain + wait).Milliseconds(), 10)
 			}
-			if _, err := r.c.Call(ctx, leader.BrokerAddr, remoting.TransferRaftLeadership, ext, nil); err != nil {
+			res := &transferResult{Group: leader.Group}
+			if targetID != "" && leader.SelfID == targetID {
+				// -t leads already: nothing to move (a run asked again after its transfer went through, as
+				// a rolling restart's retry does). The routes must leave the node at -b, and --drain
+				// watches it; no hold is committed (only a transfer request does that).
+				self, err := r.raftStatusOf(ctx, addr)
+				if err != nil {
+					return nil, err
+				}
+				if self.SelfID == targetID {
+					return nil, fmt.Errorf("node %s (%s) already leads Raft group %s: nothing to transfer", targetID, addr, leader.Group)
+				}
+				leader, res.Already = self, true
+			} else if res.Failed, err = r.transferWithin(ctx, name, leader, targetID, ext, time.Now().Add(wait)); err != nil {
 				return nil, err
 			}
-			res := &transferResult{Group: leader.Group, OldLeader: leader.SelfID + "@" + leader.BrokerAddr}
+			res.OldLeader = leader.SelfID + "@" + leader.BrokerAddr
 			deadline = time.Now().Add(wait)
 			for {
 				ci, err := r.c.ClusterInfo(ctx)
@@ -195,6 +225,51 @@ func transferLeadershipCmd() *command {
 			}
 		}
 	}}
+}
+
+// transferWithin asks the leader of group name (first, as found) to hand leadership to targetID ("":
+// the most up-to-date follower), again until deadline while the answer leaves it to timing: a transfer
+// Raft gave up (SYSTEM_ERROR: the target did not catch up within an election timeout, or an RPC to it
+// failed, as one to a node restarted a moment before did in issue 37), a node that no longer leads
+// (SERVICE_NOT_AVAILABLE), or a request that got no answer. Before each new attempt it looks the leader
+// up again: leadership that already moved as asked (the transfer went through though its answer said
+// otherwise, or an election chose the target) ends it; another leader is asked in turn. A refusal that
+// asking again cannot change (an unknown target, no permission) is returned at once, and so is the last
+// failure at the deadline, with the count. failed are the errors of the attempts asked again.
+func (r *runner) transferWithin(ctx context.Context, name string, first raftStatus, targetID string, ext map[string]string,
+	deadline time.Time) (failed []string, err error) {
+	leader := first
+	backoff := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		_, err := r.c.Call(ctx, leader.BrokerAddr, remoting.TransferRaftLeadership, ext, nil)
+		if err == nil {
+			return failed, nil
+		}
+		var re *client.ResponseError
+		if errors.As(err, &re) && re.Code != remoting.SystemError && re.Code != remoting.ServiceNotAvailable {
+			return failed, err
+		}
+		if ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+			return failed, fmt.Errorf("attempt %d to transfer the leadership of %s, the last within --wait: %w", attempt, first.Group, err)
+		}
+		failed = append(failed, err.Error())
+		if err := pause(ctx, backoff); err != nil {
+			return failed, err
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		ci, err := r.c.ClusterInfo(ctx)
+		if err != nil {
+			continue // the same leader is asked again
+		}
+		cur, err := r.raftLeader(ctx, ci.BrokerAddrTable[name])
+		if err != nil {
+			continue
+		}
+		if cur.SelfID != first.SelfID && (targetID == "" || cur.SelfID == targetID) {
+			return failed, nil // it moved as asked
+		}
+		leader = cur
+	}
 }
 
 // drainOldLeader waits d while checking, twice a second, that the node at addr does not lead again: that

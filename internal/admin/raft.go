@@ -7,7 +7,8 @@ package admin
 //     and the leader it knows, from the broker's GET_RAFT_STATUS (remoting.GetRaftStatus, a code of ours).
 //   - transferLeadership -b brokerAddr [-t targetSelfId]: the leader of the Raft group of the broker at -b
 //     hands leadership to -t, or to the most up-to-date follower (TRANSFER_RAFT_LEADERSHIP, ours; Raft's
-//     LeadershipTransferToServer); the command then waits until the name servers route the group's
+//     LeadershipTransferToServer), asked again within --wait when Raft gave the transfer up or the
+//     leader changed meanwhile; the command then waits until the name servers route the group's
 //     brokerId 0 to the new leader, and prints the old and new leader.
 //
 // Both print tables and take --json like the other commands.

@@ -18,7 +18,13 @@ type fakeRaftGroup struct {
 	ns, n0, n1 string // set once each server listens; the handlers read them under mu
 	mu         sync.Mutex
 	moved      atomic.Bool
+	// transfers counts TRANSFER_RAFT_LEADERSHIP requests; the first refuse of them are answered
+	// refuseCode (remark refusal), the leadership moved first when refuseMoves.
+	transfers, refuse, refuseCode atomic.Int32
+	refuseMoves                   atomic.Bool
 }
+
+const refusal = "failed to make TimeoutNow RPC to n1: EOF"
 
 // addrs returns n0's and n1's addresses (the handlers' view: the race detector cannot see that a request
 // comes after the test goroutine set them).
@@ -50,6 +56,12 @@ func startFakeRaftGroup(t *testing.T, oldAfter protocol.RaftStatus) *fakeRaftGro
 				return remoting.NewJSONResponse(now())
 			})
 			s.Register(remoting.TransferRaftLeadership, pool, func(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
+				if g.transfers.Add(1) <= g.refuse.Load() {
+					if g.refuseMoves.Load() {
+						g.moved.Store(true)
+					}
+					return remoting.NewResponse(remoting.ResponseCode(g.refuseCode.Load()), refusal)
+				}
 				g.moved.Store(true)
 				return remoting.NewResponse(remoting.Success, "")
 			})
