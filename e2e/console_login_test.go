@@ -11,8 +11,8 @@ import (
 
 	"github.com/rocketraft/rocketraft/internal/admin"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/console"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/console"
 )
 
 // TestConsoleLoginBrokerACL serves the console with a login (--login) against a cluster with ACL on, given

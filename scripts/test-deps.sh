@@ -4,7 +4,7 @@
 #   ansible-core  make deploy-check checks deploy/'s playbooks with ansible-playbook (a failure without it);
 #   ansible       for the collection ansible.posix (ansible.posix.sysctl) the roles use (Debian's ansible ships it);
 #   ansible-lint  make deploy-lint (part of make deploy-check): the playbooks against its production profile;
-#   chromium      internal/console's browser tests (they skip without /usr/bin/chromium; a note says so);
+#   chromium      tools/console's browser tests (they skip without /usr/bin/chromium; a note says so);
 #   protobuf-compiler  protoc, for proxy/v2pb's check that the committed generated code is current (make proto);
 #   libprotobuf-dev    the well-known types' .proto files (google/protobuf/duration.proto, timestamp.proto) that
 #                      the RocketMQ 5 definitions import; Debian's protobuf-compiler does not ship them.

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/console"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/console"
 )
 
-// consoleCmd is mqadmin console: the web console of internal/console, answered by the same requests as the
+// consoleCmd is mqadmin console: the web console of tools/console, answered by the same requests as the
 // other commands (NewConsoleSource). It serves until interrupted.
 func consoleCmd() *command {
 	desc := "Serve the web console (cluster, topics, consumer groups, messages, producers) over HTTP until interrupted"

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/console"
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/tools/console"
 )
 
 // The console's ACL accounts page: the requests of getAclConfig, updateAclConfig, deleteAclConfig and

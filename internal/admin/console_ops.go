@@ -11,13 +11,13 @@ import (
 	"sync"
 
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/console"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/console"
 )
 
-// The console's operations pages (internal/console/api_ops.go), answered with mqadmin's requests.
+// The console's operations pages (tools/console/api_ops.go), answered with mqadmin's requests.
 
 // MessageTrace is queryMsgTraceById's lookup. Records found are answered even when some trace message or
 // broker failed (logged); with none found, the failure is the answer.

@@ -19,7 +19,7 @@
 // (cmd_export.go): exportMetadata, exportConfigs, and importMetadata (ours: creates an export's topics and
 // groups elsewhere). ACL (cmd_acl.go): updateAclConfig, deleteAclConfig, getAclConfig, updateGlobalWhiteAddr,
 // clusterAclConfigVersion. Raft (cmd_raft*.go, ours): getRaftStatus, transferLeadership, addRaftPeer,
-// removeRaftPeer. The web console: console (internal/console serves it; console.go answers its pages with
+// removeRaftPeer. The web console: console (tools/console serves it; console.go answers its pages with
 // these commands' requests). `mqadmin help [command]` lists them or a command's options.
 //
 // # Options

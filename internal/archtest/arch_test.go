@@ -25,7 +25,7 @@ type rule struct {
 var (
 	servers     = []string{"broker", "store", "ha", "raftlog", "namesrv"}
 	clientTools = []string{"cmd/mqadmin", "cmd/mqbench", "cmd/mqchaos", "internal/admin", "internal/bench",
-		"internal/chaos", "internal/console"}
+		"internal/chaos", "tools/console"}
 )
 
 // rules are ARCHITECTURE.md's import rules.

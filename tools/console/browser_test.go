@@ -23,15 +23,15 @@ import (
 	"github.com/rocketraft/rocketraft/internal/admin"
 	"github.com/rocketraft/rocketraft/internal/bench"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/console"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/console"
 )
 
 // The console's pages in headless Chromium, driven with chromedp, against an in-process cluster. The tests
 // skip when chromiumPath is absent (Debian: apt-get install chromium). Every test saves screenshots of the
 // pages it checks in the folder $CONSOLE_SCREENSHOTS names (created when missing), else in its temp folder,
-// and logs where: CONSOLE_SCREENSHOTS=/tmp/shots go test ./internal/console -run Browser.
+// and logs where: CONSOLE_SCREENSHOTS=/tmp/shots go test ./tools/console -run Browser.
 
 const (
 	chromiumPath  = "/usr/bin/chromium"
