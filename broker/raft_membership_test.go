@@ -17,7 +17,7 @@ import (
 
 // TestRaftMembershipRefusals: with ACL on, ADD_RAFT_PEER / REMOVE_RAFT_PEER need an admin account; a
 // follower answers SERVICE_NOT_AVAILABLE naming the leader; the leader refuses to remove itself, an
-// unknown node and a bad Raft address. (The changes themselves: internal/admin's
+// unknown node and a bad Raft address. (The changes themselves: tools/admin's
 // TestRaftMembershipCommands.)
 func TestRaftMembershipRefusals(t *testing.T) {
 	aclPath := filepath.Join(t.TempDir(), "plain_acl.yml")

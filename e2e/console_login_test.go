@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/admin"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/admin"
 	"github.com/rocketraft/rocketraft/tools/console"
 )
 

@@ -14,10 +14,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/admin"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/tools/admin"
 )
 
 // tracedRuns counts the runs of TestMessageTrace in this process (-count).

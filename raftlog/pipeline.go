@@ -40,7 +40,7 @@ type pipelineGuard struct {
 	// (SetHeartbeatHandler), outside the goroutines Raft's Shutdown waits for, and a heartbeat
 	// with a newer term saves the term in the stable store: one that arrived while Close had
 	// closed that store panicked the node ("failed to save current term: database not open",
-	// seen in internal/admin's tests beside two CPU-bound processes). The guard runs the handler
+	// seen in tools/admin's tests beside two CPU-bound processes). The guard runs the handler
 	// under hb's read lock; closeHeartbeats (Close, after Raft's shutdown, before the stores
 	// close) takes the write lock, so it waits for a heartbeat being handled and the later ones
 	// are refused with raft.ErrRaftShutdown.

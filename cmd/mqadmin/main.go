@@ -5,7 +5,7 @@
 //	mqadmin consumerProgress -n 127.0.0.1:9876 -g GroupTest --json
 //	mqadmin help [command]
 //
-// internal/admin does the work. Exit status: 0 done, 1 the command failed, 2 bad command line.
+// tools/admin does the work. Exit status: 0 done, 1 the command failed, 2 bad command line.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/rocketraft/rocketraft/internal/admin"
+	"github.com/rocketraft/rocketraft/tools/admin"
 )
 
 func main() {

@@ -24,7 +24,7 @@ type rule struct {
 
 var (
 	servers     = []string{"broker", "store", "ha", "raftlog", "namesrv"}
-	clientTools = []string{"cmd/mqadmin", "cmd/mqbench", "cmd/mqchaos", "internal/admin", "internal/bench",
+	clientTools = []string{"cmd/mqadmin", "cmd/mqbench", "cmd/mqchaos", "tools/admin", "internal/bench",
 		"internal/chaos", "tools/console"}
 )
 
@@ -124,7 +124,7 @@ func moduleDeps(t *testing.T) map[string][]string {
 
 func TestImportRules(t *testing.T) {
 	deps := moduleDeps(t)
-	for _, p := range []string{"store", "broker", "namesrv", "cmd/mqadmin", "cmd/mqbench", "internal/admin"} {
+	for _, p := range []string{"store", "broker", "namesrv", "cmd/mqadmin", "cmd/mqbench", "tools/admin"} {
 		if _, ok := deps[module+"/"+p]; !ok {
 			t.Fatalf("go list did not list %s: the rules would check nothing", p)
 		}
@@ -150,8 +150,8 @@ func TestViolationsAreFound(t *testing.T) {
 		{"raftlog imports ha", map[string][]string{m("raftlog"): {m("ha")}}, "raftlog depends on ha"},
 		{"mqbench links the broker", map[string][]string{m("cmd/mqbench"): {m("internal/bench"), m("broker")}},
 			"cmd/mqbench depends on broker"},
-		{"mqadmin links raft", map[string][]string{m("internal/admin"): {"github.com/hashicorp/raft"}},
-			"internal/admin depends on github.com/hashicorp/raft"},
+		{"mqadmin links raft", map[string][]string{m("tools/admin"): {"github.com/hashicorp/raft"}},
+			"tools/admin depends on github.com/hashicorp/raft"},
 		{"client imports the broker", map[string][]string{m("client"): {m("remoting"), m("broker")}}, "client depends on broker"},
 		{"the proxy links the store", map[string][]string{m("proxy"): {m("client"), m("store")}}, "proxy depends on store"},
 		{"the proxy imports internal", map[string][]string{m("proxy/v2pb"): {m("internal/logging")}}, "proxy/v2pb depends on internal/logging"},
@@ -170,7 +170,7 @@ func TestViolationsAreFound(t *testing.T) {
 	ok := map[string][]string{
 		m("store"):               {m("message"), "golang.org/x/sys/unix"},
 		m("namesrv"):             {m("acl"), m("protocol"), m("remoting")},
-		m("internal/admin"):      {m("protocol"), m("message"), m("remoting"), "github.com/hashicorp/raft-boltdb/v2"},
+		m("tools/admin"):         {m("protocol"), m("message"), m("remoting"), "github.com/hashicorp/raft-boltdb/v2"},
 		m("broker"):              {m("store"), m("ha"), m("raftlog"), m("broker/internal/pop")},
 		m("broker/internal/pop"): {m("store"), m("protocol"), m("message"), m("internal/metrics")},
 		m("client"):              {m("remoting"), m("protocol"), m("message")},

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	rmqproducer "github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rocketraft/rocketraft/internal/admin"
+	"github.com/rocketraft/rocketraft/tools/admin"
 )
 
 // The mixed workload's send kinds (soak_mixed.go), each a tag of the mixed topic.

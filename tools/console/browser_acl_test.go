@@ -11,10 +11,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/admin"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/admin"
 )
 
 // signedSend sends one message to topic signed with creds, as a client of that account would.

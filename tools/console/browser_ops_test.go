@@ -19,11 +19,11 @@ import (
 
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/admin"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/admin"
 )
 
 // The operations pages in headless Chromium: a traced message's trace, consume directly, dead letters

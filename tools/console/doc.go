@@ -5,10 +5,10 @@
 //
 // # Where the data comes from
 //
-// A Source (source.go) answers every page; internal/admin implements it with mqadmin's own requests over
+// A Source (source.go) answers every page; tools/admin implements it with mqadmin's own requests over
 // RocketMQ's wire protocol (GET_BROKER_CLUSTER_INFO, GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO,
 // GET_CONSUME_STATS, QUERY_MESSAGE, PULL_MESSAGE, ...), so the console works against RocketRaft and RocketMQ
-// alike. This package imports nothing of internal/admin: the Source interface is the seam, and the tests
+// alike. This package imports nothing of tools/admin: the Source interface is the seam, and the tests
 // here use a fake.
 //
 // # API
@@ -118,7 +118,7 @@
 // # Raft
 //
 // Broker.Raft (group, node, Raft role, term, leader, commit and applied index) drives the Raft columns of the
-// cluster page; they appear only when some broker reports one. internal/admin fills it from the broker's
+// cluster page; they appear only when some broker reports one. tools/admin fills it from the broker's
 // GET_RAFT_STATUS (the request of mqadmin getRaftStatus); a classic broker, or RocketMQ's, does not know the
 // request and has no Raft status.
 //
@@ -126,7 +126,7 @@
 //
 // The API and the sampler are tested against a fake Source (api_test.go, server_test.go). browser_test.go
 // drives the pages in headless Chromium (chromedp, /usr/bin/chromium; the tests skip without it) against an
-// in-process cluster with traffic, through internal/admin's Source: every page, a topic created, updated and
+// in-process cluster with traffic, through tools/admin's Source: every page, a topic created, updated and
 // deleted from the pages, messages by key, id and time, a group's lag reset from its page and falling as it
 // consumes, and the refusals under ACL; browser_login_test.go logs in, is refused without a session, and
 // has a page of another origin post forms to the console, refused; browser_ops_test.go shows a message the

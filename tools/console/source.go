@@ -19,7 +19,7 @@ var (
 	ErrInvalid = errors.New("console: invalid argument")
 )
 
-// Source gathers what the pages show, from the name servers and brokers. internal/admin implements it over
+// Source gathers what the pages show, from the name servers and brokers. tools/admin implements it over
 // the wire protocol (mqadmin console); the tests of this package use a fake.
 //
 // Every method may be called concurrently (the sampler and any number of HTTP requests), must honour ctx,
