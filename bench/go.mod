@@ -87,7 +87,7 @@ require (
 	stathat.com/c/consistent v1.0.0 // indirect
 )
 
-// The broker's module, from this checkout: the publisher shares internal/bench's driver and statistics.
+// The broker's module, from this checkout: the publisher shares tools/bench's driver and statistics.
 replace github.com/rocketraft/rocketraft => ../
 
 // As the broker's module: hashicorp/raft v1.8.0 pulls go-metrics v0.7.0, which dropped the compat package

@@ -32,7 +32,7 @@
 #
 # NATS (github.com/nats-io/nats-server/v2, embedded by bench/cmd/natsbench, a module of its own under bench/)
 # runs one server, or three clustered on 127.0.0.1, with file storage; its publisher goes through the same
-# driver and statistics as mqbench (internal/bench). Settings: DURATION (60s), THREADS (16), SIZE (1024),
+# driver and statistics as mqbench (tools/bench). Settings: DURATION (60s), THREADS (16), SIZE (1024),
 # QUEUES (8), DISK_SIZE (bytes of the disk's write test, 1 GiB), ROWS (which rows, default
 # "async grpc-send grpc-send-cluster sync ms raft raft-async pull pop nats-r1 nats-r1-always nats-r3
 # nats-r3-always"; they run in that order), CONSUME_MESSAGES (100000: the backlog of the pull and pop rows,

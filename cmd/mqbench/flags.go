@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/tools/bench"
 )
 
 // output holds the flags that choose what is printed.

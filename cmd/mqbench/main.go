@@ -8,7 +8,7 @@
 //	mqbench namesrv --start bin/mqnamesrv --cpu 0 --groups 100 --topics 1000 --spread 2 --clients 1000 --rate 17000
 //
 // Each prints a line per second (messages/s, MB/s, latency p50/p99/p999/max, failures) and a summary at the
-// end; --json prints the summary as one JSON object instead. internal/bench does the work.
+// end; --json prints the summary as one JSON object instead. tools/bench does the work.
 package main
 
 import (
@@ -26,8 +26,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
 	"github.com/rocketraft/rocketraft/internal/gctune"
+	"github.com/rocketraft/rocketraft/tools/bench"
 )
 
 const usage = `usage: mqbench producer|consumer|hop|namesrv [flags]   (mqbench producer -h lists the flags)

@@ -14,10 +14,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/bench"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/remoting"
+	"github.com/rocketraft/rocketraft/tools/bench"
 )
 
 func TestMain(m *testing.M) {

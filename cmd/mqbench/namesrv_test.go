@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/namesrv"
+	"github.com/rocketraft/rocketraft/tools/bench"
 )
 
 // runFleet runs mqbench namesrv with --json against two name servers of the test (metrics on; configure

@@ -24,7 +24,7 @@ type rule struct {
 
 var (
 	servers     = []string{"broker", "store", "ha", "raftlog", "namesrv"}
-	clientTools = []string{"cmd/mqadmin", "cmd/mqbench", "cmd/mqchaos", "tools/admin", "internal/bench",
+	clientTools = []string{"cmd/mqadmin", "cmd/mqbench", "cmd/mqchaos", "tools/admin", "tools/bench",
 		"internal/chaos", "tools/console"}
 )
 
@@ -148,7 +148,7 @@ func TestViolationsAreFound(t *testing.T) {
 		{"namesrv through acl to broker", map[string][]string{m("namesrv"): {m("acl"), m("broker")}}, "namesrv depends on broker"},
 		{"ha imports raftlog", map[string][]string{m("ha"): {m("raftlog")}}, "ha depends on raftlog"},
 		{"raftlog imports ha", map[string][]string{m("raftlog"): {m("ha")}}, "raftlog depends on ha"},
-		{"mqbench links the broker", map[string][]string{m("cmd/mqbench"): {m("internal/bench"), m("broker")}},
+		{"mqbench links the broker", map[string][]string{m("cmd/mqbench"): {m("tools/bench"), m("broker")}},
 			"cmd/mqbench depends on broker"},
 		{"mqadmin links raft", map[string][]string{m("tools/admin"): {"github.com/hashicorp/raft"}},
 			"tools/admin depends on github.com/hashicorp/raft"},

@@ -20,11 +20,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/bench"
 	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/tools/admin"
+	"github.com/rocketraft/rocketraft/tools/bench"
 	"github.com/rocketraft/rocketraft/tools/console"
 )
 

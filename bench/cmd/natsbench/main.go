@@ -7,7 +7,7 @@
 // serve embeds one server, or three clustered on 127.0.0.1 (JetStream, file storage under D), writes the
 // client URLs to --port-file once every server is ready, and runs until SIGTERM. pub creates (or recreates) a
 // file-storage stream with --replicas replicas and publishes synchronously with acknowledgement (each
-// goroutine waits for its PubAck) through internal/bench's driver, so messages/s and latencies mean what
+// goroutine waits for its PubAck) through tools/bench's driver, so messages/s and latencies mean what
 // they mean for mqbench.
 package main
 

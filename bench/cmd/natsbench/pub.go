@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/rocketraft/rocketraft/internal/bench"
+	"github.com/rocketraft/rocketraft/tools/bench"
 )
 
 // pubConfig is natsbench pub's flags; the workload flags are mqbench producer's.
