@@ -95,7 +95,7 @@ vet:
 
 # make test: installs what it needs when missing (test-deps: ansible-core and Chromium with apt-get, as root or
 # through password-less sudo; go mod download), vet, every package's tests under -race, then the end-to-end
-# tests with the official Go client. It builds bin/ first: internal/chaos's short suite runs those binaries
+# tests with the official Go client. It builds bin/ first: tools/chaos's short suite runs those binaries
 # (CHAOS_BIN). deploy-check: the Ansible playbooks of deploy/. The end-to-end suite runs even when the race
 # suite failed, so one failing unit test does not hide its results; the last lines say how each suite ended
 # and name the failed tests of both (scripts/test-summary.sh), and make test fails when either failed.
@@ -155,7 +155,7 @@ proto:
 
 # make chaos [MODES="SYNC_MASTER:SYNC_FLUSH ASYNC_MASTER:ASYNC_FLUSH" DURATION=5m SEED=n]: the fault-injection
 # suite, real processes under a seeded schedule of faults, then the checker (scripts/chaos.sh; README "Fault
-# injection"). The short version runs in make test (internal/chaos TestShortSuite).
+# injection"). The short version runs in make test (tools/chaos TestShortSuite).
 .PHONY: chaos
 chaos:
 	./scripts/chaos.sh

@@ -2,7 +2,7 @@
 // bin/mqbroker), runs a producer and consumers that record what they did, injects a seeded schedule of
 // faults (kill -9, SIGSTOP/SIGCONT, partitions both ways or one way, delays, loss and cuts of the replication
 // links, the clients cut from the writer, power losses, disks that fail with EIO, fill up or slow down), then
-// checks the history (internal/chaos):
+// checks the history (tools/chaos):
 //
 //	mqchaos run -bin ./bin -dir /tmp/chaos -role SYNC_MASTER -flush SYNC_FLUSH -rounds 8 -seed 1
 //	mqchaos run -bin ./bin -mode raft -flush SYNC_FLUSH -duration 5m
@@ -12,7 +12,7 @@
 // soak is a long run (make soak): the same group, load and faults (one every few minutes), plus a mixed
 // workload of the official Go client (every send kind, push and pull consumers, mqadmin calls), with every
 // server process's memory, goroutines, open files and mappings sampled; it fails on growth beyond the
-// bounds as well as on anything the checker finds (internal/chaos soak.go).
+// bounds as well as on anything the checker finds (tools/chaos soak.go).
 //
 // The output ends with one summary line, PASS or FAIL and the counts; the exit code is 1 on FAIL.
 package main
@@ -32,7 +32,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
-	"github.com/rocketraft/rocketraft/internal/chaos"
+	"github.com/rocketraft/rocketraft/tools/chaos"
 )
 
 const usage = `usage: mqchaos run [flags]    (mqchaos run -h lists the flags)

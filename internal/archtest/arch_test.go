@@ -25,7 +25,7 @@ type rule struct {
 var (
 	servers     = []string{"broker", "store", "ha", "raftlog", "namesrv"}
 	clientTools = []string{"cmd/mqadmin", "cmd/mqbench", "cmd/mqchaos", "tools/admin", "tools/bench",
-		"internal/chaos", "tools/console"}
+		"tools/chaos", "tools/console"}
 )
 
 // rules are ARCHITECTURE.md's import rules.

@@ -1,4 +1,4 @@
-// Package faultnet is a fault-injecting TCP proxy for tests and the chaos suite (internal/chaos): placed
+// Package faultnet is a fault-injecting TCP proxy for tests and the chaos suite (tools/chaos): placed
 // between two processes on one machine, it forwards bytes both ways and, on command, partitions the link,
 // delays it, partitions one direction only, makes it lossy, or cuts its connections. It stands in for netem
 // and iptables, which this kind of machine lacks or which need privileges and network namespaces.

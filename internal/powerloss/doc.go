@@ -2,7 +2,7 @@
 // durable, file by file, while the store runs (Journal, behind store.Options.SyncObserver),
 // and after the store's process was killed it cuts every journaled file back to what was
 // synced (Cut), so the store restarts on what a machine crash could have left. The chaos
-// suite (internal/chaos, fault kinds power-loss-*) and the store's crash tests use it.
+// suite (tools/chaos, fault kinds power-loss-*) and the store's crash tests use it.
 //
 // # Why a journal, and not a file-system layer
 //
