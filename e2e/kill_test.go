@@ -18,8 +18,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/rocketraft/rocketraft/app/servers"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/cmdutil"
 )
 
 // childBrokerEnv, when set, makes the test binary run a broker (config from the command line after "--")
@@ -35,7 +35,7 @@ func runChildBroker() {
 			break
 		}
 	}
-	os.Exit(cmdutil.RunBroker(args, os.Stdout, os.Stderr))
+	os.Exit(servers.RunBroker(args, os.Stdout, os.Stderr))
 }
 
 func startChildBroker(t *testing.T, args ...string) *exec.Cmd {

@@ -20,8 +20,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/rocketraft/rocketraft/app/servers"
 	"github.com/rocketraft/rocketraft/internal/cluster"
-	"github.com/rocketraft/rocketraft/internal/cmdutil"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -44,7 +44,7 @@ func childArgs() []string {
 	return nil
 }
 
-func runChildNamesrv() { os.Exit(cmdutil.RunNamesrv(childArgs(), os.Stdout, os.Stderr)) }
+func runChildNamesrv() { os.Exit(servers.RunNamesrv(childArgs(), os.Stdout, os.Stderr)) }
 
 // runChildProducer is an official Go client producer in a process of its own: it creates the topic
 // through the given broker address (retrying until a master answers there), then sends from two

@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/rocketraft/rocketraft/internal/cmdutil"
+	"github.com/rocketraft/rocketraft/app/servers"
 )
 
-func main() { os.Exit(cmdutil.RunBroker(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(servers.RunBroker(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,6 +1,6 @@
-// Package cmdutil holds what the thin mains share: config loading with RocketMQ's flags, the log files
+// Package servers holds what the thin mains share: config loading with RocketMQ's flags, the log files
 // (internal/logging), and waiting for SIGINT/SIGTERM while SIGHUP re-reads logLevel.
-package cmdutil
+package servers
 
 import (
 	"fmt"
