@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/ha"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
 // popBenchSetup stores n messages over 4 queues.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/tools/admin"
 	"github.com/rocketraft/rocketraft/tools/console"

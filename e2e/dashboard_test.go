@@ -18,8 +18,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/namesrv"
 	"github.com/rocketraft/rocketraft/remoting"

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 )
 
 // TestDelayLevel: a level-2 message (5 s by default) arrives after 5 s and not before, in its real topic.

@@ -9,8 +9,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
 // TestHASlaveNotAvailableThroughClient: the official client sees SLAVE_NOT_AVAILABLE from a SYNC_MASTER

@@ -18,8 +18,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/app/servers"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
 // childBrokerEnv, when set, makes the test binary run a broker (config from the command line after "--")

@@ -10,8 +10,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/namesrv"
 )

@@ -21,7 +21,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"golang.org/x/sys/unix"
 
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 )
 

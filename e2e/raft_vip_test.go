@@ -7,7 +7,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 )
 
 // TestRaftTransferVIP: a three-node Raft group in this process with the master's virtual address

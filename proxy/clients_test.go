@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/rocketraft/rocketraft/acl"
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/proxy"
 	"github.com/rocketraft/rocketraft/proxy/v2pb"
 	"github.com/rocketraft/rocketraft/remoting"

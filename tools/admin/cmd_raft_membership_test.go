@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/broker"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
 // TestRaftMembershipCommands: a three-node Raft group with traffic; a fourth broker started with

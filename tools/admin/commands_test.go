@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 )
 
 // TestCommands runs every mqadmin command against a two-broker cluster with traffic from the official Go

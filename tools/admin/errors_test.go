@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
 // TestExportImportMetadata migrates a cluster's topics and groups: exportMetadata -c writes the user topics

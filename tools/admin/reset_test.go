@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/cluster"
+	"github.com/rocketraft/rocketraft/app/cluster"
 )
 
 // resetOffsetByTime moves a group's offsets back to a time: a running official push consumer is told

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/app/cluster"
 	"github.com/rocketraft/rocketraft/client"
-	"github.com/rocketraft/rocketraft/internal/cluster"
 )
 
 // TestServing: against a running broker the probe reports a send answered, then its pull, and exits 0.
