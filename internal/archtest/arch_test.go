@@ -23,39 +23,64 @@ type rule struct {
 }
 
 var (
-	servers     = []string{"broker", "store", "ha", "raftlog", "namesrv"}
+	// servers are the packages a client tool never links (the store calls Linux-only functions).
+	servers = []string{"app/...", "broker/...", "store", "ha", "raftlog", "namesrv", "proxy", "filter"}
+	// clientTools are the tools and their mains: clients of the wire only.
 	clientTools = []string{"cmd/mqadmin", "cmd/mqbench", "cmd/mqchaos", "tools/admin", "tools/bench",
 		"tools/chaos", "tools/console"}
+	// leaves are the shared words of the wire and the record: they import nothing of ours.
+	leaves = []string{"message", "protocol", "remoting"}
+	// engines are the broker's engines, each in broker/internal/<name>, behind interfaces it owns.
+	// TestEnginesAreListed fails on a package under broker/internal that is in no engine here.
+	engines = []string{"pop", "delay", "txcheck", "stats"}
 )
 
 // rules are ARCHITECTURE.md's import rules.
-var rules = []rule{
+var rules = append([]rule{
 	{why: "the leaf packages import nothing of ours but each other's leaves: store may use message and the atomic file writer only",
 		from: []string{"store"}, never: without(ours(), "store", "message"), allow: []string{"internal/atomicfile"}},
 	{why: "message, protocol and remoting are leaves: they import nothing of ours",
-		from: []string{"message", "protocol", "remoting"}, never: ours()},
+		from: leaves, never: ours()},
+	{why: "internal/ holds foundations and the test kit: it imports only the leaf packages",
+		from: []string{"internal/..."}, never: without(ours(), append(slices.Clone(leaves), "internal/...")...)},
 	{why: "the name server never imports the broker or its replication and storage",
-		from: []string{"namesrv"}, never: []string{"broker", "store", "ha", "raftlog"}},
+		from: []string{"namesrv"}, never: []string{"broker/...", "store", "ha", "raftlog"}},
 	{why: "the classic HA and the Raft log are apart", from: []string{"ha"}, never: []string{"raftlog"}},
 	{why: "the classic HA and the Raft log are apart", from: []string{"raftlog"}, never: []string{"ha"}},
 	{why: "the native client imports only the leaf packages remoting, protocol and message",
 		from: []string{"client"}, never: append(without(ours(), "message", "protocol", "remoting"), "github.com/hashicorp/raft/...")},
-	{why: "client tools build for darwin and windows: no server package, no hashicorp/raft",
-		from: clientTools, never: append(slices.Clone(servers), "github.com/hashicorp/raft/...")},
+	{why: "tools are clients of the wire: they import only the client side (client, acl's file and signatures, proxy/v2pb's messages, the leaves, internal/), never a server nor hashicorp/raft, so they build for darwin and windows",
+		from: clientTools, never: append(without(ours(), "client", "acl", "proxy/v2pb", "message", "protocol", "remoting", "internal/...", "tools/..."),
+			"github.com/hashicorp/raft/...")},
 	{why: "the gRPC endpoint reaches brokers only through the one native client, or in local mode through proxy.Local, which the broker implements",
-		from: []string{"proxy/..."}, never: append(without(ours(), "acl", "client", "message", "protocol", "remoting"),
+		from: []string{"proxy", "proxy/v2pb"}, never: append(without(ours(), "acl", "client", "message", "protocol", "proxy/v2pb", "remoting"),
 			"github.com/hashicorp/raft/..."),
 		// acl (the v5 signatures are checked against the broker's ACL file) writes that file with it.
 		allow: []string{"internal/atomicfile"}},
-	{why: "the broker's engines (broker/internal/...) take what they use as interfaces of their own: they never reach the broker, its replication or the network",
-		from: []string{"broker/internal/..."}, never: []string{"broker", "ha", "raftlog", "namesrv", "proxy/...", "client", "remoting"}},
+	{why: "only cmd/, e2e and tests import app/ (the composition roots)",
+		from: without(ours(), "app/...", "cmd/..."), never: []string{"app/..."}},
 	{why: "nothing imports a command", from: []string{"..."}, never: []string{"cmd/..."}},
+}, engineRules()...)
+
+// engineRules: an engine under broker/internal never reaches the broker, another engine, the replication
+// or the network; it takes what it uses as interfaces of its own.
+func engineRules() []rule {
+	var out []rule
+	for _, e := range engines {
+		out = append(out, rule{
+			why:   "the broker's engines (broker/internal/...) never import each other or the broker, its replication or the network: each takes what it uses as interfaces of its own",
+			from:  []string{"broker/internal/" + e + "/..."},
+			never: []string{"broker/...", "app/...", "ha", "raftlog", "namesrv", "proxy", "proxy/v2pb", "client", "remoting", "tools/..."},
+			allow: []string{"broker/internal/" + e + "/..."},
+		})
+	}
+	return out
 }
 
-// ours lists the top-level packages of the module that rules speak of.
+// ours lists the packages of the module that rules speak of.
 func ours() []string {
-	return []string{"acl", "broker", "client", "filter", "ha", "message", "namesrv", "protocol", "proxy", "raftlog", "remoting",
-		"store", "internal/...", "cmd/..."}
+	return []string{"acl", "app/...", "broker/...", "client", "filter", "ha", "message", "namesrv", "protocol", "proxy", "proxy/v2pb",
+		"raftlog", "remoting", "store", "internal/...", "tools/...", "cmd/..."}
 }
 
 func without(list []string, drop ...string) []string {
@@ -103,34 +128,53 @@ func violations(deps map[string][]string, rules []rule) []string {
 	return out
 }
 
-// moduleDeps runs go list over the module (production code only: tests may import what they like) and
-// returns every package's transitive dependencies.
-func moduleDeps(t *testing.T) map[string][]string {
+// goList runs go list -f format over the module's packages (production code only: tests may import what
+// they like) and returns each package's path with the fields format printed after it.
+func goList(t *testing.T, format string) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", module+"/...")
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} "+format, module+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	deps := map[string][]string{}
+	list := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
-		deps[f[0]] = f[1:]
+		list[f[0]] = f[1:]
 	}
-	return deps
+	return list
+}
+
+// moduleDeps returns every package's transitive dependencies.
+func moduleDeps(t *testing.T) map[string][]string {
+	return goList(t, `{{join .Deps " "}}`)
 }
 
 func TestImportRules(t *testing.T) {
 	deps := moduleDeps(t)
-	for _, p := range []string{"store", "broker", "namesrv", "cmd/mqadmin", "cmd/mqbench", "tools/admin"} {
+	for _, p := range []string{"store", "broker", "namesrv", "cmd/mqadmin", "cmd/mqbench", "tools/admin", "app/servers", "internal/metrics"} {
 		if _, ok := deps[module+"/"+p]; !ok {
 			t.Fatalf("go list did not list %s: the rules would check nothing", p)
 		}
 	}
 	for _, v := range violations(deps, rules) {
 		t.Error(v)
+	}
+}
+
+// TestEnginesAreListed: every package under broker/internal belongs to an engine the rules know, so a new
+// engine cannot escape them.
+func TestEnginesAreListed(t *testing.T) {
+	for p := range moduleDeps(t) {
+		rest, ok := strings.CutPrefix(p, module+"/broker/internal/")
+		if !ok {
+			continue
+		}
+		if e, _, _ := strings.Cut(rest, "/"); !slices.Contains(engines, e) {
+			t.Errorf("%s: an engine the import rules do not know; add %q to engines in arch_test.go", p, e)
+		}
 	}
 }
 
@@ -145,6 +189,11 @@ func TestViolationsAreFound(t *testing.T) {
 		{"store imports broker", map[string][]string{m("store"): {m("message"), m("broker")}}, "store depends on broker"},
 		{"store imports internal", map[string][]string{m("store"): {m("internal/metrics")}}, "store depends on internal/metrics"},
 		{"protocol imports remoting", map[string][]string{m("protocol"): {m("remoting")}}, "protocol depends on remoting"},
+		{"internal imports acl", map[string][]string{m("internal/conf"): {m("acl")}}, "internal/conf depends on acl"},
+		{"the test kit imports the broker", map[string][]string{m("internal/testutil"): {m("internal/freeport"), m("broker")}},
+			"internal/testutil depends on broker"},
+		{"internal imports a tool", map[string][]string{m("internal/metrics"): {m("tools/admin")}}, "internal/metrics depends on tools/admin"},
+		{"internal imports the client", map[string][]string{m("internal/faultnet"): {m("client")}}, "internal/faultnet depends on client"},
 		{"namesrv through acl to broker", map[string][]string{m("namesrv"): {m("acl"), m("broker")}}, "namesrv depends on broker"},
 		{"ha imports raftlog", map[string][]string{m("ha"): {m("raftlog")}}, "ha depends on raftlog"},
 		{"raftlog imports ha", map[string][]string{m("raftlog"): {m("ha")}}, "raftlog depends on ha"},
@@ -152,6 +201,13 @@ func TestViolationsAreFound(t *testing.T) {
 			"cmd/mqbench depends on broker"},
 		{"mqadmin links raft", map[string][]string{m("tools/admin"): {"github.com/hashicorp/raft"}},
 			"tools/admin depends on github.com/hashicorp/raft"},
+		{"a tool imports the gRPC endpoint", map[string][]string{m("tools/bench"): {m("proxy/v2pb"), m("proxy")}},
+			"tools/bench depends on proxy"},
+		{"a tool imports the in-process cluster", map[string][]string{m("tools/chaos"): {m("app/cluster")}},
+			"tools/chaos depends on app/cluster"},
+		{"a tool imports a broker engine", map[string][]string{m("tools/console"): {m("broker/internal/stats")}},
+			"tools/console depends on broker/internal/stats"},
+		{"a tool imports filter", map[string][]string{m("tools/admin"): {m("filter")}}, "tools/admin depends on filter"},
 		{"client imports the broker", map[string][]string{m("client"): {m("remoting"), m("broker")}}, "client depends on broker"},
 		{"the proxy links the store", map[string][]string{m("proxy"): {m("client"), m("store")}}, "proxy depends on store"},
 		{"the proxy imports internal", map[string][]string{m("proxy/v2pb"): {m("internal/logging")}}, "proxy/v2pb depends on internal/logging"},
@@ -159,6 +215,12 @@ func TestViolationsAreFound(t *testing.T) {
 		{"client imports internal", map[string][]string{m("client"): {m("internal/testutil")}}, "client depends on internal/testutil"},
 		{"the pop engine imports the broker", map[string][]string{m("broker/internal/pop"): {m("store"), m("broker")}},
 			"broker/internal/pop depends on broker"},
+		{"an engine imports another", map[string][]string{m("broker/internal/delay"): {m("store"), m("broker/internal/stats")}},
+			"broker/internal/delay depends on broker/internal/stats"},
+		{"an engine imports the network", map[string][]string{m("broker/internal/txcheck"): {m("remoting")}},
+			"broker/internal/txcheck depends on remoting"},
+		{"the broker imports app", map[string][]string{m("broker"): {m("app/cluster")}}, "broker depends on app/cluster"},
+		{"internal imports app", map[string][]string{m("internal/testutil"): {m("app/cluster")}}, "internal/testutil depends on app/cluster"},
 		{"a package imports a command", map[string][]string{m("app/cluster"): {m("cmd/mqbroker")}},
 			"app/cluster depends on cmd/mqbroker"},
 	} {
@@ -168,12 +230,17 @@ func TestViolationsAreFound(t *testing.T) {
 		}
 	}
 	ok := map[string][]string{
-		m("store"):               {m("message"), "golang.org/x/sys/unix"},
-		m("namesrv"):             {m("acl"), m("protocol"), m("remoting")},
-		m("tools/admin"):         {m("protocol"), m("message"), m("remoting"), "github.com/hashicorp/raft-boltdb/v2"},
-		m("broker"):              {m("store"), m("ha"), m("raftlog"), m("broker/internal/pop")},
-		m("broker/internal/pop"): {m("store"), m("protocol"), m("message"), m("internal/metrics")},
-		m("client"):              {m("remoting"), m("protocol"), m("message")},
+		m("store"):                   {m("message"), m("internal/atomicfile"), "golang.org/x/sys/unix"},
+		m("namesrv"):                 {m("acl"), m("protocol"), m("remoting")},
+		m("internal/testutil"):       {m("internal/freeport"), m("protocol")},
+		m("tools/admin"):             {m("client"), m("tools/console"), m("protocol"), m("message"), m("remoting"), m("acl"), "github.com/hashicorp/raft-boltdb/v2"},
+		m("tools/bench"):             {m("client"), m("proxy/v2pb"), m("internal/metrics")},
+		m("broker"):                  {m("store"), m("ha"), m("raftlog"), m("broker/internal/pop")},
+		m("broker/internal/pop"):     {m("store"), m("protocol"), m("message"), m("internal/metrics")},
+		m("broker/internal/pop/sub"): {m("broker/internal/pop")},
+		m("client"):                  {m("remoting"), m("protocol"), m("message")},
+		m("app/servers"):             {m("broker"), m("namesrv"), m("proxy")},
+		m("cmd/mqbroker"):            {m("app/servers")},
 	}
 	if got := violations(ok, rules); len(got) > 0 {
 		t.Errorf("allowed graph reported: %q", got)
