@@ -92,6 +92,16 @@ func (p *Pool) Drain() {
 	p.wg.Wait()
 }
 
+// Stopped reports whether Drain or Close was called: Submit refuses every task from then on.
+func (p *Pool) Stopped() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close stops the workers once their current task returns, drops the queued tasks and waits for the workers.
 // It may be called more than once.
 func (p *Pool) Close() {

@@ -58,6 +58,8 @@ const (
 // Remarks of the answers the server gives by itself, as RocketMQ words them.
 const (
 	remarkBusy = "[REJECTREQUEST]system busy, start flow control for a while"
+	// remarkStopping answers a request that reached a pool already drained by a shutdown.
+	remarkStopping = "[REJECTREQUEST]the server is shutting down: send to another broker"
 )
 
 func (cfg ServerConfig) connConfig() connConfig {
@@ -322,6 +324,14 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 		checked = true // the guards let it through
 	}
 	if !r.pool.Submit(func() { s.handle(r.handler, c, req, checked) }) {
+		if r.pool.Stopped() {
+			// The server is shutting down (its owner drained the pool before closing the
+			// connections): SERVICE_NOT_AVAILABLE, which the official producers send again
+			// elsewhere, where SYSTEM_BUSY ends the send (a rolling restart under load failed
+			// 36 sends with it, make deploy-local-raft).
+			_ = c.Reply(req, NewResponse(ServiceNotAvailable, remarkStopping))
+			return
+		}
 		if r.pool.logRefusal(time.Now()) {
 			c.logger.Warn("remoting: pool full, request refused (logged at most once a second per pool)",
 				"pool", r.pool.Name(), "code", req.Code, "refusedInAll", r.pool.Rejected())

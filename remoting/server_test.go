@@ -603,3 +603,48 @@ func TestShutdownAnswersQueuedRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStoppedPoolAnswersServiceNotAvailable: a request that reaches a pool its owner drained for a shutdown
+// (the connection still open) is answered SERVICE_NOT_AVAILABLE, which the official producers send again
+// elsewhere; a full pool of a running server still answers SYSTEM_BUSY.
+func TestStoppedPoolAnswersServiceNotAvailable(t *testing.T) {
+	block := make(chan struct{})
+	var blockOnce sync.Once
+	unblock := func() { blockOnce.Do(func() { close(block) }) }
+	t.Cleanup(unblock)
+	running := make(chan struct{}, 1)
+	send := NewPool("send", 1, 0)
+	pull := NewPool("pull", 1, 4)
+	s := startServer(t, ServerConfig{}, nil, func(s *Server) {
+		s.Register(SendMessage, send, func(context.Context, *Conn, *Command) *Command {
+			running <- struct{}{}
+			<-block
+			return NewResponse(Success, "")
+		})
+		s.Register(PullMessage, pull, echo)
+	})
+	cl := newClient(t, ClientConfig{})
+	addr := s.Addr().String()
+	if _, err := cl.Invoke(ctxTimeout(t, 10*time.Second), addr, NewRequest(PullMessage, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	if err := cl.InvokeAsync(ctxTimeout(t, 10*time.Second), addr, NewRequest(SendMessage, nil, nil),
+		func(_ *Command, err error) { first <- err }); err != nil {
+		t.Fatal(err)
+	}
+	<-running // the one worker is busy and the queue holds nothing: the next send is refused
+	resp, err := cl.Invoke(ctxTimeout(t, 10*time.Second), addr, NewRequest(SendMessage, nil, nil))
+	if err != nil || ResponseCode(resp.Code) != SystemBusy {
+		t.Fatalf("a full pool: %v %v, want SYSTEM_BUSY", resp, err)
+	}
+	unblock()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	pull.Drain() // as a shutdown does before it closes the connections
+	resp, err = cl.Invoke(ctxTimeout(t, 10*time.Second), addr, NewRequest(PullMessage, nil, nil))
+	if err != nil || ResponseCode(resp.Code) != ServiceNotAvailable || !strings.Contains(resp.Remark, "shutting down") {
+		t.Fatalf("a drained pool: %v %v, want SERVICE_NOT_AVAILABLE naming the shutdown", resp, err)
+	}
+}
