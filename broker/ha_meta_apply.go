@@ -23,6 +23,15 @@ import (
 // values). A record seen again at an offset already applied (the tail check truncated the log and the
 // master's records took those offsets) is applied again, from there on.
 //
+// The position holds only beside the topic and group tables it was saved after, and those files are
+// written apart from it: topics.json may be lost or older (read from topics.json.bak when topics.json is
+// missing or empty, a config backup restored, a crash between a record's apply and its table's write). So
+// the position also names the versions of the last topic and group records before it, and open takes it
+// only when the tables loaded are at those versions or later (versionCovers); otherwise it applies every
+// record the log holds again, from the first (a table older than the position would otherwise miss the
+// records before it for good, and a slave restarted while its master is down would not know a topic whose
+// messages it holds).
+//
 // The periodic copy (ha_sync.go) and the records are merged in log order (slaveMeta.mu serialises them):
 //   - topics and groups: a record carries the master's table version after its change; a copy whose
 //     version is older than the last record applied (counter lower, timestamp not newer) is stale, taken
@@ -76,6 +85,10 @@ type slaveMeta struct {
 // haMetaApplied is config/haMetaApplied.json.
 type haMetaApplied struct {
 	Next int64 `json:"next"`
+	// TopicVersion and GroupVersion are the versions the last topic and group records before Next carried
+	// (absent before such a record, and in the files of older versions: then no table is checked).
+	TopicVersion *protocol.DataVersion `json:"topicVersion,omitempty"`
+	GroupVersion *protocol.DataVersion `json:"groupVersion,omitempty"`
 }
 
 func newSlaveMeta(st haMetaStore, b *Broker) *slaveMeta {
@@ -86,8 +99,8 @@ func newSlaveMeta(st haMetaStore, b *Broker) *slaveMeta {
 }
 
 // open loads the saved position, takes the loaded offsets as synced, and applies the records the store
-// holds past the position (dispatched by the store's recovery, with no listener). Before requests are
-// served.
+// holds past the position (dispatched by the store's recovery, with no listener), or every record when
+// the tables loaded are older than the position. Before requests are served.
 func (m *slaveMeta) open() error {
 	var saved haMetaApplied
 	found, err := loadJSON(m.path, &saved)
@@ -96,7 +109,19 @@ func (m *slaveMeta) open() error {
 	}
 	m.mu.Lock()
 	if found {
-		m.mu.next, m.mu.saved = saved.Next, saved.Next
+		if stale := m.staleTable(saved); stale != "" {
+			m.log.Warn("the "+stale+" loaded is older than the metadata records applied before the saved position "+
+				"(its file lost or read from its backup); applying every metadata record the log holds again",
+				"position", saved.Next)
+		} else {
+			m.mu.next, m.mu.saved = saved.Next, saved.Next
+			if saved.TopicVersion != nil {
+				m.mu.topicVersion = *saved.TopicVersion
+			}
+			if saved.GroupVersion != nil {
+				m.mu.groupVersion = *saved.GroupVersion
+			}
+		}
 	}
 	m.mu.synced = m.offsets.snapshot().OffsetTable
 	ch := m.applyUpToLocked(m.store.MaxOffsetInQueue(TopicHAMeta, 0))
@@ -107,6 +132,26 @@ func (m *slaveMeta) open() error {
 	}
 	m.persistChanged(ch)
 	return nil
+}
+
+// staleTable names the table ("topic table", "subscription group table") loaded at a version older than
+// the one the position saved names, or is "" when both hold the records before the position.
+func (m *slaveMeta) staleTable(saved haMetaApplied) string {
+	if saved.TopicVersion != nil && !versionCovers(m.topics.currentVersion(), *saved.TopicVersion) {
+		return "topic table"
+	}
+	if saved.GroupVersion != nil && !versionCovers(m.groups.currentVersion(), *saved.GroupVersion) {
+		return "subscription group table"
+	}
+	return ""
+}
+
+// versionCovers reports whether a table at version v holds the change of a record that carried version rec:
+// v is rec, or later on both the counter and the timestamp (a later record or copy). Anything else (an
+// older file, an empty table, a master whose counter started again) does not: applying the records again
+// costs only time, missing one loses a topic.
+func versionCovers(v, rec protocol.DataVersion) bool {
+	return v.Counter >= rec.Counter && v.Timestamp >= rec.Timestamp
 }
 
 // arrived takes the unit at queueOffset of rmq_sys_ha_meta just dispatched (the store's arrival listener,
@@ -253,6 +298,13 @@ func (m *slaveMeta) checkpoint() error {
 	defer m.saveMu.Unlock()
 	m.mu.Lock()
 	next, saved, delay := m.mu.next, m.mu.saved, m.mu.delayDirty
+	pos := haMetaApplied{Next: next}
+	if v := m.mu.topicVersion; v != (protocol.DataVersion{}) {
+		pos.TopicVersion = &v
+	}
+	if v := m.mu.groupVersion; v != (protocol.DataVersion{}) {
+		pos.GroupVersion = &v
+	}
 	m.mu.delayDirty = false
 	m.mu.Unlock()
 	if next == saved && !delay {
@@ -271,7 +323,7 @@ func (m *slaveMeta) checkpoint() error {
 		}
 	}
 	if len(errs) == 0 && next != saved {
-		data, err := json.Marshal(haMetaApplied{Next: next})
+		data, err := json.Marshal(pos)
 		if err == nil {
 			err = writeConfigFile(m.path, data)
 		}

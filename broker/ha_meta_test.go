@@ -150,13 +150,11 @@ func TestHASlaveAppliesMetadataRecords(t *testing.T) {
 		remoting.NoPermission)
 }
 
-// TestHASlaveRebuildsMetadataFromItsLog: a slave whose metadata files are gone, restarted while its master
-// is down (no copy possible), rebuilds the topic and group from the records its store holds and serves the
-// topic's messages.
-func TestHASlaveRebuildsMetadataFromItsLog(t *testing.T) {
-	c := metaCluster(t)
+// writeRebuildTopic creates topic REBUILD (2 queues) and group CG_REBUILD on the master, sends 10 messages
+// and waits until the slave holds them.
+func writeRebuildTopic(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
 	master, slave := c.Broker(0), c.Broker(1)
-	waitSlaveStreaming(t, master)
 	mw := newWire(t, master.Addr())
 	expectCode(t, "create topic", mw.call(remoting.UpdateAndCreateTopic, map[string]string{"topic": "REBUILD", "readQueueNums": "2",
 		"writeQueueNums": "2", "perm": "6"}, nil), remoting.Success)
@@ -165,15 +163,12 @@ func TestHASlaveRebuildsMetadataFromItsLog(t *testing.T) {
 		expectCode(t, "send", mw.send("REBUILD", i%2, []byte("m"+strconv.Itoa(i)), ""), remoting.Success)
 	}
 	waitCaughtUp(t, master, slave)
-	dir := filepath.Join(slave.Config().StorePathRootDir, "config")
-	c.StopBroker(0)
-	c.StopBroker(1)
-	for _, f := range []string{"topics.json", "subscriptionGroup.json", "haMetaApplied.json"} {
-		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-	}
-	slave = c.StartBroker(1)
+}
+
+// checkRebuilt checks that the restarted slave knows topic REBUILD and group CG_REBUILD and serves the
+// topic's messages.
+func checkRebuilt(t *testing.T, slave *broker.Broker) {
+	t.Helper()
 	sw := newWire(t, slave.Addr())
 	if tc := topicTable(t, sw).TopicConfigTable["REBUILD"]; tc == nil || tc.ReadQueueNums != 2 {
 		t.Fatalf("topic REBUILD on the restarted slave: %+v", tc)
@@ -183,4 +178,71 @@ func TestHASlaveRebuildsMetadataFromItsLog(t *testing.T) {
 	}
 	resp := sw.pull("CG_REBUILD", "REBUILD", 1, 0, 0, "*")
 	expectCode(t, "pull from the slave", resp, remoting.Success)
+}
+
+// TestHASlaveRebuildsMetadataFromItsLog: a slave whose metadata files are gone (and their backups),
+// restarted while its master is down (no copy possible), rebuilds the topic and group from the records its
+// store holds and serves the topic's messages.
+func TestHASlaveRebuildsMetadataFromItsLog(t *testing.T) {
+	c := metaCluster(t)
+	waitSlaveStreaming(t, c.Broker(0))
+	writeRebuildTopic(t, c)
+	dir := filepath.Join(c.Broker(1).Config().StorePathRootDir, "config")
+	c.StopBroker(0)
+	c.StopBroker(1)
+	for _, f := range []string{"topics.json", "subscriptionGroup.json", "haMetaApplied.json"} {
+		for _, name := range []string{f, f + ".bak"} { // a missing file is read from its backup
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkRebuilt(t, c.StartBroker(1))
+}
+
+// TestHASlaveReappliesRecordsOverOlderTables: a slave whose topic and group files are older than the
+// position of the metadata records it applied (taken before the records; as topics.json.bak is read when
+// topics.json is lost, or an older backup is restored), restarted while its master is down, applies the
+// records again and knows the topic and group. Before haMetaApplied.json named the tables' versions, the
+// slave started from the position and never knew them (and a periodic checkpoint between the records and a
+// stop made TestHASlaveRebuildsMetadataFromItsLog fail when it left the .bak files: the backup of
+// haMetaApplied.json was past the records, the backup of topics.json before them).
+func TestHASlaveReappliesRecordsOverOlderTables(t *testing.T) {
+	c := metaCluster(t)
+	master, slave := c.Broker(0), c.Broker(1)
+	waitSlaveStreaming(t, master)
+	mw, sw := newWire(t, master.Addr()), newWire(t, slave.Addr())
+	cluster.Eventually(t, 20*time.Second, func() bool {
+		return topicTable(t, sw).DataVersion == topicTable(t, mw).DataVersion &&
+			groupTable(t, sw).DataVersion == groupTable(t, mw).DataVersion
+	}, "the slave's first copy")
+	dir := filepath.Join(slave.Config().StorePathRootDir, "config")
+	files := []string{"topics.json", "subscriptionGroup.json"}
+	older := map[string][]byte{} // nil: the file did not exist yet
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		older[f] = b
+	}
+	writeRebuildTopic(t, c)
+	c.StopBroker(0)
+	c.StopBroker(1)
+	if _, err := os.Stat(filepath.Join(dir, "haMetaApplied.json")); err != nil {
+		t.Fatalf("the slave saved no position of the records it applied: %v", err)
+	}
+	for _, f := range files {
+		for _, name := range []string{f, f + ".bak"} {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+		if older[f] != nil {
+			if err := os.WriteFile(filepath.Join(dir, f), older[f], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkRebuilt(t, c.StartBroker(1))
 }

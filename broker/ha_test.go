@@ -86,7 +86,9 @@ func commitLogBytes(t *testing.T, c broker.Config, from, to int64) []byte {
 // SEND_OK does not wait for the master's dispatch: its queue can be a message behind the slave's).
 func assertReplicaIdentical(t *testing.T, master, slave *broker.Broker, topic string, queues int) {
 	t.Helper()
-	cluster.Eventually(t, 10*time.Second, func() bool {
+	// 30 s: at load 30 under the race detector 10 s ran out once in TestHASlaveStoppedAndBack (its slave's
+	// flushes took 1.2 s then); dispatch follows a write within the reput service's 100 ms poll otherwise.
+	cluster.Eventually(t, 30*time.Second, func() bool {
 		return slave.Store().DispatchBehindBytes() == 0 && master.Store().DispatchBehindBytes() == 0
 	}, "both dispatched")
 	from, to := slave.Store().MinPhyOffset(), master.Store().MaxPhyOffset()

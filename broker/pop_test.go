@@ -31,7 +31,9 @@ type popHarness struct {
 
 func newPopHarness(t testing.TB, addr func() string, topic string, queues int32) *popHarness {
 	t.Helper()
-	c := client.New(client.Config{Timeout: 5 * time.Second})
+	// 30 s as the wire's calls: one request may wait seconds for a worker at load 30 under the race detector
+	// (5 s timed a POP_MESSAGE out in TestPopOffsetLiftedByCheckPoints).
+	c := client.New(client.Config{Timeout: 30 * time.Second})
 	t.Cleanup(func() { _ = c.Close() })
 	h := &popHarness{t: t, c: c, addr: addr, broker: "broker-a", group: "PG_" + topic, topic: topic}
 	testutil.WaitFor(t, 20*time.Second, "topic created", func() bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/rocketraft/rocketraft/broker"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/internal/testutil"
+	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
@@ -98,41 +99,107 @@ func TestRaftGroupSendsAndRoles(t *testing.T) {
 
 	w := newWire(t, master.Addr())
 	const n = 200
+	// Each queue's messages are sent in order by one goroutine. A SERVICE_NOT_AVAILABLE (at load 30 a
+	// leadership change: "leadership lost while committing", stored or not) is sent again, as a client
+	// does; the node asked forwards to the master of the moment. So a queue holds each message once, and a
+	// message answered SERVICE_NOT_AVAILABLE at most twice, next to each other (checked below).
 	var wg sync.WaitGroup
-	offsets := make([][]int64, 4)
-	var mu sync.Mutex
+	acked := make([]map[string]int64, 4) // per queue: body -> queue offset of its SEND_OK
+	retried := make([]map[string]bool, 4)
 	for g := 0; g < 4; g++ {
+		acked[g], retried[g] = map[string]int64{}, map[string]bool{}
 		wg.Add(1)
 		go func(q int) {
 			defer wg.Done()
 			for i := 0; i < n/4; i++ {
-				resp := w.send("RaftTopic", q, []byte("body"), "")
-				if resp.Code != int32(remoting.Success) {
-					t.Errorf("send: %s %s", remoting.ResponseCode(resp.Code), resp.Remark)
-					return
+				body := fmt.Sprintf("q%d-%03d", q, i)
+				for deadline := time.Now().Add(60 * time.Second); ; {
+					resp := w.send("RaftTopic", q, []byte(body), "")
+					if resp.Code == int32(remoting.Success) {
+						off, _ := resp.OptInt64("queueOffset", -1)
+						acked[q][body] = off
+						break
+					}
+					if resp.Code != int32(remoting.ServiceNotAvailable) || time.Now().After(deadline) {
+						t.Errorf("send %s: %s %s", body, remoting.ResponseCode(resp.Code), resp.Remark)
+						return
+					}
+					retried[q][body] = true
+					time.Sleep(100 * time.Millisecond) // the pace of the retries, not a wait for a condition
 				}
-				off, _ := resp.OptInt64("queueOffset", -1)
-				mu.Lock()
-				offsets[q] = append(offsets[q], off)
-				mu.Unlock()
 			}
 		}(g)
 	}
 	wg.Wait()
-	for q, offs := range offsets {
-		for i, off := range offs {
-			if off != int64(i) {
-				t.Fatalf("queue %d: send %d got queue offset %d, want %d", q, i, off, i)
+	if t.Failed() {
+		t.FailNow()
+	}
+	retries := 0
+	for q := range 4 {
+		retries += len(retried[q])
+	}
+	t.Logf("%d sends answered SERVICE_NOT_AVAILABLE and sent again", retries)
+	commit := func() *remoting.Command {
+		return w.call(remoting.UpdateConsumerOffset, map[string]string{
+			"consumerGroup": "RaftGroup", "topic": "RaftTopic", "queueId": "1", "commitOffset": "17"}, nil)
+	}
+	resp := commit()
+	for deadline := time.Now().Add(60 * time.Second); resp.Code == int32(remoting.ServiceNotAvailable) && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond) // the pace of the retries, not a wait for a condition
+		resp = commit()
+	}
+	expectCode(t, "commit an offset", resp, remoting.Success)
+	// Every node holds each queue's messages in send order, each SEND_OK's at the offset it named, a
+	// message twice only if its first send was answered SERVICE_NOT_AVAILABLE.
+	queueLen := make([]int64, 4)
+	for q := range 4 {
+		b := c.Broker(0)
+		var bodies []string
+		cluster.Eventually(t, 30*time.Second, func() bool { // the master has all: it answered after applying
+			l := c.Broker(0).Store().MaxOffsetInQueue("RaftTopic", int32(q))
+			return l >= n/4 && l == c.Broker(1).Store().MaxOffsetInQueue("RaftTopic", int32(q)) &&
+				l == c.Broker(2).Store().MaxOffsetInQueue("RaftTopic", int32(q))
+		}, "the nodes dispatched queue %d alike", q)
+		for off := int64(0); off < b.Store().MaxOffsetInQueue("RaftTopic", int32(q)); {
+			r, err := b.Store().GetMessage("g", "RaftTopic", int32(q), off, 32, 1<<20, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, raw := range r.Records {
+				v, err := message.ParseRecord(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bodies = append(bodies, string(v.Body))
+			}
+			off = r.NextBeginOffset
+			r.Release()
+		}
+		queueLen[q] = int64(len(bodies))
+		var distinct []string
+		for i, body := range bodies {
+			if i > 0 && bodies[i-1] == body && retried[q][body] {
+				continue
+			}
+			distinct = append(distinct, body)
+			if want, ok := acked[q][body]; ok && (want < 0 || want >= int64(len(bodies)) || bodies[want] != body) {
+				t.Fatalf("queue %d: %s acknowledged at offset %d, which does not hold it (%d units)", q, body, want, len(bodies))
+			}
+		}
+		if len(distinct) != n/4 {
+			t.Fatalf("queue %d holds %d distinct messages in %d units, want %d", q, len(distinct), len(bodies), n/4)
+		}
+		for i, body := range distinct {
+			if want := fmt.Sprintf("q%d-%03d", q, i); body != want {
+				t.Fatalf("queue %d: message %d is %s, want %s", q, i, body, want)
 			}
 		}
 	}
-	expectCode(t, "commit an offset", w.call(remoting.UpdateConsumerOffset, map[string]string{
-		"consumerGroup": "RaftGroup", "topic": "RaftTopic", "queueId": "1", "commitOffset": "17"}, nil), remoting.Success)
 	for i := 0; i < 3; i++ {
 		b := c.Broker(i)
 		cluster.Eventually(t, 10*time.Second, func() bool {
 			for q := int32(0); q < 4; q++ {
-				if b.Store().MaxOffsetInQueue("RaftTopic", q) != n/4 {
+				if b.Store().MaxOffsetInQueue("RaftTopic", q) != queueLen[q] {
 					return false
 				}
 			}

@@ -27,7 +27,9 @@ type wire struct {
 }
 
 func newWire(t *testing.T, addr string) *wire {
-	c := remoting.NewClient(remoting.ClientConfig{DialTimeout: time.Second}, cluster.TestLogger(t, slog.LevelWarn))
+	// A loopback dial is answered at once unless the machine is loaded: at load 30 under the race detector 1 s
+	// timed a dial out (TestHAUnderPeerTLS); 10 s bounds a dial to a broker that is gone.
+	c := remoting.NewClient(remoting.ClientConfig{DialTimeout: 10 * time.Second}, cluster.TestLogger(t, slog.LevelWarn))
 	t.Cleanup(func() { _ = c.Close() })
 	return &wire{t: t, client: c, addr: addr}
 }
