@@ -50,6 +50,9 @@ type clusterOptions struct {
 	// sent, when set (in-memory transport only), sees every AppendEntries a node sends, below
 	// the node's own wrapping (leader_sync_test.go).
 	sent func(from string, args *raft.AppendEntriesRequest)
+	// transport, when set (in-memory transport only), gives node id the transport it is
+	// started with, over its in-memory one (index_fault_test.go).
+	transport func(id string, t *raft.InmemTransport) raft.Transport
 }
 
 type tnode struct {
@@ -229,6 +232,9 @@ func (c *cluster) start(i int) {
 		if c.o.sent != nil {
 			id := tn.id
 			opts.Transport = &watchedTransport{InmemTransport: tn.trans, sent: func(a *raft.AppendEntriesRequest) { c.o.sent(id, a) }}
+		}
+		if c.o.transport != nil {
+			opts.Transport = c.o.transport(tn.id, tn.trans)
 		}
 	}
 	cfg := c.config(tn.id)

@@ -397,7 +397,7 @@ func (n *Node) Start() error {
 	}
 	n.raftp.Store(r)
 	r.RegisterObserver(n.roles.obs)
-	leading := func() bool { return r.State() == raft.Leader }
+	leading := func() bool { return n.raftState() == raft.Leader }
 	n.log.leading.Store(&leading)
 	n.wg.Add(2)
 	go n.roleLoop()
@@ -466,7 +466,7 @@ func (n *Node) Status() Status {
 		return Status{Role: "Shutdown"}
 	}
 	addr, id := r.LeaderWithID()
-	return Status{Role: r.State().String(), Term: r.CurrentTerm(), CommitIndex: r.CommitIndex(),
+	return Status{Role: n.raftState().String(), Term: r.CurrentTerm(), CommitIndex: r.CommitIndex(),
 		AppliedIndex: r.AppliedIndex(), LastIndex: r.LastIndex(), LeaderID: string(id), LeaderAddr: string(addr),
 		Failovers: n.failovers.Load()}
 }
@@ -484,7 +484,7 @@ func (n *Node) Close() error {
 		if r := n.rf(); r != nil {
 			n.prop.close()
 			close(n.stop)
-			if r.State() == raft.Leader && len(n.cfg.Peers) > 1 {
+			if n.raftState() == raft.Leader && len(n.cfg.Peers) > 1 {
 				// Not r.LeadershipTransfer().Error(): when the stop after a failed sync shuts
 				// Raft down meanwhile, the request can stay in Raft's queue unanswered for ever.
 				if err := n.awaitUntil(context.Background(), r.LeadershipTransfer(), nil); err != nil {
@@ -513,6 +513,24 @@ func (n *Node) Close() error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
+}
+
+// raftState is Raft's state as this node sees it: raft.Shutdown once the node told its Raft to
+// shut down (shutdownRaft), whatever Raft's State says. hashicorp/raft (v1.8.0) can report a
+// shut-down Raft as a follower for good: Shutdown sets the state to Shutdown, but the run
+// goroutine, when it takes an AppendEntries (or a RequestVote of a newer term) from its queue
+// before it sees the shutdown (its select picks at random among the ready cases), sets it
+// back to Follower (appendEntries: state != Follower), then returns: nothing sets Shutdown
+// again (doc.go "A disk that fails or fills up"; TestStoppedFollowerSaysShutdown). A follower, which handles its
+// leader's appends all the time, meets it; a leader seldom gets an AppendEntries. Every role
+// check of the node goes through here. Raft must be started (rf() not nil).
+func (n *Node) raftState() raft.RaftState {
+	select {
+	case <-n.raftDown:
+		return raft.Shutdown
+	default:
+		return n.rf().State()
+	}
 }
 
 // shutdownRaft tells Raft to shut down and marks it so (raftDown). The returned future resolves

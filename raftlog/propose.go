@@ -392,7 +392,7 @@ func (n *Node) leaderCheck() error {
 	if n.closed.Load() {
 		return fmt.Errorf("%w: node closed", ErrShutdown)
 	}
-	switch r.State() {
+	switch n.raftState() {
 	case raft.Leader:
 		return nil
 	case raft.Shutdown:

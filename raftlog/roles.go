@@ -87,7 +87,7 @@ func newRoles() *roles {
 // (the moment its RoleLeader event is sent): a broker may act as the master.
 func (n *Node) IsReadyLeader() bool {
 	r := n.rf()
-	return r != nil && n.ready.Load() && r.State() == raft.Leader
+	return r != nil && n.ready.Load() && n.raftState() == raft.Leader
 }
 
 // roleLoop follows Raft's leadership notifications and observations, runs the barrier of a
@@ -113,7 +113,7 @@ func (n *Node) roleLoop() {
 			n.ready.Store(false)
 		case b := <-r.barrier:
 			r.barrierBusy = false
-			if b.term == r.leaderTerm && b.err == nil && n.rf().State() == raft.Leader {
+			if b.term == r.leaderTerm && b.err == nil && n.raftState() == raft.Leader {
 				n.ready.Store(true)
 				r.readySince = time.Now()
 			} else if b.err != nil && b.term == r.leaderTerm {
@@ -184,9 +184,9 @@ func (n *Node) emitRole() {
 	r, rf := n.roles, n.rf()
 	var ev RoleEvent
 	switch {
-	case n.ready.Load() && rf.State() == raft.Leader:
+	case n.ready.Load() && n.raftState() == raft.Leader:
 		ev = RoleEvent{Role: RoleLeader, Term: r.leaderTerm, LeaderID: n.cfg.SelfID, LeaderAddr: n.selfAddr()}
-	case rf.State() != raft.Leader:
+	case n.raftState() != raft.Leader:
 		addr, id := rf.LeaderWithID()
 		ev = RoleEvent{Role: RoleFollower, Term: rf.CurrentTerm(), LeaderID: string(id), LeaderAddr: string(addr)}
 	default:
@@ -312,7 +312,7 @@ func (n *Node) TransferLeadership(toID string) error {
 // of more than one voter, and returns once the transfer is over; nil at once otherwise (a
 // follower, a single node, a node not started or closed).
 func (n *Node) HandOver() error {
-	if r := n.rf(); r == nil || n.closed.Load() || len(n.cfg.Peers) < 2 || r.State() != raft.Leader {
+	if r := n.rf(); r == nil || n.closed.Load() || len(n.cfg.Peers) < 2 || n.raftState() != raft.Leader {
 		return nil
 	}
 	return n.TransferLeadership("")
