@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"context"
+	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/rocketraft/rocketraft/client"
 	"github.com/rocketraft/rocketraft/internal/testutil"
 	"github.com/rocketraft/rocketraft/message"
+	"github.com/rocketraft/rocketraft/proxy"
 	"github.com/rocketraft/rocketraft/proxy/v2pb"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -259,3 +262,95 @@ func receiveAndAck(ctx context.Context, rpc v2pb.MessagingServiceClient, topic s
 type statusErr struct{ s *v2pb.Status }
 
 func (e *statusErr) Error() string { return e.s.String() }
+
+// BenchmarkProduceFloor is what the two protocols cost with nothing behind them: the same clients and
+// messages as BenchmarkProduce, against a server that answers every send SEND_OK at once and stores
+// nothing. remoting-floor is a remoting.Server answering SEND_MESSAGE_V2 on the connection's reader (as the
+// broker's inline send path does); grpc-floor is a grpc.Server with the endpoint's options answering
+// SendMessage. Their cpu-us/op is each protocol's own price per message, client and server together: what
+// BenchmarkProduce's grpc-local pays beyond its remoting row comes from here unless the gRPC path does more
+// work than the remoting one. With both sides on one machine's cores, msgs/s of grpc-local against remoting
+// cannot pass (remoting) / (remoting - remoting-floor + grpc-floor) in cpu-us/op.
+func BenchmarkProduceFloor(b *testing.B) {
+	body := make([]byte, 1024)
+	b.Run("remoting-floor", func(b *testing.B) {
+		srv := remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0"}, nil)
+		answer := func(_ *remoting.Conn, req *remoting.Command) (*remoting.Command, bool) {
+			resp := remoting.NewResponse(remoting.Success, "")
+			resp.ExtFields = map[string]string{"msgId": "0", "queueId": "0", "queueOffset": "0"}
+			return resp, true
+		}
+		pool := remoting.NewPool("floor", 1, 16)
+		srv.RegisterInline(remoting.SendMessageV2, pool, func(context.Context, *remoting.Conn, *remoting.Command) *remoting.Command {
+			return remoting.NewResponse(remoting.SystemError, "not inline")
+		}, answer)
+		if err := srv.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { srv.Close() })
+		nc := client.New(client.Config{})
+		b.Cleanup(func() { nc.Close() })
+		var n atomic.Uint64
+		b.SetParallelism(8)
+		b.ResetTimer()
+		began, cpu0 := time.Now(), cpuNow()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				props := message.EncodeProperties(map[string]string{message.PropertyUniqKey: client.NewUniqID()})
+				if _, err := nc.SendMessage(context.Background(), srv.Addr().String(), &client.Send{Group: "PG_bench", Topic: "TBENCH",
+					BrokerName: "floor", QueueID: int32(n.Add(1) % 8), Properties: props, Body: body}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		measure(b, b.N, began, cpu0)
+	})
+	b.Run("grpc-floor", func(b *testing.B) {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The endpoint's stream workers (proxy.Options.StreamWorkers' default); its guards are off here.
+		srv := grpc.NewServer(grpc.NumStreamWorkers(uint32(proxy.DefaultStreamWorkers * runtime.GOMAXPROCS(0))))
+		v2pb.RegisterMessagingServiceServer(srv, floorService{})
+		go srv.Serve(lis)
+		b.Cleanup(srv.Stop)
+		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { conn.Close() })
+		rpc := v2pb.NewMessagingServiceClient(conn)
+		b.SetParallelism(8)
+		b.ResetTimer()
+		began, cpu0 := time.Now(), cpuNow()
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "floor")
+			for pb.Next() {
+				m := &v2pb.Message{Topic: res("TBENCH"), Body: body,
+					SystemProperties: &v2pb.SystemProperties{MessageId: client.NewUniqID(), MessageType: v2pb.MessageType_NORMAL}}
+				r, err := rpc.SendMessage(ctx, &v2pb.SendMessageRequest{Messages: []*v2pb.Message{m}})
+				if err != nil || r.Status.Code != v2pb.Code_OK {
+					b.Errorf("send: %v %v", r, err)
+					return
+				}
+			}
+		})
+		measure(b, b.N, began, cpu0)
+	})
+}
+
+// floorService answers every SendMessage OK, one entry per message, and stores nothing.
+type floorService struct {
+	v2pb.UnimplementedMessagingServiceServer
+}
+
+func (floorService) SendMessage(_ context.Context, req *v2pb.SendMessageRequest) (*v2pb.SendMessageResponse, error) {
+	ok := &v2pb.Status{Code: v2pb.Code_OK, Message: "OK"}
+	out := &v2pb.SendMessageResponse{Status: ok}
+	for _, m := range req.Messages {
+		out.Entries = append(out.Entries, &v2pb.SendResultEntry{Status: ok, MessageId: m.GetSystemProperties().GetMessageId()})
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -50,8 +51,18 @@ type Options struct {
 	// HeartbeatInterval is how often the proxy heartbeats its producer and consumer groups to the brokers
 	// (default 20s); a new group is sent at once.
 	HeartbeatInterval time.Duration
-	Log               *slog.Logger // nil discards
+	// StreamWorkers is how many goroutines serve calls, each in turn (grpc.NumStreamWorkers); a call that
+	// finds none free gets a goroutine of its own, as every call does without them. Default
+	// DefaultStreamWorkers per GOMAXPROCS; negative: none. A worker's stack stays grown between calls,
+	// where a call's own goroutine grows its 8 KiB stack in gRPC's receive every time (runtime.copystack
+	// was 10 % of a local-mode broker's CPU under mqbench's sends; doc.go "Speed").
+	StreamWorkers int
+	Log           *slog.Logger // nil discards
 }
+
+// DefaultStreamWorkers is Options.StreamWorkers' default, per GOMAXPROCS: enough for mqbench's 16 senders on
+// 2 cores, few enough that the idle ones cost little (a stack each).
+const DefaultStreamWorkers = 8
 
 // Server is the gRPC endpoint: apache.rocketmq.v2.MessagingService over the native client. Safe for
 // concurrent use; Close stops it and waits for its goroutines.
@@ -92,6 +103,9 @@ func New(opts Options) (*Server, error) {
 	if opts.AutoRenewInvisible <= 0 {
 		opts.AutoRenewInvisible = time.Minute
 	}
+	if opts.StreamWorkers == 0 {
+		opts.StreamWorkers = DefaultStreamWorkers * runtime.GOMAXPROCS(0)
+	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 20 * time.Second
 	}
@@ -120,6 +134,9 @@ func New(opts Options) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.unaryAuth),
 		grpc.ChainStreamInterceptor(s.streamAuth),
+	}
+	if opts.StreamWorkers > 0 {
+		sopts = append(sopts, grpc.NumStreamWorkers(uint32(opts.StreamWorkers)))
 	}
 	if opts.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
