@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/acl"
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/broker/internal/pop"
 	"github.com/rocketraft/rocketraft/internal/conf"
+	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -61,8 +63,8 @@ type Broker struct {
 	clients  *clientManager
 	locks    *rebalanceLockManager
 	pullHold *pullHoldService
-	schedule *scheduleService
-	timer    *timerService
+	schedule *delay.Schedule // delay-level delivery (broker/internal/delay), a master service
+	timer    *delay.Timer    // timed delivery (broker/internal/delay), a master service
 	txCheck  *transactionChecker
 	pop      popEngine       // RocketMQ 5's pop consumption (broker/internal/pop), a master service
 	popPoll  *popPollService // held pops and notifications (pop_poll.go)
@@ -156,11 +158,11 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.clients = newClientManager(b.log)
 	b.locks = newRebalanceLockManager(ms(cfg.RebalanceLockMaxLiveTime))
 	// The master services read the store once started; New opens it below (openedStore).
-	b.schedule = newScheduleService(scheduleOptions{store: openedStore{&b.store}, put: b.put, clock: b.clock, log: b.log,
-		levels: b.delayLevels, dir: cfg.StorePathRootDir, persistEvery: ms(cfg.FlushDelayOffsetInterval)})
-	b.timer = newTimerService(timerOptions{store: openedStore{&b.store}, put: b.put, clock: b.clock, log: b.log,
-		dir: cfg.StorePathRootDir, persistEvery: ms(cfg.FlushDelayOffsetInterval),
-		onDelivered: func(topic string) { b.stats.timerOut.Get(topic).Add(1) }})
+	b.schedule = delay.NewSchedule(delay.ScheduleOptions{Store: openedStore{&b.store}, Put: b.put, Clock: b.clock, Log: b.log,
+		Levels: b.delayLevels, Dir: cfg.StorePathRootDir, PersistEvery: ms(cfg.FlushDelayOffsetInterval)})
+	b.timer = delay.NewTimer(delay.TimerOptions{Store: openedStore{&b.store}, Put: b.put, Clock: b.clock, Log: b.log,
+		Dir: cfg.StorePathRootDir, PersistEvery: ms(cfg.FlushDelayOffsetInterval),
+		OnDelivered: func(topic string) { b.stats.timerOut.Get(topic).Add(1) }})
 	b.txCheck = newTransactionChecker(transactionCheckOptions{store: openedStore{&b.store}, put: b.putRaw, offsets: b.offsets,
 		topics: b.topics, producers: b.clients, clock: b.clock, log: b.log, storeHost: b.storeHost,
 		interval: ms(cfg.TransactionCheckInterval), timeout: ms(cfg.TransactionTimeOut), checkMax: cfg.TransactionCheckMax})
@@ -168,7 +170,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.popPoll = newPopPollService(cfg.Pop.PopPollingSize, cfg.Pop.MaxPopPollingSize, b.rerunHeldPop)
 	b.services.list = []namedService{{"persist delay offsets", b.schedule}, {"persist timer checkpoint", b.timer},
 		{"transaction check", b.txCheck}, {"pop revive", b.pop}}
-	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load, b.schedule.load, b.timer.load} {
+	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load, b.schedule.Load, b.timer.Load} {
 		if err := load(); err != nil {
 			return nil, err
 		}
@@ -181,7 +183,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		Logger:           b.log,
 		StoreHost:        b.storeHost,
 		ArrivingListener: b.arrived,
-		TagsCode:         b.scheduleTagsCode,
+		TagsCode:         delay.TagsCode(b.delayLevels),
 		SyncObserver:     opts.SyncObserver,
 		FileOps:          opts.FileOps,
 	}
@@ -330,9 +332,9 @@ func (b *Broker) registerProcessors() {
 func (b *Broker) arrived(a store.Arrival) {
 	switch a.Topic {
 	case TopicSchedule:
-		b.schedule.arrived(a.QueueID, a.QueueOffset)
+		b.schedule.Arrived(a.QueueID, a.QueueOffset)
 	case TopicTimer:
-		b.timer.arrived()
+		b.timer.Arrived()
 	case TopicHAMeta:
 		if b.slaveMeta != nil {
 			b.slaveMeta.arrived(a.QueueOffset)
@@ -415,9 +417,9 @@ func (b *Broker) start() error {
 	}
 	b.wg.Add(1)
 	go b.registerLoop()
-	runEvery(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
-	runEvery(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
-	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
+	loop.Every(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
+	loop.Every(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
+	loop.Every(b.stop, &b.wg, time.Second, b.sampleAdminStats)
 	b.startStatsLog()
 	var err error
 	if b.grpc, err = startGrpc(b.cfg, b.aclCheck, grpcLocal{b}, b.log.With("component", "grpc")); err != nil {

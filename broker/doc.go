@@ -47,11 +47,12 @@
 //
 // # Services and tables
 //
-// The master services (master_services.go: delay-level delivery in schedule.go, timer delivery in
-// timer.go, transaction check-back in transaction_check.go) run while the broker is master and are
-// started and stopped together by the role. None holds the broker: each is built with what it uses, as
-// small interfaces it owns (queueStore for the consume queues and records, a put function, the Clock, its
-// intervals; the check-back also txOffsets, txTopics, txProducers). The metadata tables (topic_config.go,
+// The master services (master_services.go: delay-level and timer delivery, the engine of package
+// broker/internal/delay; transaction check-back in transaction_check.go; the pop engine's revive service)
+// run while the broker is master and are started and stopped together by the role. None holds the broker:
+// each is built with what it uses, as small interfaces it owns (the delay engine's delay.Store for the
+// consume queues and records, a put function, the Clock, its intervals; the check-back queueStore, and also
+// txOffsets, txTopics, txProducers). The metadata tables (topic_config.go,
 // subscription_group.go, consumer_offset.go, and the delay offsets and timer checkpoint of those services)
 // are each owned by one manager and changed only through its methods, with its lock inside: the slave's
 // sync, the Raft state machine (raft_meta.go: metadata entries, snapshots) and the offsets entries
@@ -60,7 +61,8 @@
 // manager's apply methods.
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and
-// the timer topic before they are stored; schedule.go and timer.go deliver them when due, and recall.go
+// the timer topic before they are stored; the delay engine (broker/internal/delay: its doc.go says what
+// survives what) delivers them when due, and recall.go
 // (RECALL_MESSAGE, RocketMQ 5.3) withdraws a timed message through a recall record the timer meets at the
 // message's delivery time; filter.go and
 // sql_cache.go pick the store filter (tag hashes or SQL92 from filter/) of a subscription.
@@ -109,14 +111,14 @@
 //	put.go        TIMER_DELAY_SEC / TIMER_DELAY_MS become a delivery time (ms) of the steady clock, stored
 //	              as the message's TIMER_OUT_MS; TIMER_DELIVER_MS / __STARTDELIVERTIME are the sender's wall
 //	              time and are stored as given
-//	timer.go      a message is due once the steady clock reaches its TIMER_OUT_MS: a step of this node's
+//	delay Timer   a message is due once the steady clock reaches its TIMER_OUT_MS: a step of this node's
 //	              wall clock delivers nothing early and stalls nothing. An absolute time is compared with the
 //	              steady clock, so it is met by this node's wall clock as it was at start plus the time since
 //	              (the sender's and this node's clocks must agree, as in RocketMQ). After a restart, or on a
 //	              new master or leader, the steady clock starts again from that node's wall clock: a step
 //	              taken before then moves every pending delivery by the step (forward: due sooner, delivered
 //	              at once in a burst if it passed them; back: delayed by the step)
-//	schedule.go   a delay-level message seen arriving (the arrival listener) is due its level's delay after
+//	delay levels  a delay-level message seen arriving (the arrival listener) is due its level's delay after
 //	              the arrival on the monotonic clock, whatever the clocks did. One not seen arriving (stored
 //	              before a restart or a leadership change, or beyond maxArrivals waiting in one level) is due
 //	              by its tag code, the store's wall-clock store timestamp plus the delay, against the steady

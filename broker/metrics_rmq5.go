@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -393,17 +394,17 @@ func (b *Broker) collectTimer(ch chan<- prometheus.Metric) {
 		return
 	}
 	now := time.Now()
-	st := b.timer.status(b.clock.Now()) // the timer's due times are on the steady clock (clock.go)
+	st := b.timer.Status(b.clock.Now()) // the timer's due times are on the steady clock (clock.go)
 	var enqueueLatency float64
-	if st.unloaded > 0 {
-		enqueueLatency = age(now, b.storeTime(TopicTimer, 0, st.scanned))
+	if st.Unloaded > 0 {
+		enqueueLatency = age(now, b.storeTime(TopicTimer, 0, st.Scanned))
 	}
 	ch <- metrics.Gauge(timerEnqueueLatencyDesc, enqueueLatency)
-	for i, bound := range timerDistBounds {
-		ch <- metrics.Gauge(timerSnapshotDesc, float64(st.ahead[i]), strconv.FormatInt(bound, 10))
+	for i, bound := range delay.TimerDistBounds {
+		ch <- metrics.Gauge(timerSnapshotDesc, float64(st.Ahead[i]), strconv.FormatInt(bound, 10))
 	}
-	ch <- metrics.Gauge(timerDequeueLagDesc, float64(st.due))
-	ch <- metrics.Gauge(timerDequeueLatencyDesc, float64(st.lateMillis))
-	ch <- metrics.Gauge(timerEnqueueLagDesc, float64(st.unloaded))
-	ch <- metrics.Gauge(timingMessagesDesc, float64(st.waiting))
+	ch <- metrics.Gauge(timerDequeueLagDesc, float64(st.Due))
+	ch <- metrics.Gauge(timerDequeueLatencyDesc, float64(st.LateMillis))
+	ch <- metrics.Gauge(timerEnqueueLagDesc, float64(st.Unloaded))
+	ch <- metrics.Gauge(timingMessagesDesc, float64(st.Waiting))
 }

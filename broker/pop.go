@@ -28,9 +28,6 @@ func DefaultPopConfig() PopConfig { return pop.DefaultConfig() }
 // collector.
 type popEngine struct{ *pop.Engine }
 
-func (p popEngine) start()       { p.Start() }
-func (p popEngine) close() error { return p.Close() }
-
 func (p popEngine) collect(ch chan<- prometheus.Metric, held int) { p.Collect(ch, held) }
 
 // popDescs are the descriptions of the pop series.

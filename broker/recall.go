@@ -32,8 +32,8 @@ func (b *Broker) recallHandleOf(m *message.Message) string {
 	if err != nil {
 		return ""
 	}
-	topic, _ := propValue(m.Properties, message.PropertyRealTopic)
-	id, _ := propValue(m.Properties, message.PropertyUniqKey)
+	topic, _ := message.FindProperty(m.Properties, message.PropertyRealTopic)
+	id, _ := message.FindProperty(m.Properties, message.PropertyUniqKey)
 	if topic == "" || id == "" {
 		return ""
 	}
@@ -90,7 +90,7 @@ func (b *Broker) recallRecord(h *protocol.RecallMessageRequestHeader, handle pro
 		message.PropertyUniqKey:         handle.MessageID,
 		message.PropertyRealTopic:       handle.Topic,
 		message.PropertyRealQueueID:     "0",
-		propTimerOutMs:                  strconv.FormatInt(handle.DeliverMs, 10),
+		message.PropertyTimerOutMs:      strconv.FormatInt(handle.DeliverMs, 10),
 	}
 	if h.ProducerGroup != "" {
 		props[message.PropertyProducerGroup] = h.ProducerGroup

@@ -240,7 +240,7 @@ func (b *Broker) send(conn *remoting.Conn, req *remoting.Command, mayBlock bool)
 		BornHost:       bornHost,
 		ReconsumeTimes: h.reconsumeTimes,
 	}
-	if id, ok := propValue(m.Properties, message.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
+	if id, ok := message.FindProperty(m.Properties, message.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
 		// (a forwarded request came on another broker's connection, not the requester's)
 		b.clients.rememberClient(id, conn) // a request: its reply may come before the requester's heartbeat
 	}
@@ -301,10 +301,10 @@ func (b *Broker) addBrokerProperties(props string) string {
 	var sb strings.Builder
 	sb.Grow(len(props) + 64)
 	sb.WriteString(props)
-	if !hasProperty(props, message.PropertyCluster) {
+	if !message.HasProperty(props, message.PropertyCluster) {
 		appendProperty(&sb, message.PropertyCluster, b.cfg.BrokerClusterName)
 	}
-	if !hasProperty(props, message.PropertyUniqKey) {
+	if !message.HasProperty(props, message.PropertyUniqKey) {
 		appendProperty(&sb, message.PropertyUniqKey, b.uniqIDs.Next())
 	}
 	return sb.String()
@@ -436,6 +436,6 @@ func addrPortOf(s string) netip.AddrPort {
 
 // timerOut is the TIMER_OUT_MS property prepare put on a message it parked in the timer.
 func timerOut(props string) string {
-	v, _ := propValue(props, propTimerOutMs)
+	v, _ := message.FindProperty(props, message.PropertyTimerOutMs)
 	return v
 }

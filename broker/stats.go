@@ -119,14 +119,14 @@ func (t messageType) String() string { return messageTypeNames[t] }
 // messageTypeOf is RocketMQ's TopicMessageType of a send: transaction when prepared, fifo with a sharding
 // key, delay with any delivery-time property, else normal.
 func messageTypeOf(props string) messageType {
-	if v, _ := propValue(props, message.PropertyTransactionPrepared); v == "true" {
+	if v, _ := message.FindProperty(props, message.PropertyTransactionPrepared); v == "true" {
 		return messageTransaction
 	}
-	if hasProperty(props, message.PropertyShardingKey) {
+	if message.HasProperty(props, message.PropertyShardingKey) {
 		return messageFIFO
 	}
-	for _, k := range []string{message.PropertyDelayLevel, propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs, propStartDeliverTime} {
-		if hasProperty(props, k) {
+	for _, k := range []string{message.PropertyDelayLevel, message.PropertyTimerDeliverMs, message.PropertyTimerDelaySec, message.PropertyTimerDelayMs, message.PropertyStartDeliverTime} {
+		if message.HasProperty(props, k) {
 			return messageDelay
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/internal/logging"
+	"github.com/rocketraft/rocketraft/internal/loop"
 )
 
 // stats.log: RocketMQ's BrokerStatsManager prints, once a minute, one line per stats item with what it
@@ -42,7 +43,7 @@ func (b *Broker) startStatsLog() {
 	}
 	log := b.log.With(logging.ComponentKey, logging.ComponentStats)
 	last, prev := b.stats.boot, map[statsKey]statsLogCount{} // only the stats goroutine touches them
-	runEvery(b.stop, &b.wg, interval, func() {
+	loop.Every(b.stop, &b.wg, interval, func() {
 		now := time.Now()
 		prev = b.printStats(log, now.Sub(last), prev)
 		last = now

@@ -26,7 +26,7 @@ func (b *Broker) toHalf(m *message.Message) error {
 		return err
 	}
 	realTopic, realQID := m.Topic, m.QueueID
-	m.Properties = editProperties(m.Properties, func(p map[string]string) {
+	m.Properties = message.EditProperties(m.Properties, func(p map[string]string) {
 		p[message.PropertyRealTopic] = realTopic
 		p[message.PropertyRealQueueID] = strconv.Itoa(int(realQID))
 	})
@@ -91,7 +91,7 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 	if resp := checkHalf(half, h); resp != nil {
 		return resp
 	}
-	realTopic, _ := propValue(half.Properties, message.PropertyRealTopic)
+	realTopic, _ := message.FindProperty(half.Properties, message.PropertyRealTopic)
 	born := time.UnixMilli(half.BornTimestamp)
 	if tran == message.SysFlagTransactionRollback {
 		if err := b.writeOp(ctx, half.QueueOffset); err != nil {
@@ -100,7 +100,7 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 		b.stats.recordEnd(realTopic, false, born)
 		return remoting.NewResponse(remoting.Success, "")
 	}
-	final := restoreReal(half, message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)
+	final := message.RestoreReal(half, message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)
 	final.SysFlag = final.SysFlag&^message.SysFlagTransactionMask | message.SysFlagTransactionCommit
 	final.PreparedTransactionOffset = h.commitLogOffset
 	if _, err := b.topics.createIfAbsent(TopicTransOpHalf, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -31,17 +32,17 @@ type transactionChecker struct {
 
 // transactionCheckOptions is what the check-back service is built with.
 type transactionCheckOptions struct {
-	store     queueStore     // reads the half and op queues and their records
-	put       putFunc        // appends as it is (no delay rewriting): a half message put back, one given up
-	offsets   txOffsets      // the consumer offsets: where the walks of the half and op queues resume
-	topics    txTopics       // creates TRANS_CHECK_MAX_TIME_TOPIC
-	producers txProducers    // the producers to ask
-	clock     Clock          // the steady clock (clock.go)
-	log       *slog.Logger   // tagged service=transaction-check here
-	storeHost netip.AddrPort // the storeHost of the records sent with a check
-	interval  time.Duration  // transactionCheckInterval
-	timeout   time.Duration  // transactionTimeOut: a half message younger than this is not checked
-	checkMax  int            // transactionCheckMax
+	store     store.QueueReader // reads the half and op queues and their records
+	put       putFunc           // appends as it is (no delay rewriting): a half message put back, one given up
+	offsets   txOffsets         // the consumer offsets: where the walks of the half and op queues resume
+	topics    txTopics          // creates TRANS_CHECK_MAX_TIME_TOPIC
+	producers txProducers       // the producers to ask
+	clock     Clock             // the steady clock (clock.go)
+	log       *slog.Logger      // tagged service=transaction-check here
+	storeHost netip.AddrPort    // the storeHost of the records sent with a check
+	interval  time.Duration     // transactionCheckInterval
+	timeout   time.Duration     // transactionTimeOut: a half message younger than this is not checked
+	checkMax  int               // transactionCheckMax
 }
 
 // txOffsets is the offset table the check-back service keeps its place in (group transGroup).
@@ -76,12 +77,12 @@ func newTransactionChecker(o transactionCheckOptions) *transactionChecker {
 	return &transactionChecker{transactionCheckOptions: o, log: o.log.With("service", "transaction-check"), stop: make(chan struct{})}
 }
 
-func (c *transactionChecker) start() {
+func (c *transactionChecker) Start() {
 	c.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
-	runEvery(c.stop, &c.wg, c.interval, c.check)
+	loop.Every(c.stop, &c.wg, c.interval, c.check)
 }
 
-func (c *transactionChecker) close() error {
+func (c *transactionChecker) Close() error {
 	close(c.stop)
 	c.wg.Wait()
 	return nil
@@ -190,7 +191,7 @@ func (c *transactionChecker) check() {
 func (c *transactionChecker) putBackAndAsk(half *message.MessageExt, props map[string]string, checks int) error {
 	group := props[message.PropertyProducerGroup]
 	cp := half.Message
-	cp.Properties = editProperties(half.Properties, func(p map[string]string) {
+	cp.Properties = message.EditProperties(half.Properties, func(p map[string]string) {
 		p[message.PropertyTransactionCheckTimes] = strconv.Itoa(checks)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
