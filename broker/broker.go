@@ -15,6 +15,7 @@ import (
 	"github.com/rocketraft/rocketraft/acl"
 	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/broker/internal/pop"
+	"github.com/rocketraft/rocketraft/broker/internal/txcheck"
 	"github.com/rocketraft/rocketraft/internal/conf"
 	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/message"
@@ -63,11 +64,11 @@ type Broker struct {
 	clients  *clientManager
 	locks    *rebalanceLockManager
 	pullHold *pullHoldService
-	schedule *delay.Schedule // delay-level delivery (broker/internal/delay), a master service
-	timer    *delay.Timer    // timed delivery (broker/internal/delay), a master service
-	txCheck  *transactionChecker
-	pop      popEngine       // RocketMQ 5's pop consumption (broker/internal/pop), a master service
-	popPoll  *popPollService // held pops and notifications (pop_poll.go)
+	schedule *delay.Schedule  // delay-level delivery (broker/internal/delay), a master service
+	timer    *delay.Timer     // timed delivery (broker/internal/delay), a master service
+	txCheck  *txcheck.Checker // transaction check-back (broker/internal/txcheck), a master service
+	pop      popEngine        // RocketMQ 5's pop consumption (broker/internal/pop), a master service
+	popPoll  *popPollService  // held pops and notifications (pop_poll.go)
 	uniqIDs  *message.UniqIDGenerator
 	sqlCache sqlCache
 	stats    *brokerStats
@@ -163,9 +164,13 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.timer = delay.NewTimer(delay.TimerOptions{Store: openedStore{&b.store}, Put: b.put, Clock: b.clock, Log: b.log,
 		Dir: cfg.StorePathRootDir, PersistEvery: ms(cfg.FlushDelayOffsetInterval),
 		OnDelivered: func(topic string) { b.stats.timerOut.Get(topic).Add(1) }})
-	b.txCheck = newTransactionChecker(transactionCheckOptions{store: openedStore{&b.store}, put: b.putRaw, offsets: b.offsets,
-		topics: b.topics, producers: b.clients, clock: b.clock, log: b.log, storeHost: b.storeHost,
-		interval: ms(cfg.TransactionCheckInterval), timeout: ms(cfg.TransactionTimeOut), checkMax: cfg.TransactionCheckMax})
+	b.txCheck = txcheck.New(txcheck.Options{Store: openedStore{&b.store}, Put: b.putRaw, Offsets: engineOffsets{b.offsets},
+		Producers: txProducers{b.clients}, Clock: b.clock, Log: b.log, StoreHost: b.storeHost,
+		EnsureTopic: func(topic string, queues, perm int32) error {
+			_, err := b.topics.createIfAbsent(topic, queues, perm, 0)
+			return err
+		},
+		Interval: ms(cfg.TransactionCheckInterval), Timeout: ms(cfg.TransactionTimeOut), CheckMax: cfg.TransactionCheckMax})
 	b.pop = popEngine{pop.New(b.popOptions())}
 	b.popPoll = newPopPollService(cfg.Pop.PopPollingSize, cfg.Pop.MaxPopPollingSize, b.rerunHeldPop)
 	b.services.list = []namedService{{"persist delay offsets", b.schedule}, {"persist timer checkpoint", b.timer},

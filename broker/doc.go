@@ -9,7 +9,7 @@
 // stats, connections, offset reset, the ACL file (admin_acl.go), store maintenance and QUERY_CONSUME_QUEUE
 // (admin_store.go): what mqadmin asks), register.go (REGISTER_BROKER / UNREGISTER_BROKER to every name server: the whole topic table at start and every period, only the changed topics after a
 // change, zlib-compressed; topic creation answers once that round is over), send_back.go (retry and dead-letter queues), transaction.go (half messages,
-// END_TRANSACTION), reply.go (request-reply), pop.go (RocketMQ 5's POP_MESSAGE, ACK_MESSAGE,
+// END_TRANSACTION; the check-back is broker/internal/txcheck), reply.go (request-reply), pop.go (RocketMQ 5's POP_MESSAGE, ACK_MESSAGE,
 // BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, POLLING_INFO; the pop service in pop_*.go,
 // held pops in pop_poll.go, see "Pop consumption").
 //
@@ -47,12 +47,12 @@
 //
 // # Services and tables
 //
-// The master services (master_services.go: delay-level and timer delivery, the engine of package
-// broker/internal/delay; transaction check-back in transaction_check.go; the pop engine's revive service)
-// run while the broker is master and are started and stopped together by the role. None holds the broker:
-// each is built with what it uses, as small interfaces it owns (the delay engine's delay.Store for the
-// consume queues and records, a put function, the Clock, its intervals; the check-back queueStore, and also
-// txOffsets, txTopics, txProducers). The metadata tables (topic_config.go,
+// The master services (master_services.go: delay-level and timer delivery, package broker/internal/delay;
+// the transaction check-back, package broker/internal/txcheck; the pop engine's revive service) run while
+// the broker is master and are started and stopped together by the role. None holds the broker: each is
+// built with what it uses, as small interfaces it owns (a store.QueueReader for the consume queues and
+// records, a put function, the Clock, its intervals; the check-back also the offsets, topic creation and
+// the producers, which the broker asks over the wire: txProducers in transaction.go). The metadata tables (topic_config.go,
 // subscription_group.go, consumer_offset.go, and the delay offsets and timer checkpoint of those services)
 // are each owned by one manager and changed only through its methods, with its lock inside: the slave's
 // sync, the Raft state machine (raft_meta.go: metadata entries, snapshots) and the offsets entries
@@ -124,7 +124,7 @@
 //	              by its tag code, the store's wall-clock store timestamp plus the delay, against the steady
 //	              clock, bounded to [now, now + delay] when it reaches the head of its level (a store
 //	              timestamp after a step back would otherwise hold the level for the step)
-//	transaction   a half message is checked once the steady clock is TransactionTimeOut (or its immunity)
+//	txcheck       a half message is checked once the steady clock is TransactionTimeOut (or its immunity)
 //	              past its born timestamp, the producer's wall time: a step of this node's clock neither
 //	              asks every producer at once nor stops the checks
 //

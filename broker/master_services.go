@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -83,9 +82,16 @@ func (m *masterServices) stopLocked() error {
 	return errors.Join(errs...)
 }
 
-// putFunc stores m and returns once the store's durability policy (and, in the Raft mode, the commit)
-// answered, or ctx ended. Safe from any goroutine; m is the callee's once called.
-type putFunc func(ctx context.Context, m *message.Message) (store.PutResult, error)
+// engineOffsets is the consumer-offset table as the engines take it (pop.Offsets, txcheck.Offsets).
+type engineOffsets struct{ m *consumerOffsetManager }
+
+func (o engineOffsets) Query(group, topic string, queueID int32) int64 {
+	return o.m.query(group, topic, queueID)
+}
+
+func (o engineOffsets) Commit(group, topic string, queueID int32, offset int64) {
+	o.m.commit(group, topic, queueID, offset)
+}
 
 // openedStore is the store New gives the master services (a store.QueueReader, and pop.Store): it builds
 // them before it opens the store (the store's recovery reports arrivals to them already), and they read
