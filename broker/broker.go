@@ -15,6 +15,7 @@ import (
 	"github.com/rocketraft/rocketraft/acl"
 	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/broker/internal/pop"
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
 	"github.com/rocketraft/rocketraft/broker/internal/txcheck"
 	"github.com/rocketraft/rocketraft/internal/conf"
 	"github.com/rocketraft/rocketraft/internal/loop"
@@ -71,7 +72,7 @@ type Broker struct {
 	popPoll  *popPollService  // held pops and notifications (pop_poll.go)
 	uniqIDs  *message.UniqIDGenerator
 	sqlCache sqlCache
-	stats    *brokerStats
+	stats    *stats.Stats // what passes, counted (broker/internal/stats): admin figures, metrics, stats items
 	metrics  *brokerMetrics
 	admin    adminState // admin_*.go: live config, TPS samples
 	opts     Options
@@ -146,7 +147,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		registerWake: make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		uniqIDs:      message.NewUniqIDGenerator(ip, [4]byte{}),
-		stats:        newBrokerStats(cfg.BrokerClusterName),
+		stats:        stats.New(cfg.BrokerClusterName),
 		opts:         opts,
 	}
 	b.addr = b.storeHost.String()
@@ -163,7 +164,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		Levels: b.delayLevels, Dir: cfg.StorePathRootDir, PersistEvery: ms(cfg.FlushDelayOffsetInterval)})
 	b.timer = delay.NewTimer(delay.TimerOptions{Store: openedStore{&b.store}, Put: b.put, Clock: b.clock, Log: b.log,
 		Dir: cfg.StorePathRootDir, PersistEvery: ms(cfg.FlushDelayOffsetInterval),
-		OnDelivered: func(topic string) { b.stats.timerOut.Get(topic).Add(1) }})
+		OnDelivered: b.stats.RecordTimerOut})
 	b.txCheck = txcheck.New(txcheck.Options{Store: openedStore{&b.store}, Put: b.putRaw, Offsets: engineOffsets{b.offsets},
 		Producers: txProducers{b.clients}, Clock: b.clock, Log: b.log, StoreHost: b.storeHost,
 		EnsureTopic: func(topic string, queues, perm int32) error {
@@ -296,7 +297,7 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.GetEarliestMsgStoreTime, consumer, b.processGetEarliestMsgStoreTime)
 	s.Register(remoting.LockBatchMQ, consumer, b.processLockBatchMQ)
 	s.Register(remoting.UnlockBatchMQ, consumer, b.processUnlockBatchMQ)
-	s.Register(remoting.UpdateAndCreateTopic, admin, b.timedCreate(&b.stats.topicCreate, true, b.processUpdateAndCreateTopic))
+	s.Register(remoting.UpdateAndCreateTopic, admin, b.timedCreate(true, b.processUpdateAndCreateTopic))
 	// mqadmin deleteTopic sends to every broker of the cluster, slaves too (RocketMQ's does): a classic slave
 	// deletes its own copy, a Raft follower hands the request to the master, whose deletion goes through the log.
 	s.Register(remoting.DeleteTopicInBroker, admin, b.role.masterServed(b.processDeleteTopic))
@@ -306,7 +307,7 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.ViewBrokerStatsData, admin, b.processViewBrokerStatsData)
 	s.Register(remoting.GetAllProducerInfo, admin, b.processGetAllProducerInfo)
 	s.Register(remoting.GetAllDelayOffset, admin, b.processGetAllDelayOffset)
-	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.timedCreate(&b.stats.groupCreate, false, b.processUpdateSubscriptionGroup))
+	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.timedCreate(false, b.processUpdateSubscriptionGroup))
 	s.Register(remoting.DeleteSubscriptionGroup, admin, b.processDeleteSubscriptionGroup)
 	s.Register(remoting.GetBrokerConfig, admin, b.processGetBrokerConfig)
 	s.Register(remoting.GetBrokerRuntimeInfo, admin, b.processGetBrokerRuntimeInfo)
@@ -544,12 +545,12 @@ func (b *Broker) runtimeInfo() map[string]string {
 		"dispatchBehindBytes":  itoa(b.store.DispatchBehindBytes()),
 		"putMessageTimesTotal": itoa(st.PutMessages),
 		"putMessageSizeTotal":  itoa(st.PutBytes),
-		"getMessageTimesTotal": itoa(b.stats.getCount.Load()),
+		"getMessageTimesTotal": itoa(b.stats.Gets()),
 		"pullHoldCount":        itoa(int64(b.pullHold.count())),
 		"popHoldCount":         itoa(int64(b.popPoll.heldCount())),
-		"msgPutTotalTodayNow":  itoa(b.stats.putCount.Load()),
-		"msgGetTotalTodayNow":  itoa(b.stats.getCount.Load()),
-		"bootTimestamp":        itoa(b.stats.boot.UnixMilli()),
+		"msgPutTotalTodayNow":  itoa(b.stats.Puts()),
+		"msgGetTotalTodayNow":  itoa(b.stats.Gets()),
+		"bootTimestamp":        itoa(b.stats.Boot().UnixMilli()),
 	}
 	b.addAdminRuntimeInfo(m, st)
 	return m

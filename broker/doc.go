@@ -131,16 +131,15 @@
 // Timestamps stored in records (born and store timestamps, the store package's) stay wall time, as the
 // protocol shows them to clients; they step with the clock and nothing here orders by them.
 //
-// Monitoring: stats.go counts what passes (per topic, group and message type, request latencies through the
-// remoting server's reply observer), stats_items.go keeps RocketMQ's BrokerStatsManager items behind
-// VIEW_BROKER_STATS_DATA, admin_runtime*.go the GET_BROKER_RUNTIME_INFO table rocketmq-exporter parses, and
-// admin_exporter.go answers 315 and 328. metrics.go serves Prometheus: RocketMQ 5's series under the names
-// its OpenTelemetry exporter gives them (metrics_rmq5.go, metrics_lag.go) beside our own (metrics.go,
-// metrics_ha.go, the Raft series). A put counts through one record per topic (topicPuts: its in counters by
-// message type and its two put items), one map read on the send path; maps keyed by a topic keep their own
-// copy of the name, never the request's substring (which would keep the frame alive).
-// stats_log.go prints RocketMQ's per-minute stats.log lines from the stats items on a logger tagged
-// component=stats (mqbroker routes it to stats.log alone, internal/logging). A held pull of a connection the
+// Monitoring: the stats engine, package broker/internal/stats, counts what passes (per topic, group and
+// message type, request latencies through the remoting server's reply observer, metrics.go observeReply)
+// and keeps RocketMQ's BrokerStatsManager items behind VIEW_BROKER_STATS_DATA; admin_runtime*.go answers the
+// GET_BROKER_RUNTIME_INFO table rocketmq-exporter parses, and admin_exporter.go answers 315 and 328.
+// metrics.go serves Prometheus: RocketMQ 5's series under the names its OpenTelemetry exporter gives them
+// (metrics_rmq5.go, metrics_lag.go, reading the stats engine at scrape time) beside our own (metrics.go,
+// metrics_ha.go, the Raft series). The stats engine's LogWriter prints RocketMQ's per-minute stats.log lines
+// from the stats items on a logger tagged component=stats (admin_runtime.go startStatsLog; mqbroker routes
+// it to stats.log alone, internal/logging). A held pull of a connection the
 // client has closed is not re-run (broker.go rerunPull); the Go client closes its connection on Shutdown
 // and sends no UNREGISTER_CLIENT, so the close is all the broker learns.
 //

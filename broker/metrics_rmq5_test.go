@@ -37,19 +37,3 @@ func TestMQVersionDesc(t *testing.T) {
 		}
 	}
 }
-
-func TestMessageTypeOf(t *testing.T) {
-	for props, want := range map[string]string{
-		"":                            "normal",
-		"TRAN_MSG\x01true\x02":        "transaction",
-		"__SHARDINGKEY\x01k\x02":      "fifo",
-		"DELAY\x013\x02":              "delay",
-		"TIMER_DELIVER_MS\x01123\x02": "delay",
-		"KEYS\x01a\x02TAGS\x01b\x02":  "normal",
-		"TRAN_MSG\x01false\x02":       "normal",
-	} {
-		if got := messageTypeOf(props).String(); got != want { // the message_type label
-			t.Errorf("%q: %s, want %s", props, got, want)
-		}
-	}
-}

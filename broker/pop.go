@@ -240,7 +240,7 @@ func popErrResponse(err error) *remoting.Command {
 func (b *Broker) popOptions() pop.Options {
 	return pop.Options{Store: openedStore{&b.store}, Offsets: engineOffsets{b.offsets}, Put: b.putRaw, Clock: b.clock,
 		Log: b.log.With("component", "pop"), Config: b.cfg.Pop, Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName,
-		Host: b.storeHost, RecordGet: b.stats.recordGet,
+		Host: b.storeHost, RecordGet: b.stats.RecordGet,
 		Unblocked: func(topic string, q int32) { b.popPoll.arrived(topic, q) },
 		HasTopic:  func(topic string) bool { return b.topics.get(topic) != nil },
 		EnsureTopic: func(topic string, queues int32) error {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -268,10 +269,8 @@ func (j *sendJob) stored(res store.PutResult, err error) {
 // countTimerPut counts a message of topic that prepare parked in the timer (put.go) in the timer statistics.
 func (b *Broker) countTimerPut(topic string, m *message.Message) {
 	if m.Topic == TopicTimer {
-		b.stats.timerIn.Get(topic).Add(1)
-		if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
-			b.stats.timerSet.Get(topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
-		}
+		due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64)
+		b.stats.RecordTimerIn(topic, (due-m.BornTimestamp)/1000, err == nil)
 	}
 }
 
@@ -348,10 +347,10 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 
 // countSend counts a stored send in the put statistics.
 func (b *Broker) countSend(h *sendHeader, res store.PutResult) {
-	typ := messageTypeOf(h.properties)
-	b.stats.recordPut(h.topic, typ, res.Count, res.WroteBytes)
-	if typ == messageTransaction {
-		b.stats.recordHalf(h.topic)
+	typ := stats.TypeOf(h.properties)
+	b.stats.RecordPut(h.topic, typ, res.Count, res.WroteBytes)
+	if typ == stats.Transaction {
+		b.stats.RecordHalf(h.topic)
 	}
 }
 

@@ -114,7 +114,7 @@ func (b *Broker) retryOrDLQ(group string, sg *protocol.SubscriptionGroupConfig, 
 	if t, ok := message.FindProperty(orig.Properties, message.PropertyRetryTopic); ok {
 		firstTopic = t
 	}
-	b.stats.recordSendBack(firstTopic, group, dlq)
+	b.stats.RecordSendBack(firstTopic, group, dlq)
 	if dlq {
 		b.log.Info("message moved to the dead letter queue", "group", group, "topic", topic, "reconsumeTimes", reconsumeTimes, "max", maxTimes)
 	}

@@ -95,7 +95,7 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 		if err := b.writeOp(ctx, half.QueueOffset); err != nil {
 			return errResponse(remoting.SystemError, "record the rollback: %v", err)
 		}
-		b.stats.recordEnd(realTopic, false, born)
+		b.stats.RecordEnd(realTopic, false, born)
 		return remoting.NewResponse(remoting.Success, "")
 	}
 	final := message.RestoreReal(half, message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)
@@ -117,7 +117,7 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 			reply(putErrorResponse(err, final.Topic))
 			return
 		}
-		b.stats.recordEnd(final.Topic, true, born)
+		b.stats.RecordEnd(final.Topic, true, born)
 		b.putter.PutMessageAsync(b.opMessage(half.QueueOffset), func(_ store.PutResult, err error) {
 			if err != nil {
 				b.log.Error("committed transaction message stored but its op record failed; it may be checked again", "err", err)
