@@ -14,7 +14,7 @@ import (
 // brokerMetrics is the broker's Prometheus endpoint (metricsExporterType=PROM, metricsPromExporterPort): a registry whose collectors read the
 // broker's state at scrape time (this file, metrics_lag.go, metrics_ha.go) and the HTTP server. The HA series
 // come with classic replication (its roles collect them, role_classic.go); the Raft mode adds its own with registerRaft. With
-// the endpoint off (DISABLE, the default) it is empty and every method does nothing; only brokerStats' per-topic counters still run.
+// the endpoint off (DISABLE, the default) it is empty and every method does nothing; only the stats engine's per-topic counters still run.
 type brokerMetrics struct {
 	reg *prometheus.Registry // nil when the endpoint is off
 	// rmq registers into reg with the labels RocketMQ 5 puts on every broker series (cluster, node_type,

@@ -12,7 +12,7 @@ import (
 // Recalling a timed message (RocketMQ 5.3). A send whose message goes to the timer topic answers a
 // recall handle (recallHandle: protocol.RecallHandle, the message's delivery time and UNIQ_KEY on this
 // broker). RECALL_MESSAGE with that handle stores a recall record in the timer topic, due at the same
-// millisecond and carrying TIMER_DEL_UNIQKEY = "<topic>+<id>"; the timer service (timer.go dropRecalled)
+// millisecond and carrying TIMER_DEL_UNIQKEY = "<topic>+<id>"; the timer (broker/internal/delay: Timer.dropRecalled)
 // takes everything due at one millisecond together and delivers neither the recall nor the message it
 // names. The record goes through the put path like any other, so it is replicated (a slave, a Raft log) and
 // survives a restart, a failover and a checkpoint alike. A recall is answered SUCCESS once stored; it comes
