@@ -30,6 +30,13 @@ func TestDelayedRecordNotVisibleYetIsDelivered(t *testing.T) {
 	if n, m := h.delivered("NotYetDelayed"), h.delivered("NotYetTimer"); n != 0 || m != 0 {
 		t.Fatalf("delivered %d and %d records nobody could read", n, m)
 	}
+	// The timer puts a message it could not deliver back, due retryBackoff later on its clock: wait for
+	// that before moving the clock, or the retry is set after the move.
+	testutil.WaitFor(t, 30*time.Second, "the timer message back in the heap for its retry", func() bool {
+		h.timer.mu.Lock()
+		defer h.timer.mu.Unlock()
+		return len(h.timer.pending) == 1
+	})
 	h.sview.hidden.Store(false)
 	h.tview.hidden.Store(false)
 	h.clock.advance(2 * retryBackoff) // the timer retries a failed message retryBackoff later on its clock
