@@ -118,7 +118,7 @@ func (b *Broker) processGetAllConsumerOffset(ctx context.Context, conn *remoting
 }
 
 func (b *Broker) processGetAllDelayOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return remoting.NewJSONResponse(b.schedule.snapshot())
+	return remoting.NewJSONResponse(b.schedule.Offsets())
 }
 
 func (b *Broker) processUpdateSubscriptionGroup(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {

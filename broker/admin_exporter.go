@@ -5,28 +5,29 @@ import (
 	"sort"
 	"time"
 
-	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
 
-// timedCreate wraps a topic or subscription group creation handler to record how long it took and whether
-// it succeeded (rocketmq_topic_create_execution_time, rocketmq_consumer_group_create_execution_time).
-func (b *Broker) timedCreate(table *metrics.PerKey[createKey, valueHistogram], topic bool, h remoting.HandlerFunc) remoting.HandlerFunc {
+// timedCreate wraps a topic (topic true) or subscription group creation handler to record how long it took
+// and whether it succeeded (rocketmq_topic_create_execution_time,
+// rocketmq_consumer_group_create_execution_time).
+func (b *Broker) timedCreate(topic bool, h remoting.HandlerFunc) remoting.HandlerFunc {
 	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 		start := time.Now()
 		resp := h(ctx, conn, req)
-		k := createKey{ok: resp != nil && resp.Code == int32(remoting.Success)}
+		ok := resp != nil && resp.Code == int32(remoting.Success)
 		if topic {
-			k.system = isSystemTopic(req.OptString("topic", ""), b.cfg.BrokerClusterName)
+			b.stats.RecordTopicCreate(ok, isSystemTopic(req.OptString("topic", ""), b.cfg.BrokerClusterName), time.Since(start))
+		} else {
+			b.stats.RecordGroupCreate(ok, time.Since(start))
 		}
-		table.Get(k).observe(createTimeBounds, time.Since(start).Milliseconds())
 		return resp
 	}
 }
 
 // processViewBrokerStatsData is VIEW_BROKER_STATS_DATA (315; mqadmin statsAll, rocketmq-exporter): one stats
 // item of the broker's BrokerStatsManager over the last minute, hour and day. The header names the item:
-// statsName (TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...: stats_items.go) and statsKey (a topic, topic@group or the
+// statsName (TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...: broker/internal/stats, items.go) and statsKey (a topic, topic@group or the
 // cluster name). An item nothing was ever counted under is SYSTEM_ERROR "The stats <name> <key> not exist",
 // as RocketMQ answers.
 func (b *Broker) processViewBrokerStatsData(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -38,11 +39,11 @@ func (b *Broker) processViewBrokerStatsData(ctx context.Context, conn *remoting.
 	if err != nil {
 		return errResponse(remoting.InvalidParameter, "%v", err)
 	}
-	it := b.stats.items.get(name, key)
-	if it == nil {
+	data, ok := b.stats.ItemData(name, key, time.Now())
+	if !ok {
 		return errResponse(remoting.SystemError, "The stats <%s> <%s> not exist", name, key)
 	}
-	return remoting.NewJSONResponse(it.data(time.Now()))
+	return remoting.NewJSONResponse(data)
 }
 
 // ProducerInfo is one producer client in GET_ALL_PRODUCER_INFO's answer (RocketMQ's ProducerInfo): remoteIP is

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/logging"
+	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/store"
 )
 
@@ -38,13 +40,24 @@ func (b *Broker) sampleAdminStats() {
 	if st.DispatchBehindBytes > b.admin.dispatchMax.Load() {
 		b.admin.dispatchMax.Store(st.DispatchBehindBytes) // only this goroutine stores
 	}
-	b.stats.items.sample(now, func(topic string) bool { return b.topics.get(topic) != nil })
+	b.stats.Sample(now, func(topic string) bool { return b.topics.get(topic) != nil })
+}
+
+// startStatsLog prints the stats.log lines (broker/internal/stats, log.go) every Options.StatsLogInterval
+// (a minute) until Close, on a logger tagged component=stats (mqbroker routes it to stats.log alone).
+func (b *Broker) startStatsLog() {
+	interval := b.opts.StatsLogInterval
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	w := b.stats.NewLogWriter(b.log.With(logging.ComponentKey, logging.ComponentStats))
+	loop.Every(b.stop, &b.wg, interval, func() { w.Write(time.Now()) })
 }
 
 // sampleTPS samples the counters behind the TPS figures and returns the store's stats it read.
 func (b *Broker) sampleTPS(now time.Time) store.Stats {
 	st := b.store.Stats()
-	b.admin.tps.sample(now, tpsCounters{put: b.stats.putCount.Load(), get: b.stats.getCount.Load(),
+	b.admin.tps.sample(now, tpsCounters{put: b.stats.Puts(), get: b.stats.Gets(),
 		found: st.GetFound, miss: st.GetMiss})
 	return st
 }
@@ -205,7 +218,7 @@ func (b *Broker) addAdminRuntimeInfo(m map[string]string, st store.Stats) {
 	m["putMessageFailedTimes"] = itoa(st.PutFailures)
 	m["putMessageEntireTimeMax"] = itoa(st.PutLatency.Max.Milliseconds())
 	m["remainHowManyDataToFlush"] = humanBytes(st.FlushLagBytes)
-	m["runtime"] = runtimeText(time.Since(b.stats.boot))
+	m["runtime"] = runtimeText(time.Since(b.stats.Boot()))
 	b.addExporterRuntimeInfo(m, st)
 }
 

@@ -165,7 +165,7 @@ func (b *Broker) addExporterRuntimeInfo(m map[string]string, st store.Stats) {
 	}
 	// scheduleMessageOffset_<level>: "<delivered up to>,<max offset>" of each delay level's queue of
 	// SCHEDULE_TOPIC_XXXX (the exporter reads both numbers of every such key).
-	for level, off := range b.schedule.snapshot().OffsetTable {
+	for level, off := range b.schedule.Offsets().OffsetTable {
 		maxOff := max(b.store.MaxOffsetInQueue(TopicSchedule, int32(level-1)), 0)
 		m[fmt.Sprintf("scheduleMessageOffset_%d", level)] = fmt.Sprintf("%d,%d", off, maxOff)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
 	"github.com/rocketraft/rocketraft/protocol"
 )
 
@@ -42,7 +43,7 @@ func TestTPSSampleAtStart(t *testing.T) {
 	if n < 1 || first.c.put != 0 {
 		t.Fatalf("right after Start: %d samples, the first with %d puts; want a sample with 0", n, first.c.put)
 	}
-	b.stats.putCount.Add(40) // messages stored before the ticker's first sample
+	b.stats.RecordPut("T", stats.Normal, 40, 40<<10) // messages stored before the ticker's first sample
 	b.sampleTPS(first.at.Add(time.Second))
 	if got := b.admin.tps.rates(func(c tpsCounters) int64 { return c.put }); got == "0.00 0.00 0.00" {
 		t.Fatalf("putTps %q after 40 puts in the first second", got)
@@ -107,5 +108,41 @@ func TestApplyConfigText(t *testing.T) {
 		if err := applyConfigText(&c, []string{bad}); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// The put time distribution: RocketMQ's bucket names and bounds, the last full minute once one is over, and
+// the quantiles as bucket bounds.
+func TestPutTimes(t *testing.T) {
+	for ms, want := range map[int64]int{0: 0, 1: 1, 9: 1, 10: 2, 499: 5, 999: 6, 9999: 11, 10000: 12, 60000: 12} {
+		if got := putTimeBucket(ms); got != want {
+			t.Errorf("bucket of %d ms: %d, want %d", ms, got, want)
+		}
+	}
+	var p putTimes
+	t0 := time.Unix(1_700_000_000, 0)
+	p.sample(t0)
+	for range 99 {
+		p.recordPut(3 * time.Millisecond)
+	}
+	p.recordPut(700 * time.Millisecond)
+	if got := distributionText(p.lastMinute()); got != "[<=0ms]:0 [0~10ms]:99 [10~50ms]:0 [50~100ms]:0 [100~200ms]:0 "+
+		"[200~500ms]:0 [500ms~1s]:1 [1~2s]:0 [2~3s]:0 [3~4s]:0 [4~5s]:0 [5~10s]:0 [10s~]:0 " {
+		t.Errorf("first minute %q", got)
+	}
+	if p99, p999 := putLatencyPX(p.lastMinute(), 0.99), putLatencyPX(p.lastMinute(), 0.999); p99 != "10.00" || p999 != "1000.00" {
+		t.Errorf("p99 %s p999 %s, want 10.00 and 1000.00", p99, p999)
+	}
+	p.sample(t0.Add(61 * time.Second)) // the minute closes with those 100
+	p.recordPut(0)
+	if d := p.lastMinute(); d[1] != 99 || d[0] != 0 {
+		t.Errorf("the last full minute %v changed with a put of the new minute", d)
+	}
+	p.sample(t0.Add(122 * time.Second))
+	if d := p.lastMinute(); d[0] != 1 || d[1] != 0 {
+		t.Errorf("the next minute %v, want the one 0 ms put", d)
+	}
+	if putLatencyPX([13]int64{}, 0.99) != "0.00" {
+		t.Error("quantile without puts")
 	}
 }

@@ -74,7 +74,7 @@ func (b *Broker) consumeEntries(group string, topics []string, orderOnly bool) (
 		for q := range tc.ReadQueueNums {
 			w := protocol.OffsetWrapper{BrokerOffset: max(b.store.MaxOffsetInQueue(topic, q), 0),
 				ConsumerOffset: max(b.offsets.query(group, topic, q), 0)}
-			w.PullOffset = max(w.ConsumerOffset, b.stats.pullOffset(group, topic, q))
+			w.PullOffset = max(w.ConsumerOffset, b.stats.PullOffset(group, topic, q))
 			if f, ok := pops[pop.GroupQueue{Group: group, Topic: topic, QueueID: q}]; ok {
 				// A pop group: its pull offset is the next to pop (its committed pop offset may be behind while
 				// pops are in the engine's merge buffer); what it has in flight starts at f.First.

@@ -13,8 +13,12 @@ import (
 	"time"
 
 	"github.com/rocketraft/rocketraft/acl"
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/broker/internal/pop"
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
+	"github.com/rocketraft/rocketraft/broker/internal/txcheck"
 	"github.com/rocketraft/rocketraft/internal/conf"
+	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -61,14 +65,14 @@ type Broker struct {
 	clients  *clientManager
 	locks    *rebalanceLockManager
 	pullHold *pullHoldService
-	schedule *scheduleService
-	timer    *timerService
-	txCheck  *transactionChecker
-	pop      popEngine       // RocketMQ 5's pop consumption (broker/internal/pop), a master service
-	popPoll  *popPollService // held pops and notifications (pop_poll.go)
+	schedule *delay.Schedule  // delay-level delivery (broker/internal/delay), a master service
+	timer    *delay.Timer     // timed delivery (broker/internal/delay), a master service
+	txCheck  *txcheck.Checker // transaction check-back (broker/internal/txcheck), a master service
+	pop      popEngine        // RocketMQ 5's pop consumption (broker/internal/pop), a master service
+	popPoll  *popPollService  // held pops and notifications (pop_poll.go)
 	uniqIDs  *message.UniqIDGenerator
 	sqlCache sqlCache
-	stats    *brokerStats
+	stats    *stats.Stats // what passes, counted (broker/internal/stats): admin figures, metrics, stats items
 	metrics  *brokerMetrics
 	admin    adminState // admin_*.go: live config, TPS samples
 	opts     Options
@@ -143,7 +147,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		registerWake: make(chan struct{}, 1),
 		stop:         make(chan struct{}),
 		uniqIDs:      message.NewUniqIDGenerator(ip, [4]byte{}),
-		stats:        newBrokerStats(cfg.BrokerClusterName),
+		stats:        stats.New(cfg.BrokerClusterName),
 		opts:         opts,
 	}
 	b.addr = b.storeHost.String()
@@ -156,19 +160,23 @@ func New(cfg Config, opts Options) (*Broker, error) {
 	b.clients = newClientManager(b.log)
 	b.locks = newRebalanceLockManager(ms(cfg.RebalanceLockMaxLiveTime))
 	// The master services read the store once started; New opens it below (openedStore).
-	b.schedule = newScheduleService(scheduleOptions{store: openedStore{&b.store}, put: b.put, clock: b.clock, log: b.log,
-		levels: b.delayLevels, dir: cfg.StorePathRootDir, persistEvery: ms(cfg.FlushDelayOffsetInterval)})
-	b.timer = newTimerService(timerOptions{store: openedStore{&b.store}, put: b.put, clock: b.clock, log: b.log,
-		dir: cfg.StorePathRootDir, persistEvery: ms(cfg.FlushDelayOffsetInterval),
-		onDelivered: func(topic string) { b.stats.timerOut.Get(topic).Add(1) }})
-	b.txCheck = newTransactionChecker(transactionCheckOptions{store: openedStore{&b.store}, put: b.putRaw, offsets: b.offsets,
-		topics: b.topics, producers: b.clients, clock: b.clock, log: b.log, storeHost: b.storeHost,
-		interval: ms(cfg.TransactionCheckInterval), timeout: ms(cfg.TransactionTimeOut), checkMax: cfg.TransactionCheckMax})
+	b.schedule = delay.NewSchedule(delay.ScheduleOptions{Store: openedStore{&b.store}, Put: b.put, Clock: b.clock, Log: b.log,
+		Levels: b.delayLevels, Dir: cfg.StorePathRootDir, PersistEvery: ms(cfg.FlushDelayOffsetInterval)})
+	b.timer = delay.NewTimer(delay.TimerOptions{Store: openedStore{&b.store}, Put: b.put, Clock: b.clock, Log: b.log,
+		Dir: cfg.StorePathRootDir, PersistEvery: ms(cfg.FlushDelayOffsetInterval),
+		OnDelivered: b.stats.RecordTimerOut})
+	b.txCheck = txcheck.New(txcheck.Options{Store: openedStore{&b.store}, Put: b.putRaw, Offsets: engineOffsets{b.offsets},
+		Producers: txProducers{b.clients}, Clock: b.clock, Log: b.log, StoreHost: b.storeHost,
+		EnsureTopic: func(topic string, queues, perm int32) error {
+			_, err := b.topics.createIfAbsent(topic, queues, perm, 0)
+			return err
+		},
+		Interval: ms(cfg.TransactionCheckInterval), Timeout: ms(cfg.TransactionTimeOut), CheckMax: cfg.TransactionCheckMax})
 	b.pop = popEngine{pop.New(b.popOptions())}
 	b.popPoll = newPopPollService(cfg.Pop.PopPollingSize, cfg.Pop.MaxPopPollingSize, b.rerunHeldPop)
 	b.services.list = []namedService{{"persist delay offsets", b.schedule}, {"persist timer checkpoint", b.timer},
 		{"transaction check", b.txCheck}, {"pop revive", b.pop}}
-	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load, b.schedule.load, b.timer.load} {
+	for _, load := range []func() error{b.topics.load, b.offsets.load, b.groups.load, b.schedule.Load, b.timer.Load} {
 		if err := load(); err != nil {
 			return nil, err
 		}
@@ -181,7 +189,7 @@ func New(cfg Config, opts Options) (*Broker, error) {
 		Logger:           b.log,
 		StoreHost:        b.storeHost,
 		ArrivingListener: b.arrived,
-		TagsCode:         b.scheduleTagsCode,
+		TagsCode:         delay.TagsCode(b.delayLevels),
 		SyncObserver:     opts.SyncObserver,
 		FileOps:          opts.FileOps,
 	}
@@ -289,7 +297,7 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.GetEarliestMsgStoreTime, consumer, b.processGetEarliestMsgStoreTime)
 	s.Register(remoting.LockBatchMQ, consumer, b.processLockBatchMQ)
 	s.Register(remoting.UnlockBatchMQ, consumer, b.processUnlockBatchMQ)
-	s.Register(remoting.UpdateAndCreateTopic, admin, b.timedCreate(&b.stats.topicCreate, true, b.processUpdateAndCreateTopic))
+	s.Register(remoting.UpdateAndCreateTopic, admin, b.timedCreate(true, b.processUpdateAndCreateTopic))
 	// mqadmin deleteTopic sends to every broker of the cluster, slaves too (RocketMQ's does): a classic slave
 	// deletes its own copy, a Raft follower hands the request to the master, whose deletion goes through the log.
 	s.Register(remoting.DeleteTopicInBroker, admin, b.role.masterServed(b.processDeleteTopic))
@@ -299,7 +307,7 @@ func (b *Broker) registerProcessors() {
 	s.Register(remoting.ViewBrokerStatsData, admin, b.processViewBrokerStatsData)
 	s.Register(remoting.GetAllProducerInfo, admin, b.processGetAllProducerInfo)
 	s.Register(remoting.GetAllDelayOffset, admin, b.processGetAllDelayOffset)
-	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.timedCreate(&b.stats.groupCreate, false, b.processUpdateSubscriptionGroup))
+	s.Register(remoting.UpdateAndCreateSubscriptionGroup, admin, b.timedCreate(false, b.processUpdateSubscriptionGroup))
 	s.Register(remoting.DeleteSubscriptionGroup, admin, b.processDeleteSubscriptionGroup)
 	s.Register(remoting.GetBrokerConfig, admin, b.processGetBrokerConfig)
 	s.Register(remoting.GetBrokerRuntimeInfo, admin, b.processGetBrokerRuntimeInfo)
@@ -330,9 +338,9 @@ func (b *Broker) registerProcessors() {
 func (b *Broker) arrived(a store.Arrival) {
 	switch a.Topic {
 	case TopicSchedule:
-		b.schedule.arrived(a.QueueID, a.QueueOffset)
+		b.schedule.Arrived(a.QueueID, a.QueueOffset)
 	case TopicTimer:
-		b.timer.arrived()
+		b.timer.Arrived()
 	case TopicHAMeta:
 		if b.slaveMeta != nil {
 			b.slaveMeta.arrived(a.QueueOffset)
@@ -415,9 +423,9 @@ func (b *Broker) start() error {
 	}
 	b.wg.Add(1)
 	go b.registerLoop()
-	runEvery(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
-	runEvery(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
-	runEvery(b.stop, &b.wg, time.Second, b.sampleAdminStats)
+	loop.Every(b.stop, &b.wg, ms(b.cfg.FlushConsumerOffsetInterval), b.persistOffsets)
+	loop.Every(b.stop, &b.wg, ms(b.cfg.ClientHousekeepingInterval), b.closeSilentClients)
+	loop.Every(b.stop, &b.wg, time.Second, b.sampleAdminStats)
 	b.startStatsLog()
 	var err error
 	if b.grpc, err = startGrpc(b.cfg, b.aclCheck, grpcLocal{b}, b.log.With("component", "grpc")); err != nil {
@@ -537,12 +545,12 @@ func (b *Broker) runtimeInfo() map[string]string {
 		"dispatchBehindBytes":  itoa(b.store.DispatchBehindBytes()),
 		"putMessageTimesTotal": itoa(st.PutMessages),
 		"putMessageSizeTotal":  itoa(st.PutBytes),
-		"getMessageTimesTotal": itoa(b.stats.getCount.Load()),
+		"getMessageTimesTotal": itoa(b.stats.Gets()),
 		"pullHoldCount":        itoa(int64(b.pullHold.count())),
 		"popHoldCount":         itoa(int64(b.popPoll.heldCount())),
-		"msgPutTotalTodayNow":  itoa(b.stats.putCount.Load()),
-		"msgGetTotalTodayNow":  itoa(b.stats.getCount.Load()),
-		"bootTimestamp":        itoa(b.stats.boot.UnixMilli()),
+		"msgPutTotalTodayNow":  itoa(b.stats.Puts()),
+		"msgGetTotalTodayNow":  itoa(b.stats.Gets()),
+		"bootTimestamp":        itoa(b.stats.Boot().UnixMilli()),
 	}
 	b.addAdminRuntimeInfo(m, st)
 	return m

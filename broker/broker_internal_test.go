@@ -67,7 +67,7 @@ func TestConfigValidateNamesKeys(t *testing.T) {
 
 func TestHasAndAddProperty(t *testing.T) {
 	props := "KEYS\x01k1\x02TAGS\x01A\x02"
-	if !hasProperty(props, "TAGS") || hasProperty(props, "TAG") || hasProperty(props, "A") {
+	if !message.HasProperty(props, "TAGS") || message.HasProperty(props, "TAG") || message.HasProperty(props, "A") {
 		t.Fatal("hasProperty matched wrongly")
 	}
 	b := &Broker{cfg: DefaultConfig(), uniqIDs: message.NewUniqIDGenerator(netip.MustParseAddr("127.0.0.1"), [4]byte{})}

@@ -4,8 +4,8 @@ import (
 	"time"
 )
 
-// Clock is the time source of the services that act on time: the timer service, the delay levels, the
-// transaction check, and the put path that turns a relative delay (TIMER_DELAY_SEC, TIMER_DELAY_MS) into a
+// Clock is the time source of the services that act on time: the timer and the delay levels
+// (broker/internal/delay), the transaction check (broker/internal/txcheck), and the put path that turns a relative delay (TIMER_DELAY_SEC, TIMER_DELAY_MS) into a
 // delivery time. Options.Clock injects one (a test steps it); nil is the system's. Both methods may be
 // called from any goroutine.
 type Clock interface {

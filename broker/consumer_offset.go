@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // offsetKeySep joins topic and group in consumerOffset.json keys ("topic@group"), as RocketMQ does.
@@ -35,7 +36,7 @@ func newConsumerOffsetManager(cfg *Config, log *slog.Logger) *consumerOffsetMana
 
 func (m *consumerOffsetManager) load() error {
 	var w protocol.ConsumerOffsetWrapper
-	found, err := loadJSON(m.path, &w)
+	found, err := store.ReadConfigJSON(m.path, &w)
 	if err != nil || !found {
 		return err
 	}

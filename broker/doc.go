@@ -9,7 +9,7 @@
 // stats, connections, offset reset, the ACL file (admin_acl.go), store maintenance and QUERY_CONSUME_QUEUE
 // (admin_store.go): what mqadmin asks), register.go (REGISTER_BROKER / UNREGISTER_BROKER to every name server: the whole topic table at start and every period, only the changed topics after a
 // change, zlib-compressed; topic creation answers once that round is over), send_back.go (retry and dead-letter queues), transaction.go (half messages,
-// END_TRANSACTION), reply.go (request-reply), pop.go (RocketMQ 5's POP_MESSAGE, ACK_MESSAGE,
+// END_TRANSACTION; the check-back is broker/internal/txcheck), reply.go (request-reply), pop.go (RocketMQ 5's POP_MESSAGE, ACK_MESSAGE,
 // BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, POLLING_INFO; the pop service in pop_*.go,
 // held pops in pop_poll.go, see "Pop consumption").
 //
@@ -47,11 +47,12 @@
 //
 // # Services and tables
 //
-// The master services (master_services.go: delay-level delivery in schedule.go, timer delivery in
-// timer.go, transaction check-back in transaction_check.go) run while the broker is master and are
-// started and stopped together by the role. None holds the broker: each is built with what it uses, as
-// small interfaces it owns (queueStore for the consume queues and records, a put function, the Clock, its
-// intervals; the check-back also txOffsets, txTopics, txProducers). The metadata tables (topic_config.go,
+// The master services (master_services.go: delay-level and timer delivery, package broker/internal/delay;
+// the transaction check-back, package broker/internal/txcheck; the pop engine's revive service) run while
+// the broker is master and are started and stopped together by the role. None holds the broker: each is
+// built with what it uses, as small interfaces it owns (a store.QueueReader for the consume queues and
+// records, a put function, the Clock, its intervals; the check-back also the offsets, topic creation and
+// the producers, which the broker asks over the wire: txProducers in transaction.go). The metadata tables (topic_config.go,
 // subscription_group.go, consumer_offset.go, and the delay offsets and timer checkpoint of those services)
 // are each owned by one manager and changed only through its methods, with its lock inside: the slave's
 // sync, the Raft state machine (raft_meta.go: metadata entries, snapshots) and the offsets entries
@@ -60,7 +61,8 @@
 // manager's apply methods.
 //
 // Message semantics around the store: put.go rewrites delayed and timed messages to SCHEDULE_TOPIC_XXXX and
-// the timer topic before they are stored; schedule.go and timer.go deliver them when due, and recall.go
+// the timer topic before they are stored; the delay engine (broker/internal/delay: its doc.go says what
+// survives what) delivers them when due, and recall.go
 // (RECALL_MESSAGE, RocketMQ 5.3) withdraws a timed message through a recall record the timer meets at the
 // message's delivery time; filter.go and
 // sql_cache.go pick the store filter (tag hashes or SQL92 from filter/) of a subscription.
@@ -109,36 +111,35 @@
 //	put.go        TIMER_DELAY_SEC / TIMER_DELAY_MS become a delivery time (ms) of the steady clock, stored
 //	              as the message's TIMER_OUT_MS; TIMER_DELIVER_MS / __STARTDELIVERTIME are the sender's wall
 //	              time and are stored as given
-//	timer.go      a message is due once the steady clock reaches its TIMER_OUT_MS: a step of this node's
+//	delay Timer   a message is due once the steady clock reaches its TIMER_OUT_MS: a step of this node's
 //	              wall clock delivers nothing early and stalls nothing. An absolute time is compared with the
 //	              steady clock, so it is met by this node's wall clock as it was at start plus the time since
 //	              (the sender's and this node's clocks must agree, as in RocketMQ). After a restart, or on a
 //	              new master or leader, the steady clock starts again from that node's wall clock: a step
 //	              taken before then moves every pending delivery by the step (forward: due sooner, delivered
 //	              at once in a burst if it passed them; back: delayed by the step)
-//	schedule.go   a delay-level message seen arriving (the arrival listener) is due its level's delay after
+//	delay levels  a delay-level message seen arriving (the arrival listener) is due its level's delay after
 //	              the arrival on the monotonic clock, whatever the clocks did. One not seen arriving (stored
 //	              before a restart or a leadership change, or beyond maxArrivals waiting in one level) is due
 //	              by its tag code, the store's wall-clock store timestamp plus the delay, against the steady
 //	              clock, bounded to [now, now + delay] when it reaches the head of its level (a store
 //	              timestamp after a step back would otherwise hold the level for the step)
-//	transaction   a half message is checked once the steady clock is TransactionTimeOut (or its immunity)
+//	txcheck       a half message is checked once the steady clock is TransactionTimeOut (or its immunity)
 //	              past its born timestamp, the producer's wall time: a step of this node's clock neither
 //	              asks every producer at once nor stops the checks
 //
 // Timestamps stored in records (born and store timestamps, the store package's) stay wall time, as the
 // protocol shows them to clients; they step with the clock and nothing here orders by them.
 //
-// Monitoring: stats.go counts what passes (per topic, group and message type, request latencies through the
-// remoting server's reply observer), stats_items.go keeps RocketMQ's BrokerStatsManager items behind
-// VIEW_BROKER_STATS_DATA, admin_runtime*.go the GET_BROKER_RUNTIME_INFO table rocketmq-exporter parses, and
-// admin_exporter.go answers 315 and 328. metrics.go serves Prometheus: RocketMQ 5's series under the names
-// its OpenTelemetry exporter gives them (metrics_rmq5.go, metrics_lag.go) beside our own (metrics.go,
-// metrics_ha.go, the Raft series). A put counts through one record per topic (topicPuts: its in counters by
-// message type and its two put items), one map read on the send path; maps keyed by a topic keep their own
-// copy of the name, never the request's substring (which would keep the frame alive).
-// stats_log.go prints RocketMQ's per-minute stats.log lines from the stats items on a logger tagged
-// component=stats (mqbroker routes it to stats.log alone, internal/logging). A held pull of a connection the
+// Monitoring: the stats engine, package broker/internal/stats, counts what passes (per topic, group and
+// message type, request latencies through the remoting server's reply observer, metrics.go observeReply)
+// and keeps RocketMQ's BrokerStatsManager items behind VIEW_BROKER_STATS_DATA; admin_runtime*.go answers the
+// GET_BROKER_RUNTIME_INFO table rocketmq-exporter parses, and admin_exporter.go answers 315 and 328.
+// metrics.go serves Prometheus: RocketMQ 5's series under the names its OpenTelemetry exporter gives them
+// (metrics_rmq5.go, metrics_lag.go, reading the stats engine at scrape time) beside our own (metrics.go,
+// metrics_ha.go, the Raft series). The stats engine's LogWriter prints RocketMQ's per-minute stats.log lines
+// from the stats items on a logger tagged component=stats (admin_runtime.go startStatsLog; mqbroker routes
+// it to stats.log alone, internal/logging). A held pull of a connection the
 // client has closed is not re-run (broker.go rerunPull); the Go client closes its connection on Shutdown
 // and sends no UNREGISTER_CLIENT, so the close is all the broker learns.
 //

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/store"
@@ -91,7 +92,7 @@ type haMetaLog struct {
 	host     netip.AddrPort
 	maxBody  int                    // maxMessageSize
 	offsets  *consumerOffsetManager // read for the offsets records
-	schedule *scheduleService
+	schedule *delay.Schedule
 	slaves   func() bool // some slave is connected and reporting
 	log      *slog.Logger
 
@@ -269,7 +270,7 @@ func (l *haMetaLog) syncOffsets() {
 	l.off.Lock()
 	defer l.off.Unlock()
 	cur := l.offsets.snapshot().OffsetTable
-	delay := l.schedule.snapshot().OffsetTable
+	delay := l.schedule.Offsets().OffsetTable
 	set, removed := diffOffsets(l.off.logged, cur)
 	var delayChanged map[int]int64
 	for level, off := range delay {

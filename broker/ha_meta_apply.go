@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/store"
@@ -60,7 +61,7 @@ type slaveMeta struct {
 	topics   *topicConfigManager
 	groups   *subscriptionGroupManager
 	offsets  *consumerOffsetManager
-	schedule *scheduleService
+	schedule *delay.Schedule
 	path     string // config/haMetaApplied.json
 	log      *slog.Logger
 
@@ -103,7 +104,7 @@ func newSlaveMeta(st haMetaStore, b *Broker) *slaveMeta {
 // the tables loaded are older than the position. Before requests are served.
 func (m *slaveMeta) open() error {
 	var saved haMetaApplied
-	found, err := loadJSON(m.path, &saved)
+	found, err := store.ReadConfigJSON(m.path, &saved)
 	if err != nil {
 		return err
 	}
@@ -264,7 +265,7 @@ func (m *slaveMeta) applyLocked(rec *haMetaRecord, ch *tablesChanged) {
 			}
 		}
 		if len(rec.Delay) > 0 {
-			m.schedule.setOffsets(rec.Delay)
+			m.schedule.SetOffsets(rec.Delay)
 			m.mu.delayDirty = true
 		}
 		m.mu.offsetsGen++
@@ -315,7 +316,7 @@ func (m *slaveMeta) checkpoint() error {
 		errs = append(errs, fmt.Errorf("persist consumer offsets: %w", err))
 	}
 	if delay {
-		if err := m.schedule.persist(); err != nil {
+		if err := m.schedule.Persist(); err != nil {
 			m.mu.Lock()
 			m.mu.delayDirty = true
 			m.mu.Unlock()
@@ -371,7 +372,7 @@ func (m *slaveMeta) takeDelayCopy(gen uint64, table map[int]int64) bool {
 	if m.mu.offsetsGen != gen {
 		return false
 	}
-	m.schedule.setOffsets(table)
+	m.schedule.SetOffsets(table)
 	return true
 }
 

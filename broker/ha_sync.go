@@ -149,7 +149,7 @@ func (s *classicSlave) syncDelayOffsets(ctx context.Context, addr string) error 
 	if !s.meta.takeDelayCopy(gen, w.OffsetTable) {
 		return nil
 	}
-	return b.schedule.persist()
+	return b.schedule.Persist()
 }
 
 // replaceFrom replaces the table with values (nil ones skipped) and takes version, unless version

@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/rocketraft/rocketraft/remoting"
@@ -21,29 +20,3 @@ func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 
 // itoa formats n in base 10 (header fields and ext values).
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// runEvery calls fn every interval on a goroutine tracked by wg, until stop is closed.
-func runEvery(stop <-chan struct{}, wg *sync.WaitGroup, interval time.Duration, fn func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				fn()
-			}
-		}
-	}()
-}
-
-// wake signals ch without blocking: a send that would block (a signal pending already) is dropped.
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,11 +12,11 @@ import (
 // startStopper is a service that runs only on the master: started when the broker becomes master (at
 // start on a classic master, on leadership in the Raft mode) and stopped when it stops being one.
 type startStopper interface {
-	// start starts the service's goroutines. Called only while it is stopped.
-	start()
-	// close stops them, waits for them and persists the service's progress; the error is the persist's.
+	// Start starts the service's goroutines. Called only while it is stopped.
+	Start()
+	// Close stops them, waits for them and persists the service's progress; the error is the persist's.
 	// Called only while it runs. A closed service may be started again.
-	close() error
+	Close() error
 }
 
 // masterServices are the services only the master runs (delay-level delivery, timer delivery,
@@ -47,7 +46,7 @@ func (m *masterServices) start() {
 		return
 	}
 	for _, s := range m.list {
-		s.svc.start()
+		s.svc.Start()
 	}
 	m.mu.running = true
 }
@@ -75,7 +74,7 @@ func (m *masterServices) stopLocked() error {
 	var errs []error
 	for i := len(m.list) - 1; i >= 0; i-- { // the reverse of start's order
 		s := m.list[i]
-		if err := s.svc.close(); err != nil {
+		if err := s.svc.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", s.what, err))
 		}
 	}
@@ -83,40 +82,20 @@ func (m *masterServices) stopLocked() error {
 	return errors.Join(errs...)
 }
 
-// queueStore is what the master services read of the message store: ConsumeQueue units and the records
-// they point at. *store.Store is one. Every method is safe from any goroutine.
-type queueStore interface {
-	// MinOffsetInQueue is the first queue offset still readable of a queue (0 for an unknown queue).
-	MinOffsetInQueue(topic string, queueID int32) int64
-	// MaxOffsetInQueue is the next queue offset to be dispatched (0 for an unknown queue).
-	MaxOffsetInQueue(topic string, queueID int32) int64
-	// ConsumeQueueUnit is the unit at queueOffset (record position and tag code), its record not read;
-	// store.ErrNotFound (wrapped) when the queue or offset does not exist.
-	ConsumeQueueUnit(topic string, queueID int32, queueOffset int64) (store.QueueUnit, error)
-	// LookMessageByOffset decodes a copy of the record at a physical offset, which the caller owns;
-	// store.ErrNotFound (wrapped) when its CommitLog file is gone, and also, with
-	// store.ErrNotVisibleYet, in Raft mode for a record whose unit was dispatched before the state
-	// machine raised the read limit over it: recordGone tells the two apart.
-	LookMessageByOffset(phyOffset int64) (*message.MessageExt, error)
+// engineOffsets is the consumer-offset table as the engines take it (pop.Offsets, txcheck.Offsets).
+type engineOffsets struct{ m *consumerOffsetManager }
+
+func (o engineOffsets) Query(group, topic string, queueID int32) int64 {
+	return o.m.query(group, topic, queueID)
 }
 
-// recordGone reports whether err, from reading a record a ConsumeQueue unit points at, means the record
-// will never be readable (its CommitLog file expired or was cleaned), so a service walking a queue may
-// skip it. A record not visible yet (Raft mode, store.ErrNotVisibleYet) is not gone: skipping it would
-// lose an acknowledged message; the service waits and reads it again.
-func recordGone(err error) bool {
-	return errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrNotVisibleYet)
+func (o engineOffsets) Commit(group, topic string, queueID int32, offset int64) {
+	o.m.commit(group, topic, queueID, offset)
 }
 
-var _ queueStore = (*store.Store)(nil)
-
-// putFunc stores m and returns once the store's durability policy (and, in the Raft mode, the commit)
-// answered, or ctx ended. Safe from any goroutine; m is the callee's once called.
-type putFunc func(ctx context.Context, m *message.Message) (store.PutResult, error)
-
-// openedStore is the queueStore New gives the master services: it builds them before it opens the store
-// (the store's recovery reports arrivals to them already), and they read the store only once started,
-// after New set it.
+// openedStore is the store New gives the master services (a store.QueueReader, and pop.Store): it builds
+// them before it opens the store (the store's recovery reports arrivals to them already), and they read
+// the store only once started, after New set it.
 type openedStore struct{ st **store.Store }
 
 func (o openedStore) MinOffsetInQueue(topic string, queueID int32) int64 {

@@ -14,8 +14,8 @@ type recordingService struct {
 	closeErr error
 }
 
-func (s *recordingService) start()       { *s.log = append(*s.log, "start "+s.name) }
-func (s *recordingService) close() error { *s.log = append(*s.log, "close "+s.name); return s.closeErr }
+func (s *recordingService) Start()       { *s.log = append(*s.log, "start "+s.name) }
+func (s *recordingService) Close() error { *s.log = append(*s.log, "close "+s.name); return s.closeErr }
 
 // TestMasterServices: the services start together in order and stop in the reverse order, once each however
 // often start and stop are called; the close errors come back wrapped in their service's words; after

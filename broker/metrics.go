@@ -2,16 +2,19 @@ package broker
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
 	"github.com/rocketraft/rocketraft/internal/metrics"
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // brokerMetrics is the broker's Prometheus endpoint (metricsExporterType=PROM, metricsPromExporterPort): a registry whose collectors read the
 // broker's state at scrape time (this file, metrics_lag.go, metrics_ha.go) and the HTTP server. The HA series
 // come with classic replication (its roles collect them, role_classic.go); the Raft mode adds its own with registerRaft. With
-// the endpoint off (DISABLE, the default) it is empty and every method does nothing; only brokerStats' per-topic counters still run.
+// the endpoint off (DISABLE, the default) it is empty and every method does nothing; only the stats engine's per-topic counters still run.
 type brokerMetrics struct {
 	reg *prometheus.Registry // nil when the endpoint is off
 	// rmq registers into reg with the labels RocketMQ 5 puts on every broker series (cluster, node_type,
@@ -34,7 +37,7 @@ func newBrokerMetrics(b *Broker) *brokerMetrics {
 	rmq.MustRegister(b.metricsCollector(), b.rmq5Collector(), metrics.NewCollector(func(ch chan<- prometheus.Metric) {
 		b.pop.collect(ch, b.popPoll.heldCount())
 	}, popDescs...))
-	b.server.AddReplyObserver("rpc_latency", b.stats.observeReply)
+	b.server.AddReplyObserver("rpc_latency", b.observeReply)
 	return &brokerMetrics{reg: reg, rmq: rmq,
 		server: metrics.NewEndpoint(b.cfg.ExporterConfig, listenHost(b.cfg.BrokerIP1), reg, b.log.With("component", "metrics"))}
 }
@@ -110,4 +113,13 @@ func (b *Broker) metricsCollector() prometheus.Collector {
 		flushFailuresDesc, warmBytesDesc, warmStallsDesc, queueOffsetsWrittenDesc, coldReadBytesDesc, coldReadNoBufferDesc, coldReadFailuresDesc, pullsHeldDesc, consumerLagDesc, consumerLagLatencyDesc, consumerInflightDesc,
 		consumerQueueingDesc, consumerReadyDesc, queueLagDesc, queueLagOmittedDesc,
 		haConnectionsDesc, haSlaveLagDesc, haMasterConnectedDesc)
+}
+
+// observeReply is the remoting server's reply observer: the time from reading a request to queueing its
+// answer (rocketmq_rpc_latency).
+func (b *Broker) observeReply(req *remoting.Command, respCode int32, result remoting.ReplyResult) {
+	if at := req.Received(); !at.IsZero() {
+		b.stats.ObserveRPC(stats.RPCKey{Request: req.Code, Response: respCode, LongPolling: req.Suspended(),
+			Result: string(result)}, time.Since(at))
+	}
 }

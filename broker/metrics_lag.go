@@ -57,6 +57,9 @@ type queueLag struct {
 	lag          int64
 }
 
+// groupTopic names a group's topic.
+type groupTopic struct{ group, topic string }
+
 // progressPairs lists the (group, topic) pairs the progress is reported for, sorted: the topics online
 // groups subscribe to (RocketMQ's set; retry topics aside), and every pair with committed offsets, so that
 // a group that went offline keeps showing what it left unconsumed.
@@ -110,7 +113,7 @@ func (b *Broker) consumerProgress() []groupProgress {
 			} else {
 				committed = end
 			}
-			pulled := b.stats.pullOffset(p.group, p.topic, q)
+			pulled := b.stats.PullOffset(p.group, p.topic, q)
 			if pulled < 0 {
 				pulled = committed
 			}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/remoting"
 )
@@ -165,18 +167,15 @@ func (b *Broker) rmq5Collector() prometheus.Collector {
 		for _, p := range b.pools {
 			ch <- metrics.Gauge(processorWatermarkDesc, float64(p.Queued()), processorName(p.Name()))
 		}
-		b.stats.topicCreate.Range(func(k createKey, h *valueHistogram) bool {
-			ch <- valueHistogramMetric(topicCreateDesc, createTimeBounds, h, invocationStatus(k.ok), strconv.FormatBool(k.system))
-			return true
+		b.stats.TopicCreates(func(ok, system bool, h stats.Histogram) {
+			ch <- histogramMetric(topicCreateDesc, h, invocationStatus(ok), strconv.FormatBool(system))
 		})
-		b.stats.groupCreate.Range(func(k createKey, h *valueHistogram) bool {
-			ch <- valueHistogramMetric(groupCreateDesc, createTimeBounds, h, invocationStatus(k.ok))
-			return true
+		b.stats.GroupCreates(func(ok bool, h stats.Histogram) {
+			ch <- histogramMetric(groupCreateDesc, h, invocationStatus(ok))
 		})
-		b.stats.dlq.Range(func(k groupTopic, n *atomicInt64) bool {
-			ch <- metrics.Counter(sendToDLQDesc, float64(n.Load()), k.group, k.topic,
-				strconv.FormatBool(isSystem(k.topic, k.group, b.cfg.BrokerClusterName)))
-			return true
+		b.stats.DLQ(func(group, topic string, n int64) {
+			ch <- metrics.Counter(sendToDLQDesc, float64(n), group, topic,
+				strconv.FormatBool(isSystem(topic, group, b.cfg.BrokerClusterName)))
 		})
 	}, messagesInDesc, messagesOutDesc, throughputInDesc, throughputOutDesc, messageSizeDesc, producerConnectionsDesc,
 		consumerConnectionsDesc, sendToDLQDesc, topicNumberDesc, consumerGroupNumberDesc, brokerPermissionDesc,
@@ -211,51 +210,30 @@ func isSystem(topic, group, cluster string) bool {
 // Prometheus reads as a counter reset).
 func (b *Broker) collectInOut(ch chan<- prometheus.Metric) {
 	cluster := b.cfg.BrokerClusterName
-	b.stats.items.topics.Range(func(topic string, p *topicPuts) bool {
-		if b.topics.get(topic) == nil {
-			b.stats.items.topics.Delete(topic) // with its put items: the topic is gone
-			return true
-		}
+	exists := func(topic string) bool { return b.topics.get(topic) != nil }
+	b.stats.In(exists, func(topic string, typ stats.MessageType, msgs, bytes int64, size stats.Histogram) {
 		sys := strconv.FormatBool(isSystemTopic(topic, cluster))
-		for typ := range numMessageTypes {
-			t := &p.in[typ]
-			if t.msgs.Load() == 0 {
-				continue // a series starts with the first message of its type
-			}
-			ch <- metrics.Counter(messagesInDesc, float64(t.msgs.Load()), topic, typ.String(), sys)
-			ch <- metrics.Counter(throughputInDesc, float64(t.bytes.Load()), topic, typ.String(), sys)
-			ch <- valueHistogramMetric(messageSizeDesc, messageSizeBounds, &t.size, topic, typ.String(), sys)
-		}
-		return true
+		ch <- metrics.Counter(messagesInDesc, float64(msgs), topic, typ.String(), sys)
+		ch <- metrics.Counter(throughputInDesc, float64(bytes), topic, typ.String(), sys)
+		ch <- histogramMetric(messageSizeDesc, size, topic, typ.String(), sys)
 	})
-	b.stats.out.Range(func(k groupTopic, o *outStats) bool {
-		if b.topics.get(k.topic) == nil {
-			b.stats.out.Delete(k)
-			return true
-		}
-		sys := strconv.FormatBool(isSystem(k.topic, k.group, cluster))
-		ch <- metrics.Counter(messagesOutDesc, float64(o.msgs.Load()), k.topic, k.group, sys)
-		ch <- metrics.Counter(throughputOutDesc, float64(o.bytes.Load()), k.topic, k.group, sys)
-		return true
-	})
-	b.stats.pulled.Range(func(k groupQueue, _ *atomicInt64) bool {
-		if b.topics.get(k.topic) == nil {
-			b.stats.pulled.Delete(k)
-		}
-		return true
+	b.stats.Out(exists, func(group, topic string, msgs, bytes int64) {
+		sys := strconv.FormatBool(isSystem(topic, group, cluster))
+		ch <- metrics.Counter(messagesOutDesc, float64(msgs), topic, group, sys)
+		ch <- metrics.Counter(throughputOutDesc, float64(bytes), topic, group, sys)
 	})
 }
 
-// valueHistogramMetric is a histogram sample of h with bounds.
-func valueHistogramMetric(d *prometheus.Desc, bounds []float64, h *valueHistogram, labels ...string) prometheus.Metric {
-	buckets := make(map[float64]uint64, len(bounds))
+// histogramMetric is a histogram sample of h.
+func histogramMetric(d *prometheus.Desc, h stats.Histogram, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Bounds))
 	var cum uint64
-	for i, bound := range bounds {
-		cum += uint64(max(h.counts[i].Load(), 0))
+	for i, bound := range h.Bounds {
+		cum += uint64(max(h.Counts[i], 0))
 		buckets[bound] = cum
 	}
-	cum += uint64(max(h.counts[len(bounds)].Load(), 0))
-	return prometheus.MustNewConstHistogram(d, cum, float64(h.sum.Load()), buckets, labels...)
+	cum += uint64(max(h.Counts[len(h.Bounds)], 0))
+	return prometheus.MustNewConstHistogram(d, cum, float64(h.Sum), buckets, labels...)
 }
 
 // collectConnections counts the client channels as RocketMQ does: a producer channel once per group it
@@ -327,12 +305,11 @@ func (m *clientManager) consumerGroups() []string {
 
 // collectRPC sends rocketmq_rpc_latency per request code, response code, long polling and result.
 func (b *Broker) collectRPC(ch chan<- prometheus.Metric) {
-	b.stats.rpc.Range(func(k rpcKey, h *rpcHistogram) bool {
-		ch <- valueHistogramMetric(rpcLatencyDesc, rpcLatencyBounds, &h.valueHistogram, protocolRemoting,
-			strings.ToLower(remoting.RequestCode(k.request).String()),
-			strings.ToLower(remoting.ResponseCode(k.response).String()), strconv.FormatBool(k.longPolling),
-			string(k.result))
-		return true
+	b.stats.RPC(func(k stats.RPCKey, h stats.Histogram) {
+		ch <- histogramMetric(rpcLatencyDesc, h, protocolRemoting,
+			strings.ToLower(remoting.RequestCode(k.Request).String()),
+			strings.ToLower(remoting.ResponseCode(k.Response).String()), strconv.FormatBool(k.LongPolling),
+			k.Result)
 	})
 }
 
@@ -351,59 +328,49 @@ func (b *Broker) collectStore(ch chan<- prometheus.Metric) {
 
 // collectTransactions sends the transaction series.
 func (b *Broker) collectTransactions(ch chan<- prometheus.Metric) {
-	counters := func(d *prometheus.Desc, table *metrics.PerKey[string, atomicInt64], gauge bool) {
-		table.Range(func(topic string, n *atomicInt64) bool {
-			if b.topics.get(topic) == nil {
-				table.Delete(topic)
-				return true
-			}
-			if gauge {
-				ch <- metrics.Gauge(d, float64(max(n.Load(), 0)), topic)
-			} else {
-				ch <- metrics.Counter(d, float64(n.Load()), topic)
-			}
-			return true
-		})
-	}
-	counters(halfMessagesDesc, &b.stats.half, true)
-	counters(commitMessagesDesc, &b.stats.commits, false)
-	counters(rollbackMessagesDesc, &b.stats.rollbacks, false)
-	b.stats.finish.Range(func(topic string, h *valueHistogram) bool {
-		ch <- valueHistogramMetric(finishLatencyDesc, finishLatencyBounds, h, topic)
-		return true
+	exists := func(topic string) bool { return b.topics.get(topic) != nil }
+	b.stats.Counts(stats.HalfMessages, exists, func(topic string, n int64) {
+		ch <- metrics.Gauge(halfMessagesDesc, float64(max(n, 0)), topic)
+	})
+	b.stats.Counts(stats.Commits, exists, func(topic string, n int64) {
+		ch <- metrics.Counter(commitMessagesDesc, float64(n), topic)
+	})
+	b.stats.Counts(stats.Rollbacks, exists, func(topic string, n int64) {
+		ch <- metrics.Counter(rollbackMessagesDesc, float64(n), topic)
+	})
+	b.stats.Histograms(stats.FinishLatency, func(topic string, h stats.Histogram) {
+		ch <- histogramMetric(finishLatencyDesc, h, topic)
 	})
 }
 
 // collectTimer sends the timer series: the counters by topic, and the timer's backlog.
 func (b *Broker) collectTimer(ch chan<- prometheus.Metric) {
 	for _, c := range []struct {
-		d     *prometheus.Desc
-		table *metrics.PerKey[string, atomicInt64]
-	}{{timerEnqueueDesc, &b.stats.timerIn}, {timerDequeueDesc, &b.stats.timerOut}} {
-		c.table.Range(func(topic string, n *atomicInt64) bool {
-			ch <- metrics.Counter(c.d, float64(n.Load()), topic)
-			return true
+		d *prometheus.Desc
+		c stats.Counter
+	}{{timerEnqueueDesc, stats.TimerEnqueued}, {timerDequeueDesc, stats.TimerDequeued}} {
+		b.stats.Counts(c.c, nil, func(topic string, n int64) {
+			ch <- metrics.Counter(c.d, float64(n), topic)
 		})
 	}
-	b.stats.timerSet.Range(func(topic string, h *valueHistogram) bool {
-		ch <- valueHistogramMetric(delayLatencyDesc, delayLatencyBounds, h, topic)
-		return true
+	b.stats.Histograms(stats.DelayLatency, func(topic string, h stats.Histogram) {
+		ch <- histogramMetric(delayLatencyDesc, h, topic)
 	})
 	if b.timer == nil {
 		return
 	}
 	now := time.Now()
-	st := b.timer.status(b.clock.Now()) // the timer's due times are on the steady clock (clock.go)
+	st := b.timer.Status(b.clock.Now()) // the timer's due times are on the steady clock (clock.go)
 	var enqueueLatency float64
-	if st.unloaded > 0 {
-		enqueueLatency = age(now, b.storeTime(TopicTimer, 0, st.scanned))
+	if st.Unloaded > 0 {
+		enqueueLatency = age(now, b.storeTime(TopicTimer, 0, st.Scanned))
 	}
 	ch <- metrics.Gauge(timerEnqueueLatencyDesc, enqueueLatency)
-	for i, bound := range timerDistBounds {
-		ch <- metrics.Gauge(timerSnapshotDesc, float64(st.ahead[i]), strconv.FormatInt(bound, 10))
+	for i, bound := range delay.TimerDistBounds {
+		ch <- metrics.Gauge(timerSnapshotDesc, float64(st.Ahead[i]), strconv.FormatInt(bound, 10))
 	}
-	ch <- metrics.Gauge(timerDequeueLagDesc, float64(st.due))
-	ch <- metrics.Gauge(timerDequeueLatencyDesc, float64(st.lateMillis))
-	ch <- metrics.Gauge(timerEnqueueLagDesc, float64(st.unloaded))
-	ch <- metrics.Gauge(timingMessagesDesc, float64(st.waiting))
+	ch <- metrics.Gauge(timerDequeueLagDesc, float64(st.Due))
+	ch <- metrics.Gauge(timerDequeueLatencyDesc, float64(st.LateMillis))
+	ch <- metrics.Gauge(timerEnqueueLagDesc, float64(st.Unloaded))
+	ch <- metrics.Gauge(timingMessagesDesc, float64(st.Waiting))
 }

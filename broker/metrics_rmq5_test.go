@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"container/heap"
 	"testing"
-	"time"
 )
 
 // The names follow OpenTelemetry's Prometheus exporter (1.29, RocketMQ 5.1.4 and later) applied to RocketMQ
@@ -37,41 +35,5 @@ func TestMQVersionDesc(t *testing.T) {
 		if got := mqVersionDesc(v); got != want {
 			t.Errorf("version %d: %s, want %s", v, got, want)
 		}
-	}
-}
-
-func TestMessageTypeOf(t *testing.T) {
-	for props, want := range map[string]string{
-		"":                            "normal",
-		"TRAN_MSG\x01true\x02":        "transaction",
-		"__SHARDINGKEY\x01k\x02":      "fifo",
-		"DELAY\x013\x02":              "delay",
-		"TIMER_DELIVER_MS\x01123\x02": "delay",
-		"KEYS\x01a\x02TAGS\x01b\x02":  "normal",
-		"TRAN_MSG\x01false\x02":       "normal",
-	} {
-		if got := messageTypeOf(props).String(); got != want { // the message_type label
-			t.Errorf("%q: %s, want %s", props, got, want)
-		}
-	}
-}
-
-// The timer's backlog: overdue entries count as due with the lateness of the oldest, the others as waiting
-// and by how far ahead they are (RocketMQ's timer distribution bounds).
-func TestTimerStatus(t *testing.T) {
-	b := startMetricsBroker(t, metricsTestConfig(t))
-	s := newTimerService(timerOptions{store: b.store, clock: b.clock, log: b.log, dir: t.TempDir()}) // not started: nothing delivers the entries below
-	now := time.Now()
-	ms := now.UnixMilli()
-	for _, due := range []int64{ms - 3000, ms - 10, ms + 2000, ms + 5000, ms + 59_000, ms + 3_600_000, ms + 90_000_000} {
-		heap.Push(&s.pending, timerEntry{due: due})
-	}
-	st := s.status(now)
-	if st.due != 2 || st.lateMillis != 3000 || st.waiting != 5 {
-		t.Fatalf("status %+v, want 2 due (3 s late), 5 waiting", st)
-	}
-	want := [len(timerDistBounds)]int64{2, 1, 0, 0, 1, 0, 0, 0} // <=5 s: 2 s and 5 s; <=60 s; <=1 h; beyond 24 h: none
-	if st.ahead != want {
-		t.Fatalf("distribution %v, want %v", st.ahead, want)
 	}
 }

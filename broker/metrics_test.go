@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
 	"github.com/rocketraft/rocketraft/ha"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/internal/testutil"
@@ -139,8 +140,8 @@ func TestStoreSeriesAndTopicCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	putN(t, b.store, topic, 0, 5)
-	b.stats.recordPut(topic, messageNormal, 5, 500)
-	b.stats.recordGet(topic, "G", 0, 2, 200, 2)
+	b.stats.RecordPut(topic, stats.Normal, 5, 500)
+	b.stats.RecordGet(topic, "G", 0, 2, 200, 2)
 	if err := b.store.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -28,23 +28,10 @@ func DefaultPopConfig() PopConfig { return pop.DefaultConfig() }
 // collector.
 type popEngine struct{ *pop.Engine }
 
-func (p popEngine) start()       { p.Start() }
-func (p popEngine) close() error { return p.Close() }
-
 func (p popEngine) collect(ch chan<- prometheus.Metric, held int) { p.Collect(ch, held) }
 
 // popDescs are the descriptions of the pop series.
 var popDescs = pop.Descs
-
-// popOffsets is the consumer-offset table as the pop engine takes it.
-type popOffsets struct{ m *consumerOffsetManager }
-
-func (o popOffsets) Query(group, topic string, queueID int32) int64 {
-	return o.m.query(group, topic, queueID)
-}
-func (o popOffsets) Commit(group, topic string, queueID int32, offset int64) {
-	o.m.commit(group, topic, queueID, offset)
-}
 
 // popMaxMsgNums is the most messages one pop hands out (RocketMQ refuses more than 32).
 const popMaxMsgNums = 32
@@ -251,9 +238,9 @@ func popErrResponse(err error) *remoting.Command {
 
 // popOptions wires the pop engine to the broker's store, offsets, put path and tables.
 func (b *Broker) popOptions() pop.Options {
-	return pop.Options{Store: openedStore{&b.store}, Offsets: popOffsets{b.offsets}, Put: b.putRaw, Clock: b.clock,
+	return pop.Options{Store: openedStore{&b.store}, Offsets: engineOffsets{b.offsets}, Put: b.putRaw, Clock: b.clock,
 		Log: b.log.With("component", "pop"), Config: b.cfg.Pop, Cluster: b.cfg.BrokerClusterName, Broker: b.cfg.BrokerName,
-		Host: b.storeHost, RecordGet: b.stats.recordGet,
+		Host: b.storeHost, RecordGet: b.stats.RecordGet,
 		Unblocked: func(topic string, q int32) { b.popPoll.arrived(topic, q) },
 		HasTopic:  func(topic string) bool { return b.topics.get(topic) != nil },
 		EnsureTopic: func(topic string, queues int32) error {

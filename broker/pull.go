@@ -118,7 +118,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if code == remoting.Success {
 		resp.BodyParts = res.Records
 		resp.Release = res.Release
-		b.stats.recordGet(h.topic, h.group, h.queueID, res.MessageCount, res.BufferTotalSize, res.NextBeginOffset)
+		b.stats.RecordGet(h.topic, h.group, h.queueID, res.MessageCount, res.BufferTotalSize, res.NextBeginOffset)
 	} else {
 		res.Release()
 	}

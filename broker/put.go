@@ -10,15 +10,6 @@ import (
 	"github.com/rocketraft/rocketraft/store"
 )
 
-// Delivery-time properties besides DELAY (RocketMQ 5.x timer messages and the older start-deliver time).
-const (
-	propTimerDeliverMs   = message.PropertyTimerDeliverMs // absolute ms
-	propTimerDelaySec    = message.PropertyTimerDelaySec  // relative seconds
-	propTimerDelayMs     = "TIMER_DELAY_MS"               // relative ms
-	propStartDeliverTime = "__STARTDELIVERTIME"           // absolute ms
-	propTimerOutMs       = "TIMER_OUT_MS"                 // set by the broker: when a timer message is due
-)
-
 // putError is a message the broker refuses before it reaches the store.
 type putError struct{ msg string }
 
@@ -35,7 +26,7 @@ func (b *Broker) prepare(m *message.Message, now time.Time) error {
 	if m.Topic == TopicSchedule || m.Topic == TopicTimer {
 		return nil
 	}
-	if v, ok := propValue(m.Properties, message.PropertyDelayLevel); ok {
+	if v, ok := message.FindProperty(m.Properties, message.PropertyDelayLevel); ok {
 		level, err := strconv.Atoi(v)
 		if err != nil {
 			return &putError{fmt.Sprintf("property DELAY=%q is not a delay level (1..%d)", v, len(b.delayLevels))}
@@ -43,7 +34,7 @@ func (b *Broker) prepare(m *message.Message, now time.Time) error {
 		if level > 0 {
 			level = min(level, len(b.delayLevels))
 			realTopic, realQID := m.Topic, m.QueueID
-			m.Properties = editProperties(m.Properties, func(p map[string]string) {
+			m.Properties = message.EditProperties(m.Properties, func(p map[string]string) {
 				p[message.PropertyDelayLevel] = strconv.Itoa(level)
 				p[message.PropertyRealTopic] = realTopic
 				p[message.PropertyRealQueueID] = strconv.Itoa(int(realQID))
@@ -63,10 +54,10 @@ func (b *Broker) prepare(m *message.Message, now time.Time) error {
 		return nil // due now: store it as it is
 	}
 	realTopic, realQID := m.Topic, m.QueueID
-	m.Properties = editProperties(m.Properties, func(p map[string]string) {
+	m.Properties = message.EditProperties(m.Properties, func(p map[string]string) {
 		p[message.PropertyRealTopic] = realTopic
 		p[message.PropertyRealQueueID] = strconv.Itoa(int(realQID))
-		p[propTimerOutMs] = strconv.FormatInt(due, 10)
+		p[message.PropertyTimerOutMs] = strconv.FormatInt(due, 10)
 	})
 	m.Topic, m.QueueID = TopicTimer, 0
 	return nil
@@ -78,7 +69,7 @@ const timerPrecisionMs = 1000
 // deliveryTime reads a message's delivery time (ms) from the timer properties, if it has one.
 func deliveryTime(props string, now time.Time) (int64, bool, error) {
 	parse := func(key string) (int64, bool, error) {
-		v, ok := propValue(props, key)
+		v, ok := message.FindProperty(props, key)
 		if !ok {
 			return 0, false, nil
 		}
@@ -88,15 +79,15 @@ func deliveryTime(props string, now time.Time) (int64, bool, error) {
 		}
 		return n, true, nil
 	}
-	for _, abs := range []string{propTimerDeliverMs, propStartDeliverTime} {
+	for _, abs := range []string{message.PropertyTimerDeliverMs, message.PropertyStartDeliverTime} {
 		if n, ok, err := parse(abs); ok || err != nil {
 			return n, ok, err
 		}
 	}
-	if n, ok, err := parse(propTimerDelayMs); ok || err != nil {
+	if n, ok, err := parse(message.PropertyTimerDelayMs); ok || err != nil {
 		return now.UnixMilli() + n, ok, err
 	}
-	if n, ok, err := parse(propTimerDelaySec); ok || err != nil {
+	if n, ok, err := parse(message.PropertyTimerDelaySec); ok || err != nil {
 		return now.UnixMilli() + n*1000, ok, err
 	}
 	return 0, false, nil
@@ -122,27 +113,4 @@ func (b *Broker) put(ctx context.Context, m *message.Message) (store.PutResult, 
 // putRaw stores m as it is (no delay or timer rewriting), waiting for the store's durability policy.
 func (b *Broker) putRaw(ctx context.Context, m *message.Message) (store.PutResult, error) {
 	return b.putter.PutMessage(ctx, m)
-}
-
-// scheduleTagsCode is the store's TagsCode hook: a SCHEDULE_TOPIC_XXXX unit holds its delivery time, and
-// so does a timer-topic unit, as RocketMQ's ConsumeQueue does for delayed messages.
-func (b *Broker) scheduleTagsCode(topic string, props []byte, storeTimestamp int64) (int64, bool) {
-	switch topic {
-	case TopicSchedule:
-		v, _ := message.PropertyValue(props, message.PropertyDelayLevel)
-		level, err := strconv.Atoi(string(v))
-		if err != nil || level < 1 {
-			return storeTimestamp, true
-		}
-		level = min(level, len(b.delayLevels))
-		return storeTimestamp + b.delayLevels[level-1].Milliseconds(), true
-	case TopicTimer:
-		v, _ := message.PropertyValue(props, propTimerOutMs)
-		due, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil {
-			return storeTimestamp, true
-		}
-		return due, true
-	}
-	return 0, false
 }

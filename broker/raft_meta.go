@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/store"
@@ -50,7 +51,7 @@ type metaCmd struct {
 	Offsets        map[string]map[int32]int64 `json:"offsets,omitempty"`
 	RemovedOffsets []string                   `json:"removedOffsets,omitempty"`
 	Delay          map[int]int64              `json:"delay,omitempty"`
-	Timer          *TimerCheckpoint           `json:"timer,omitempty"`
+	Timer          *protocol.TimerCheckpoint  `json:"timer,omitempty"`
 	// BrokerAddr and Term: a leader's announcement (metaLeader).
 	BrokerAddr string `json:"brokerAddr,omitempty"`
 	Term       uint64 `json:"term,omitempty"`
@@ -64,7 +65,7 @@ type metaSnapshot struct {
 	Groups  map[string]*protocol.SubscriptionGroupConfig `json:"groups"`
 	Offsets map[string]map[int32]int64                   `json:"offsets"`
 	Delay   map[int]int64                                `json:"delay"`
-	Timer   *TimerCheckpoint                             `json:"timer,omitempty"`
+	Timer   *protocol.TimerCheckpoint                    `json:"timer,omitempty"`
 	Leader  *leaderAnnouncement                          `json:"leader,omitempty"`
 }
 
@@ -74,8 +75,8 @@ type raftMeta struct {
 	topics   *topicConfigManager
 	groups   *subscriptionGroupManager
 	offsets  *consumerOffsetManager
-	schedule *scheduleService
-	timer    *timerService
+	schedule *delay.Schedule
+	timer    *delay.Timer
 	queues   topicQueues // the store: a deleted topic's consume queues go
 	role     *raftRole   // its offsets entries, leader announcements and the node's preferred-leader hold
 	changed  func()      // the tables changed wholesale (a snapshot restored): the broker re-registers
@@ -164,9 +165,9 @@ func (a *raftMeta) ApplyMeta(index uint64, data []byte, dispatched bool) any {
 
 // SnapshotMeta is the metadata as of the last entry applied (raftlog.MetaApplier).
 func (a *raftMeta) SnapshotMeta() ([]byte, error) {
-	timer := a.timer.checkpoint()
+	timer := a.timer.Checkpoint()
 	return json.Marshal(metaSnapshot{Topics: a.topics.snapshot().TopicConfigTable, Groups: a.groups.snapshot().SubscriptionGroupTable,
-		Offsets: a.offsets.snapshot().OffsetTable, Delay: a.schedule.snapshot().OffsetTable, Timer: &timer,
+		Offsets: a.offsets.snapshot().OffsetTable, Delay: a.schedule.Offsets().OffsetTable, Timer: &timer,
 		Leader: a.role.forward.lastAnnouncement()})
 }
 
@@ -182,9 +183,9 @@ func (a *raftMeta) RestoreMeta(data []byte) error {
 	a.topics.replace(s.Topics)
 	a.groups.replace(s.Groups)
 	a.offsets.replace(s.Offsets)
-	a.schedule.replaceOffsets(s.Delay)
+	a.schedule.ReplaceOffsets(s.Delay)
 	if s.Timer != nil {
-		a.timer.restoreCheckpoint(*s.Timer)
+		a.timer.RestoreCheckpoint(*s.Timer)
 	}
 	if s.Leader != nil {
 		a.role.forward.announced(*s.Leader)
@@ -196,7 +197,7 @@ func (a *raftMeta) RestoreMeta(data []byte) error {
 
 // PersistMeta writes the metadata files (raftlog.MetaApplier; the snapshot goroutine).
 func (a *raftMeta) PersistMeta() error {
-	return errors.Join(a.topics.persist(), a.groups.persist(), a.offsets.persist(true), a.schedule.persist(), a.timer.persist())
+	return errors.Join(a.topics.persist(), a.groups.persist(), a.offsets.persist(true), a.schedule.Persist(), a.timer.Persist())
 }
 
 // The Raft role is the topic and subscription group managers' topicChanges and groupChanges: their

@@ -60,7 +60,7 @@ func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 		{Op: metaGroupPut, Group: defaultSubscriptionGroup("G1", 3)},
 		{Op: metaOffsets, Origin: "n0/x", Offsets: map[string]map[int32]int64{"T1@G1": {0: 5, 1: 9}}, Delay: map[int]int64{1: 7}},
 		{Op: metaOffsets, Origin: "n0/x", Offsets: map[string]map[int32]int64{"T1@G1": {1: 11}},
-			Timer: &TimerCheckpoint{LowWater: 4, Delivered: []int64{6, 9}}},
+			Timer: &protocol.TimerCheckpoint{LowWater: 4, Delivered: []int64{6, 9}}},
 	}
 	for round := 0; round < 2; round++ {
 		for i, c := range cmds {
@@ -93,13 +93,13 @@ func TestRaftMetaApplyAndSnapshot(t *testing.T) {
 	if b2.topics.get("OnlyHere") != nil || b2.topics.get("T1") == nil || b2.groups.get("G1") == nil {
 		t.Fatalf("after restore: OnlyHere %v, T1 %v, G1 %v", b2.topics.get("OnlyHere"), b2.topics.get("T1"), b2.groups.get("G1"))
 	}
-	if q1 := b2.offsets.query("G1", "T1", 1); q1 != 11 || b2.schedule.offset(1) != 7 {
-		t.Fatalf("after restore: offset %d (want 11), delay offset %d (want 7)", q1, b2.schedule.offset(1))
+	if q1 := b2.offsets.query("G1", "T1", 1); q1 != 11 || b2.schedule.Offset(1) != 7 {
+		t.Fatalf("after restore: offset %d (want 11), delay offset %d (want 7)", q1, b2.schedule.Offset(1))
 	}
-	want := TimerCheckpoint{LowWater: 4, Delivered: []int64{6, 9}}
+	want := protocol.TimerCheckpoint{LowWater: 4, Delivered: []int64{6, 9}}
 	for i, b := range []*Broker{b1, b2} {
-		if cp := b.timer.checkpoint(); !cp.equal(want) || b.timer.scanned != 4 {
-			t.Fatalf("node %d: timer checkpoint %+v scanned %d, want %+v scanned 4", i+1, cp, b.timer.scanned, want)
+		if cp, scanned := b.timer.Checkpoint(), b.timer.Status(b.clock.Now()).Scanned; !cp.Equal(want) || scanned != 4 {
+			t.Fatalf("node %d: timer checkpoint %+v scanned %d, want %+v scanned 4", i+1, cp, scanned, want)
 		}
 	}
 	data, err := os.ReadFile(filepath.Join(b2.cfg.StorePathRootDir, "config", "topics.json"))

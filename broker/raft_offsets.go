@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/rocketraft/rocketraft/broker/internal/delay"
+	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/raftlog"
 )
 
@@ -20,8 +22,8 @@ import (
 type raftOffsetSync struct {
 	r        *raftRole              // proposes, and says whether this node is master
 	offsets  *consumerOffsetManager // the tables it reads and, applying another node's entry, sets
-	schedule *scheduleService       // (through their own methods)
-	timer    *timerService
+	schedule *delay.Schedule        // (through their own methods)
+	timer    *delay.Timer
 	log      *slog.Logger
 	// origin names this node's incarnation: dLegerSelfId and a random nonce per process, so after a
 	// restart the node applies the entries it proposed before.
@@ -30,10 +32,10 @@ type raftOffsetSync struct {
 	mu       sync.Mutex                 // serialises sync, reset and apply
 	proposed map[string]map[int32]int64 // guarded by mu: the consumer offsets as last proposed
 	delay    map[int]int64              // guarded by mu: the delay offsets as last proposed
-	timerCP  TimerCheckpoint            // guarded by mu: the timer checkpoint as last proposed
+	timerCP  protocol.TimerCheckpoint   // guarded by mu: the timer checkpoint as last proposed
 }
 
-func newRaftOffsetSync(r *raftRole, offsets *consumerOffsetManager, schedule *scheduleService, timer *timerService,
+func newRaftOffsetSync(r *raftRole, offsets *consumerOffsetManager, schedule *delay.Schedule, timer *delay.Timer,
 	log *slog.Logger, selfID string) *raftOffsetSync {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
@@ -47,8 +49,8 @@ func (s *raftOffsetSync) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.proposed = s.offsets.snapshot().OffsetTable
-	s.delay = s.schedule.snapshot().OffsetTable
-	s.timerCP = s.timer.checkpoint()
+	s.delay = s.schedule.Offsets().OffsetTable
+	s.timerCP = s.timer.Checkpoint()
 }
 
 // sync proposes what changed since the last proposal (master only; every dLegerOffsetSyncIntervalMs).
@@ -59,7 +61,7 @@ func (s *raftOffsetSync) sync() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.offsets.snapshot().OffsetTable
-	delay := s.schedule.snapshot().OffsetTable
+	delay := s.schedule.Offsets().OffsetTable
 	cmd := &metaCmd{Op: metaOffsets, Origin: s.origin}
 	for k, q := range cur {
 		old := s.proposed[k]
@@ -88,8 +90,8 @@ func (s *raftOffsetSync) sync() {
 			cmd.Delay[level] = off
 		}
 	}
-	timer := s.timer.checkpoint()
-	if !timer.equal(s.timerCP) {
+	timer := s.timer.Checkpoint()
+	if !timer.Equal(s.timerCP) {
 		cmd.Timer = &timer
 	}
 	if cmd.Offsets == nil && cmd.RemovedOffsets == nil && cmd.Delay == nil && cmd.Timer == nil {
@@ -108,14 +110,14 @@ func (s *raftOffsetSync) sync() {
 func (s *raftOffsetSync) apply(cmd *metaCmd) {
 	s.offsets.apply(cmd.Offsets, cmd.RemovedOffsets)
 	if len(cmd.Delay) > 0 {
-		s.schedule.setOffsets(cmd.Delay)
-		if err := s.schedule.persist(); err != nil {
+		s.schedule.SetOffsets(cmd.Delay)
+		if err := s.schedule.Persist(); err != nil {
 			s.log.Error("persist delay offsets", "err", err)
 		}
 	}
 	if cmd.Timer != nil {
-		s.timer.restoreCheckpoint(*cmd.Timer)
-		if err := s.timer.persist(); err != nil {
+		s.timer.RestoreCheckpoint(*cmd.Timer)
+		if err := s.timer.Persist(); err != nil {
 			s.log.Error("persist timer checkpoint", "err", err)
 		}
 	}

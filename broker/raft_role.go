@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/raftlog"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
@@ -99,7 +100,7 @@ func (r *raftRole) start() error {
 	if err := r.node.Start(); err != nil {
 		return err
 	}
-	runEvery(r.b.stop, &r.b.wg, ms(r.b.cfg.Raft.DLegerOffsetSyncIntervalMs), r.offsets.sync)
+	loop.Every(r.b.stop, &r.b.wg, ms(r.b.cfg.Raft.DLegerOffsetSyncIntervalMs), r.offsets.sync)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 // Recalling a timed message (RocketMQ 5.3). A send whose message goes to the timer topic answers a
 // recall handle (recallHandle: protocol.RecallHandle, the message's delivery time and UNIQ_KEY on this
 // broker). RECALL_MESSAGE with that handle stores a recall record in the timer topic, due at the same
-// millisecond and carrying TIMER_DEL_UNIQKEY = "<topic>+<id>"; the timer service (timer.go dropRecalled)
+// millisecond and carrying TIMER_DEL_UNIQKEY = "<topic>+<id>"; the timer (broker/internal/delay: Timer.dropRecalled)
 // takes everything due at one millisecond together and delivers neither the recall nor the message it
 // names. The record goes through the put path like any other, so it is replicated (a slave, a Raft log) and
 // survives a restart, a failover and a checkpoint alike. A recall is answered SUCCESS once stored; it comes
@@ -32,8 +32,8 @@ func (b *Broker) recallHandleOf(m *message.Message) string {
 	if err != nil {
 		return ""
 	}
-	topic, _ := propValue(m.Properties, message.PropertyRealTopic)
-	id, _ := propValue(m.Properties, message.PropertyUniqKey)
+	topic, _ := message.FindProperty(m.Properties, message.PropertyRealTopic)
+	id, _ := message.FindProperty(m.Properties, message.PropertyUniqKey)
 	if topic == "" || id == "" {
 		return ""
 	}
@@ -90,7 +90,7 @@ func (b *Broker) recallRecord(h *protocol.RecallMessageRequestHeader, handle pro
 		message.PropertyUniqKey:         handle.MessageID,
 		message.PropertyRealTopic:       handle.Topic,
 		message.PropertyRealQueueID:     "0",
-		propTimerOutMs:                  strconv.FormatInt(handle.DeliverMs, 10),
+		message.PropertyTimerOutMs:      strconv.FormatInt(handle.DeliverMs, 10),
 	}
 	if h.ProducerGroup != "" {
 		props[message.PropertyProducerGroup] = h.ProducerGroup

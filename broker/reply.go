@@ -47,7 +47,7 @@ func (b *Broker) processSendReply(ctx context.Context, conn *remoting.Conn, req 
 
 // pushReply sends the reply to the connection of the client named by REPLY_TO_CLIENT.
 func (b *Broker) pushReply(ctx context.Context, h *sendHeader, m *message.Message) error {
-	clientID, ok := propValue(m.Properties, message.PropertyReplyToClient)
+	clientID, ok := message.FindProperty(m.Properties, message.PropertyReplyToClient)
 	if !ok || clientID == "" {
 		return &putError{"the reply message has no REPLY_TO_CLIENT property"}
 	}
@@ -56,7 +56,7 @@ func (b *Broker) pushReply(ctx context.Context, h *sendHeader, m *message.Messag
 		return &putError{"no connection of the requesting client " + clientID + " on this broker"}
 	}
 	now := time.Now().UnixMilli()
-	props := editProperties(m.Properties, func(p map[string]string) {
+	props := message.EditProperties(m.Properties, func(p map[string]string) {
 		p[message.PropertyPushReplyTime] = strconv.FormatInt(now, 10)
 	})
 	ext := map[string]string{

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rocketraft/rocketraft/ha"
+	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/internal/metrics"
 	"github.com/rocketraft/rocketraft/internal/peertls"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -147,7 +148,7 @@ func (m *classicMaster) start() error {
 		return err
 	}
 	m.b.services.start()
-	runEvery(m.b.stop, &m.b.wg, ms(m.b.cfg.Replication.HAOffsetSyncInterval), m.meta.syncOffsets)
+	loop.Every(m.b.stop, &m.b.wg, ms(m.b.cfg.Replication.HAOffsetSyncInterval), m.meta.syncOffsets)
 	return nil
 }
 
@@ -158,7 +159,7 @@ func (s *classicSlave) start() error {
 	}
 	s.b.wg.Add(1)
 	go s.syncLoop()
-	runEvery(s.b.stop, &s.b.wg, ms(s.b.cfg.FlushConsumerOffsetInterval), func() {
+	loop.Every(s.b.stop, &s.b.wg, ms(s.b.cfg.FlushConsumerOffsetInterval), func() {
 		if err := s.meta.checkpoint(); err != nil {
 			s.b.log.Error("checkpoint of the master's metadata records applied", "err", err)
 		}
@@ -209,7 +210,7 @@ func (s *classicSlave) registered(_ context.Context, res registerResult, masterC
 		s.client.SetMasterAddress(res.haServerAddr)
 	}
 	if masterChanged && res.masterAddr != "" {
-		wake(s.syncWake)
+		loop.Wake(s.syncWake)
 	}
 	s.retryUntilMasterKnown(res.masterAddr != "")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketraft/rocketraft/broker/internal/stats"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
@@ -240,7 +241,7 @@ func (b *Broker) send(conn *remoting.Conn, req *remoting.Command, mayBlock bool)
 		BornHost:       bornHost,
 		ReconsumeTimes: h.reconsumeTimes,
 	}
-	if id, ok := propValue(m.Properties, message.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
+	if id, ok := message.FindProperty(m.Properties, message.PropertyReplyToClient); ok && id != "" && req.Flag&remoting.FlagForwarded == 0 {
 		// (a forwarded request came on another broker's connection, not the requester's)
 		b.clients.rememberClient(id, conn) // a request: its reply may come before the requester's heartbeat
 	}
@@ -268,10 +269,8 @@ func (j *sendJob) stored(res store.PutResult, err error) {
 // countTimerPut counts a message of topic that prepare parked in the timer (put.go) in the timer statistics.
 func (b *Broker) countTimerPut(topic string, m *message.Message) {
 	if m.Topic == TopicTimer {
-		b.stats.timerIn.Get(topic).Add(1)
-		if due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64); err == nil {
-			b.stats.timerSet.Get(topic).observe(delayLatencyBounds, (due-m.BornTimestamp)/1000)
-		}
+		due, err := strconv.ParseInt(timerOut(m.Properties), 10, 64)
+		b.stats.RecordTimerIn(topic, (due-m.BornTimestamp)/1000, err == nil)
 	}
 }
 
@@ -301,10 +300,10 @@ func (b *Broker) addBrokerProperties(props string) string {
 	var sb strings.Builder
 	sb.Grow(len(props) + 64)
 	sb.WriteString(props)
-	if !hasProperty(props, message.PropertyCluster) {
+	if !message.HasProperty(props, message.PropertyCluster) {
 		appendProperty(&sb, message.PropertyCluster, b.cfg.BrokerClusterName)
 	}
-	if !hasProperty(props, message.PropertyUniqKey) {
+	if !message.HasProperty(props, message.PropertyUniqKey) {
 		appendProperty(&sb, message.PropertyUniqKey, b.uniqIDs.Next())
 	}
 	return sb.String()
@@ -348,10 +347,10 @@ func (b *Broker) sendResponse(h *sendHeader, qid int32, res store.PutResult, err
 
 // countSend counts a stored send in the put statistics.
 func (b *Broker) countSend(h *sendHeader, res store.PutResult) {
-	typ := messageTypeOf(h.properties)
-	b.stats.recordPut(h.topic, typ, res.Count, res.WroteBytes)
-	if typ == messageTransaction {
-		b.stats.recordHalf(h.topic)
+	typ := stats.TypeOf(h.properties)
+	b.stats.RecordPut(h.topic, typ, res.Count, res.WroteBytes)
+	if typ == stats.Transaction {
+		b.stats.RecordHalf(h.topic)
 	}
 }
 
@@ -436,6 +435,6 @@ func addrPortOf(s string) netip.AddrPort {
 
 // timerOut is the TIMER_OUT_MS property prepare put on a message it parked in the timer.
 func timerOut(props string) string {
-	v, _ := propValue(props, propTimerOutMs)
+	v, _ := message.FindProperty(props, message.PropertyTimerOutMs)
 	return v
 }

@@ -90,7 +90,7 @@ func (b *Broker) retryOrDLQ(group string, sg *protocol.SubscriptionGroupConfig, 
 	if _, err := b.topics.createIfAbsent(topic, queues, perm, 0); err != nil {
 		return nil, errResponse(remoting.SystemError, "topic[%s] not exist and cannot be created: %v", topic, err)
 	}
-	props := editProperties(orig.Properties, func(p map[string]string) {
+	props := message.EditProperties(orig.Properties, func(p map[string]string) {
 		if _, ok := p[message.PropertyRetryTopic]; !ok && !strings.HasPrefix(orig.Topic, RetryGroupPrefix) {
 			p[message.PropertyRetryTopic] = orig.Topic
 		}
@@ -111,10 +111,10 @@ func (b *Broker) retryOrDLQ(group string, sg *protocol.SubscriptionGroupConfig, 
 		}
 	})
 	firstTopic := orig.Topic
-	if t, ok := propValue(orig.Properties, message.PropertyRetryTopic); ok {
+	if t, ok := message.FindProperty(orig.Properties, message.PropertyRetryTopic); ok {
 		firstTopic = t
 	}
-	b.stats.recordSendBack(firstTopic, group, dlq)
+	b.stats.RecordSendBack(firstTopic, group, dlq)
 	if dlq {
 		b.log.Info("message moved to the dead letter queue", "group", group, "topic", topic, "reconsumeTimes", reconsumeTimes, "max", maxTimes)
 	}
@@ -152,7 +152,7 @@ func (b *Broker) redirectRetry(h *sendHeader, m *message.Message, version int32)
 		return errResponse(remoting.SystemError, "topic[%s] not exist and cannot be created: %v", dlq, err)
 	}
 	m.Topic, m.QueueID = dlq, 0
-	m.Properties = editProperties(m.Properties, func(p map[string]string) { delete(p, message.PropertyDelayLevel) })
+	m.Properties = message.EditProperties(m.Properties, func(p map[string]string) { delete(p, message.PropertyDelayLevel) })
 	b.log.Info("retry message moved to the dead letter queue", "group", group, "reconsumeTimes", h.reconsumeTimes, "max", maxTimes)
 	return nil
 }

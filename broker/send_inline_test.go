@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -69,4 +70,23 @@ func TestSendToAnExistingTopicAnsweredInline(t *testing.T) {
 	if _, ok := b.topics.lookup("MadeOnFirstSend"); !ok {
 		t.Fatal("the topic was not created")
 	}
+}
+
+// newLoopbackBroker is a broker (not started) on 127.0.0.1 with free ports, a temporary store, no metrics
+// and no name server, its configuration changed by tune; closed at cleanup.
+func newLoopbackBroker(t *testing.T, tune func(*Config)) *Broker {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = t.TempDir()
+	cfg.BrokerIP1 = "127.0.0.1"
+	cfg.ListenPort = testutil.FreePort(t)
+	cfg.Replication.HAListenPort = testutil.FreePort(t)
+	cfg.MetricsPort = 0
+	tune(&cfg)
+	b, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 func defaultSubscriptionGroup(name string, retryMax int32) *protocol.SubscriptionGroupConfig {
@@ -91,7 +92,7 @@ func newSubscriptionGroupManager(cfg *Config, log *slog.Logger) *subscriptionGro
 
 func (m *subscriptionGroupManager) load() error {
 	var w SubscriptionGroupWrapper
-	found, err := loadJSON(m.path, &w)
+	found, err := store.ReadConfigJSON(m.path, &w)
 	if err != nil || !found {
 		return err
 	}

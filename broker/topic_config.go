@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/store"
 )
 
 // System topic names: the broker's short names for protocol's (declared there once).
@@ -124,7 +125,7 @@ func newTopicConfigManager(cfg *Config, log *slog.Logger) *topicConfigManager {
 // load reads topics.json over the built-in system topics.
 func (m *topicConfigManager) load() error {
 	var w protocol.TopicConfigSerializeWrapper
-	found, err := loadJSON(m.path, &w)
+	found, err := store.ReadConfigJSON(m.path, &w)
 	if err != nil || !found {
 		return err
 	}

@@ -2,21 +2,19 @@ package broker
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
+	"github.com/rocketraft/rocketraft/broker/internal/txcheck"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
 	"github.com/rocketraft/rocketraft/remoting"
 	"github.com/rocketraft/rocketraft/store"
 )
 
-// Transaction bookkeeping names, as RocketMQ spells them.
-const (
-	transGroup         = "CID_RMQ_SYS_TRANS"         // consumer group whose offsets track the half and op queues
-	topicTransCheckMax = protocol.TopicTransCheckMax // half messages given up after transactionCheckMax checks
-	opRemoveTag        = "d"                         // tag of an op record: the half message at its body's offset is done
-)
+// opRemoveTag tags an op record (RocketMQ's): the half message at its body's offset is done.
+const opRemoveTag = "d"
 
 // toHalf parks a transaction's half message in RMQ_SYS_TRANS_HALF_TOPIC queue 0, keeping its real topic
 // and queue in REAL_TOPIC / REAL_QID. It is stored as a plain message so the half queue is readable;
@@ -26,7 +24,7 @@ func (b *Broker) toHalf(m *message.Message) error {
 		return err
 	}
 	realTopic, realQID := m.Topic, m.QueueID
-	m.Properties = editProperties(m.Properties, func(p map[string]string) {
+	m.Properties = message.EditProperties(m.Properties, func(p map[string]string) {
 		p[message.PropertyRealTopic] = realTopic
 		p[message.PropertyRealQueueID] = strconv.Itoa(int(realQID))
 	})
@@ -91,16 +89,16 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 	if resp := checkHalf(half, h); resp != nil {
 		return resp
 	}
-	realTopic, _ := propValue(half.Properties, message.PropertyRealTopic)
+	realTopic, _ := message.FindProperty(half.Properties, message.PropertyRealTopic)
 	born := time.UnixMilli(half.BornTimestamp)
 	if tran == message.SysFlagTransactionRollback {
 		if err := b.writeOp(ctx, half.QueueOffset); err != nil {
 			return errResponse(remoting.SystemError, "record the rollback: %v", err)
 		}
-		b.stats.recordEnd(realTopic, false, born)
+		b.stats.RecordEnd(realTopic, false, born)
 		return remoting.NewResponse(remoting.Success, "")
 	}
-	final := restoreReal(half, message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)
+	final := message.RestoreReal(half, message.PropertyRealTopic, message.PropertyRealQueueID, message.PropertyTransactionPrepared)
 	final.SysFlag = final.SysFlag&^message.SysFlagTransactionMask | message.SysFlagTransactionCommit
 	final.PreparedTransactionOffset = h.commitLogOffset
 	if _, err := b.topics.createIfAbsent(TopicTransOpHalf, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
@@ -119,7 +117,7 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 			reply(putErrorResponse(err, final.Topic))
 			return
 		}
-		b.stats.recordEnd(final.Topic, true, born)
+		b.stats.RecordEnd(final.Topic, true, born)
 		b.putter.PutMessageAsync(b.opMessage(half.QueueOffset), func(_ store.PutResult, err error) {
 			if err != nil {
 				b.log.Error("committed transaction message stored but its op record failed; it may be checked again", "err", err)
@@ -160,4 +158,28 @@ func (b *Broker) opMessage(halfOffset int64) *message.Message {
 	return &message.Message{Topic: TopicTransOpHalf, QueueID: 0, Body: []byte(strconv.FormatInt(halfOffset, 10)),
 		Properties:    message.EncodeProperties(map[string]string{message.PropertyTags: opRemoveTag}),
 		BornTimestamp: time.Now().UnixMilli(), BornHost: b.storeHost}
+}
+
+// txProducers is the client table as the transaction check-back (broker/internal/txcheck) reaches
+// producers: it asks one with a CHECK_TRANSACTION_STATE request, one way.
+type txProducers struct{ m *clientManager }
+
+func (p txProducers) Connected(group string) bool { return len(p.m.producerConns(group)) > 0 }
+
+func (p txProducers) Ask(c txcheck.Check) (string, error) {
+	conns := p.m.producerConns(c.Group)
+	if len(conns) == 0 {
+		return "", txcheck.ErrNoProducer
+	}
+	req := remoting.NewRequest(remoting.CheckTransactionState, map[string]string{
+		"tranStateTableOffset": strconv.FormatInt(c.TranStateTableOffset, 10),
+		"commitLogOffset":      strconv.FormatInt(c.CommitLogOffset, 10),
+		"msgId":                c.MsgID,
+		"transactionId":        c.TransactionID,
+		"offsetMsgId":          c.OffsetMsgID,
+		"topic":                c.Topic,
+	}, c.Record)
+	req.MarkOneway()
+	conn := conns[rand.IntN(len(conns))]
+	return conn.RemoteAddr(), conn.SendOneway(req)
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 )
@@ -118,9 +119,12 @@ const (
 	PropertyMessageType                = "MSG_TYPE"
 	PropertyShardingKey                = "__SHARDINGKEY"
 	PropertyShardingKeyGo              = "SHARDING_KEY"
-	PropertyTimerDelaySec              = "TIMER_DELAY_SEC"
-	PropertyTimerDeliverMs             = "TIMER_DELIVER_MS"
-	PropertyTimerDelUniqKey            = "TIMER_DEL_UNIQKEY" // a recall record: the timer drops the message of this key (protocol.TimerDeleteKey)
+	PropertyTimerDelaySec              = "TIMER_DELAY_SEC"    // a delivery time: relative seconds
+	PropertyTimerDeliverMs             = "TIMER_DELIVER_MS"   // a delivery time: absolute ms
+	PropertyTimerDelayMs               = "TIMER_DELAY_MS"     // a delivery time: relative ms
+	PropertyStartDeliverTime           = "__STARTDELIVERTIME" // a delivery time: absolute ms (the older clients')
+	PropertyTimerOutMs                 = "TIMER_OUT_MS"       // set by the broker on a timer message it parks: when it is due (ms)
+	PropertyTimerDelUniqKey            = "TIMER_DEL_UNIQKEY"  // a recall record: the timer drops the message of this key (protocol.TimerDeleteKey)
 	PropertyDLQOriginTopic             = "DLQ_ORIGIN_TOPIC"
 	PropertyDLQOriginMessageID         = "DLQ_ORIGIN_MESSAGE_ID"
 	PropertyPopCK                      = "POP_CK" // a popped message's receipt handle (protocol.ExtraInfo)
@@ -622,6 +626,26 @@ func PropertyValue(props []byte, name string) (value []byte, ok bool) {
 
 // PropertyString is PropertyValue of properties held in a string: the value is a substring of props.
 func PropertyString(props, name string) (value string, ok bool) {
+	return propertyIn(props, name, true)
+}
+
+// FindProperty is the value of the first item named name in props, a substring of it, found without
+// allocating: everything after the item's first name/value separator. Unlike PropertyString it takes a
+// value that holds another separator as it is, as the broker's send, delay and transaction paths read
+// properties.
+func FindProperty(props, name string) (value string, ok bool) {
+	return propertyIn(props, name, false)
+}
+
+// HasProperty reports whether props hold an item named name (FindProperty's reading).
+func HasProperty(props, name string) bool {
+	_, ok := propertyIn(props, name, false)
+	return ok
+}
+
+// propertyIn finds the first item named name; wellFormed passes over an item whose value holds a
+// name/value separator.
+func propertyIn(props, name string, wellFormed bool) (string, bool) {
 	for len(props) > 0 {
 		item := props
 		if i := strings.IndexByte(props, PropertySeparator); i >= 0 {
@@ -630,12 +654,40 @@ func PropertyString(props, name string) (value string, ok bool) {
 			props = ""
 		}
 		k, v, found := strings.Cut(item, string(NameValueSeparator))
-		if !found || k != name || strings.IndexByte(v, NameValueSeparator) >= 0 {
+		if !found || k != name || (wellFormed && strings.IndexByte(v, NameValueSeparator) >= 0) {
 			continue
 		}
 		return v, true
 	}
 	return "", false
+}
+
+// EditProperties decodes props, lets edit change the map, and encodes it again (sorted names). For the
+// paths that rewrite messages (delay, retry, transactions); plain sends never re-encode.
+func EditProperties(props string, edit func(m map[string]string)) string {
+	m := ParseProperties(props)
+	edit(m)
+	return EncodeProperties(m)
+}
+
+// RestoreReal rebuilds a message parked under a system topic (SCHEDULE_TOPIC_XXXX, the timer topic, the
+// transaction half topic): its REAL_TOPIC and REAL_QID become its topic and queue again (queue 0 when
+// REAL_QID is missing or not a number), and the properties named in drop (what parked it) go.
+func RestoreReal(m *MessageExt, drop ...string) *Message {
+	var topic string
+	qid := int32(0)
+	props := EditProperties(m.Properties, func(p map[string]string) {
+		topic = p[PropertyRealTopic]
+		if n, err := strconv.Atoi(p[PropertyRealQueueID]); err == nil {
+			qid = int32(n)
+		}
+		for _, k := range drop {
+			delete(p, k)
+		}
+	})
+	out := m.Message
+	out.Topic, out.QueueID, out.Properties = topic, qid, props
+	return &out
 }
 
 func indexByte(b []byte, c byte) int {

@@ -180,6 +180,49 @@ func TestProperties(t *testing.T) {
 	}
 }
 
+// FindProperty takes the first item of the name with everything after its first separator; PropertyString
+// passes over an item whose value holds a separator. EditProperties re-encodes what edit left.
+func TestFindAndEditProperties(t *testing.T) {
+	props := "a\x011\x02odd\x01x\x01y\x02odd\x01z\x02a\x012\x02"
+	if v, ok := FindProperty(props, "a"); !ok || v != "1" {
+		t.Fatalf("FindProperty(a) = %q %v, want the first", v, ok)
+	}
+	if v, ok := FindProperty(props, "odd"); !ok || v != "x\x01y" {
+		t.Fatalf("FindProperty(odd) = %q %v, want the first item's value as it is", v, ok)
+	}
+	if v, ok := PropertyString(props, "odd"); !ok || v != "z" {
+		t.Fatalf("PropertyString(odd) = %q %v, want the first well-formed item", v, ok)
+	}
+	if _, ok := FindProperty(props, "b"); ok {
+		t.Fatal("FindProperty found a missing name")
+	}
+	got := EditProperties("b\x012\x02a\x011\x02", func(m map[string]string) { delete(m, "b"); m["c"] = "3" })
+	if got != "a\x011\x02c\x013\x02" {
+		t.Fatalf("EditProperties = %q", got)
+	}
+}
+
+// RestoreReal gives a parked message its real topic and queue back and drops what parked it.
+func TestRestoreReal(t *testing.T) {
+	parked := &MessageExt{Message: Message{Topic: "SCHEDULE_TOPIC_XXXX", QueueID: 2, Body: []byte("b"),
+		Properties: EncodeProperties(map[string]string{PropertyRealTopic: "T", PropertyRealQueueID: "3",
+			PropertyDelayLevel: "3", PropertyKeys: "k"})}}
+	m := RestoreReal(parked, PropertyDelayLevel)
+	if m.Topic != "T" || m.QueueID != 3 || string(m.Body) != "b" {
+		t.Fatalf("restored %s queue %d body %q, want T queue 3 body b", m.Topic, m.QueueID, m.Body)
+	}
+	if p := ParseProperties(m.Properties); len(p) != 3 || p[PropertyDelayLevel] != "" || p[PropertyKeys] != "k" {
+		t.Fatalf("restored properties %v, want REAL_TOPIC, REAL_QID and KEYS", p)
+	}
+	if parked.Topic != "SCHEDULE_TOPIC_XXXX" {
+		t.Fatal("the parked message changed")
+	}
+	parked.Properties = EncodeProperties(map[string]string{PropertyRealTopic: "T", PropertyRealQueueID: "x"})
+	if m := RestoreReal(parked); m.QueueID != 0 {
+		t.Fatalf("REAL_QID not a number: queue %d, want 0", m.QueueID)
+	}
+}
+
 func TestRecordLimits(t *testing.T) {
 	m := sampleExt()
 	m.Topic = strings.Repeat("t", MaxTopicLength+1)

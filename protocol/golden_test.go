@@ -46,6 +46,7 @@ func TestBodiesEncodeAsBefore(t *testing.T) {
 		{"ConsumerOffsetWrapper", ConsumerOffsetWrapper{OffsetTable: map[string]map[int32]int64{"T@g": {0: 5, 1: 7}}},
 			`{"offsetTable":{"T@g":{"0":5,"1":7}}}`},
 		{"DelayOffsetWrapper", DelayOffsetWrapper{OffsetTable: map[int]int64{1: 3, 18: 0}}, `{"offsetTable":{"1":3,"18":0}}`},
+		{"TimerCheckpoint", TimerCheckpoint{LowWater: 4, Delivered: []int64{6, 9}}, `{"lowWater":4,"delivered":[6,9]}`},
 		{"SubscriptionGroupConfig", SubscriptionGroupConfig{GroupName: "g", ConsumeEnable: true, RetryQueueNums: 1, RetryMaxTimes: 16,
 			WhichBrokerWhenConsumeSlowly: 1},
 			`{"groupName":"g","consumeEnable":true,"consumeFromMinEnable":false,"consumeBroadcastEnable":false,"retryQueueNums":1,"retryMaxTimes":16,"brokerId":0,"whichBrokerWhenConsumeSlowly":1,"notifyConsumerIdsChangedEnable":false,"consumeMessageOrderly":false}`},

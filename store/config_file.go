@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -74,4 +75,20 @@ func ReadConfigFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("store: read %s.bak: %w", path, berr)
 	}
 	return nil, fmt.Errorf("store: %s and %s.bak are missing or empty: %w", path, path, os.ErrNotExist)
+}
+
+// ReadConfigJSON reads a file written by WriteFileAtomic (or its .bak, as ReadConfigFile) into v. found is
+// false when neither exists or both are empty; a file that is not JSON is an error naming it.
+func ReadConfigJSON(path string, v any) (found bool, err error) {
+	data, err := ReadConfigFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("store: %s is not valid JSON: %w", path, err)
+	}
+	return true, nil
 }

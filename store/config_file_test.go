@@ -90,3 +90,25 @@ func TestDefaultRootIsHomeStore(t *testing.T) {
 		t.Fatalf("root without a home %q", cfg.StorePathRootDir)
 	}
 }
+
+// ReadConfigJSON: no file is not found and no error; a file is decoded; one that is not JSON is an error
+// that names it.
+func TestReadConfigJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config", "delayOffset.json")
+	var v struct{ N int }
+	if found, err := ReadConfigJSON(path, &v); found || err != nil {
+		t.Fatalf("missing file: found %v, %v", found, err)
+	}
+	if err := WriteFileAtomic(path, []byte(`{"N":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := ReadConfigJSON(path, &v); !found || err != nil || v.N != 3 {
+		t.Fatalf("found %v, %v, value %+v", found, err, v)
+	}
+	if err := os.WriteFile(path, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadConfigJSON(path, &v); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("not JSON: %v, want an error naming %s", err, path)
+	}
+}

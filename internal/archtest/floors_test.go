@@ -71,8 +71,12 @@ func floors(imports map[string][]string) string {
 	for r := range edges {
 		top = max(top, height(r, nil))
 	}
+	width := 20 // the room column: as wide as the longest name
+	for r := range edges {
+		width = max(width, len(r))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "floor  room                  imports (rooms, production code)\n")
+	fmt.Fprintf(&b, "floor  %-*s  imports (rooms, production code)\n", width, "room")
 	for f := top; f >= 1; f-- {
 		var rooms []string
 		for r := range edges {
@@ -92,7 +96,7 @@ func floors(imports map[string][]string) string {
 				}
 				return strings.Compare(a, b)
 			})
-			line := fmt.Sprintf("%5d  %-20s", f, r)
+			line := fmt.Sprintf("%5d  %-*s", f, width, r)
 			if len(deps) > 0 {
 				line += "  -> "
 			}

@@ -20,18 +20,8 @@ import (
 // Store is what the engine reads of the message store. *store.Store is one; every method is safe from
 // any goroutine.
 type Store interface {
-	// MinOffsetInQueue is the first queue offset still readable of a queue (0 for an unknown queue).
-	MinOffsetInQueue(topic string, queueID int32) int64
-	// MaxOffsetInQueue is the next queue offset to be dispatched (0 for an unknown queue).
-	MaxOffsetInQueue(topic string, queueID int32) int64
-	// ConsumeQueueUnit is the unit at queueOffset (record position and tag code), its record not read;
-	// store.ErrNotFound (wrapped) when the queue or offset does not exist.
-	ConsumeQueueUnit(topic string, queueID int32, queueOffset int64) (store.QueueUnit, error)
-	// LookMessageByOffset decodes a copy of the record at a physical offset, which the caller owns;
-	// store.ErrNotFound (wrapped) when its CommitLog file is gone, and also, with store.ErrNotVisibleYet,
-	// in Raft mode for a record whose unit was dispatched before the state machine raised the read limit
-	// over it (not gone: read again later).
-	LookMessageByOffset(phyOffset int64) (*message.MessageExt, error)
+	// The queues' bounds and units and the records they point at (store.QueueReader's contract).
+	store.QueueReader
 	// GetMessage reads up to maxMsgNums records of a queue from offset (store.Store.GetMessage: the caller
 	// releases the result; a nil filter matches everything).
 	GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums, maxBytes int, f store.MessageFilter) (*store.GetResult, error)
@@ -404,7 +394,7 @@ func (c *popCall) add(res *store.GetResult, topic string, q int32, off int64, is
 		h := protocol.ExtraInfo{CKQueueOffset: off, PopTime: c.popTime, InvisibleTime: c.r.Invisible,
 			ReviveQueueID: c.rq, RetryMark: protocol.RetryMark(topic), BrokerName: c.s.o.Broker, QueueID: q,
 			QueueOffset: m.QueueOffset}
-		m.Properties = editProperties(m.Properties, func(p map[string]string) {
+		m.Properties = message.EditProperties(m.Properties, func(p map[string]string) {
 			if _, ok := p[message.PropertyPopCK]; !ok {
 				p[message.PropertyPopCK] = h.String()
 			}

@@ -242,7 +242,7 @@ func (h *harness) decode(a *Answer) []popped {
 			h.t.Fatal(err)
 		}
 		p := popped{topic: m.Topic, offset: m.QueueOffset, body: string(m.Body)}
-		if ck, ok := propValue(m.Properties, message.PropertyPopCK); ok {
+		if ck, ok := message.FindProperty(m.Properties, message.PropertyPopCK); ok {
 			if p.handle, err = protocol.ParseExtraInfo(ck); err != nil {
 				h.t.Fatal(err)
 			}

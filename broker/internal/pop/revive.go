@@ -111,7 +111,7 @@ func (l *reviveLog) scan(q int32) (scanned, error) {
 
 // apply applies one record of revive queue q.
 func (sc *scanned) apply(q int32, m *message.MessageExt) {
-	tag, _ := propValue(m.Properties, message.PropertyTags)
+	tag, _ := message.FindProperty(m.Properties, message.PropertyTags)
 	switch tag {
 	case protocol.CheckPointTag:
 		var ck protocol.PopCheckPoint

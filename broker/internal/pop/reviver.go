@@ -169,7 +169,7 @@ func (s *Engine) redeliver(ctx context.Context, ck *protocol.PopCheckPoint, off 
 		}
 		o := m.Message
 		o.Topic, o.QueueID, o.ReconsumeTimes = topic, 0, m.ReconsumeTimes+1
-		o.Properties = editProperties(o.Properties, func(p map[string]string) {
+		o.Properties = message.EditProperties(o.Properties, func(p map[string]string) {
 			if _, ok := p[message.PropertyFirstPopTime]; !ok {
 				p[message.PropertyFirstPopTime] = strconv.FormatInt(ck.PopTime, 10)
 			}

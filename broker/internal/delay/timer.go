@@ -1,4 +1,4 @@
-package broker
+package delay
 
 import (
 	"container/heap"
@@ -10,35 +10,30 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocketraft/rocketraft/internal/loop"
 	"github.com/rocketraft/rocketraft/message"
 	"github.com/rocketraft/rocketraft/protocol"
+	"github.com/rocketraft/rocketraft/store"
 )
 
-// timerService delivers messages with an arbitrary delivery time (TIMER_DELIVER_MS, TIMER_DELAY_SEC,
+// Timer delivers messages with an arbitrary delivery time (TIMER_DELIVER_MS, TIMER_DELAY_SEC,
 // TIMER_DELAY_MS, __STARTDELIVERTIME). They are stored in the timer topic, whose ConsumeQueue tag code is
 // the delivery time; the service loads the queue into a min-heap ordered by delivery time and sleeps on a
 // single timer until the earliest is due: no timer per message. Its progress (the lowest queue offset not
 // yet delivered, and what was delivered above it) is persisted in timerCheckpoint.json every
-// flushDelayOffsetInterval and at close; a restart re-delivers at most what was delivered since then.
-type timerService struct {
-	timerOptions
-	log  *slog.Logger
+// flushDelayOffsetInterval and at close; a restart re-delivers at most what was delivered since then. Its
+// methods are safe for concurrent use; Start and Close alternate (the broker's master services).
+type Timer struct {
+	service
+	o    TimerOptions
 	path string
 	wake chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
 
 	mu        sync.Mutex
 	pending   timerHeap      // guarded by mu
 	scanned   int64          // guarded by mu: next queue offset to load
 	lowWater  int64          // guarded by mu: every offset below is delivered
 	delivered map[int64]bool // guarded by mu: delivered offsets >= lowWater
-}
-
-// TimerCheckpoint is timerCheckpoint.json.
-type TimerCheckpoint struct {
-	LowWater  int64   `json:"lowWater"`
-	Delivered []int64 `json:"delivered"`
 }
 
 type timerEntry struct {
@@ -60,86 +55,79 @@ func (h *timerHeap) Pop() any {
 	return e
 }
 
-// timerOptions is what the timer service is built with.
-type timerOptions struct {
-	store        queueStore    // reads the timer topic and the parked records
-	put          putFunc       // stores a due message in its real topic (the broker's put path)
-	clock        Clock         // the steady clock (clock.go)
-	log          *slog.Logger  // tagged service=timer here
-	dir          string        // storePathRootDir: timerCheckpoint.json goes to its config directory
-	persistEvery time.Duration // flushDelayOffsetInterval
-	// onDelivered counts a message delivered to its real topic (the timer dequeue series); it must not
+// TimerOptions is what a Timer is built with.
+type TimerOptions struct {
+	Store        Store         // reads the timer topic and the parked records
+	Put          PutFunc       // stores a due message in its real topic (the broker's put path)
+	Clock        Clock         // the steady clock
+	Log          *slog.Logger  // tagged service=timer here
+	Dir          string        // storePathRootDir: timerCheckpoint.json goes to its config directory
+	PersistEvery time.Duration // flushDelayOffsetInterval
+	// OnDelivered counts a message delivered to its real topic (the timer dequeue series); it must not
 	// block. nil: not counted.
-	onDelivered func(topic string)
+	OnDelivered func(topic string)
 }
 
-func newTimerService(o timerOptions) *timerService {
-	return &timerService{timerOptions: o, log: o.log.With("service", "timer"),
-		path: filepath.Join(o.dir, "config", "timerCheckpoint.json"),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), delivered: map[int64]bool{}}
+// NewTimer returns a stopped Timer with nothing delivered (Load reads its checkpoint).
+func NewTimer(o TimerOptions) *Timer {
+	s := &Timer{service: newService(o.Log.With("service", "timer"), "persist timer checkpoint"), o: o,
+		path: filepath.Join(o.Dir, "config", "timerCheckpoint.json"), wake: make(chan struct{}, 1), delivered: map[int64]bool{}}
+	s.persist = s.Persist
+	return s
 }
 
-func (s *timerService) load() error {
-	var cp TimerCheckpoint
-	found, err := loadJSON(s.path, &cp)
-	if err != nil || !found {
-		return err
+// Load reads timerCheckpoint.json (a missing file: nothing delivered). Called before Start.
+func (s *Timer) Load() error {
+	var cp protocol.TimerCheckpoint
+	found, err := store.ReadConfigJSON(s.path, &cp)
+	if found {
+		s.RestoreCheckpoint(cp)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lowWater, s.scanned = cp.LowWater, cp.LowWater
-	for _, off := range cp.Delivered {
-		if off >= cp.LowWater {
-			s.delivered[off] = true
-		}
-	}
-	return nil
+	return err
 }
 
-func (s *timerService) persist() error {
-	data, err := json.Marshal(s.checkpoint())
+// Persist writes the checkpoint to timerCheckpoint.json, atomically.
+func (s *Timer) Persist() error {
+	data, err := json.Marshal(s.Checkpoint())
 	if err != nil {
 		return err
 	}
-	return writeConfigFile(s.path, data)
+	return store.WriteFileAtomic(s.path, data)
 }
 
-func (s *timerService) start() {
-	s.stop = make(chan struct{}) // started again after a close when Raft leadership comes back
+// Start starts the delivery loop and the periodic persist. Called only while stopped; a closed Timer may
+// be started again (Raft leadership coming back).
+func (s *Timer) Start() {
+	s.begin(s.o.PersistEvery)
 	s.wg.Add(1)
 	go s.loop()
-	runEvery(s.stop, &s.wg, s.persistEvery, func() {
-		if err := s.persist(); err != nil {
-			s.log.Error("persist timer checkpoint", "err", err)
-		}
-	})
 }
 
-func (s *timerService) close() error {
-	close(s.stop)
-	s.wg.Wait()
-	return s.persist()
-}
+// Close stops the loop, waits for it and persists the checkpoint; the error is the persist's. Called only
+// while started.
+func (s *Timer) Close() error { return s.end() }
 
-func (s *timerService) arrived() { wake(s.wake) }
+// Arrived wakes the loop: a unit was dispatched to the timer topic. The store's arrival listener calls it
+// on the dispatch goroutine: it does not block. Safe before Start and after Close.
+func (s *Timer) Arrived() { loop.Wake(s.wake) }
 
 // scan loads the units dispatched since the last scan into the heap.
-func (s *timerService) scan() {
+func (s *Timer) scan() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if min := s.store.MinOffsetInQueue(TopicTimer, 0); s.scanned < min {
+	if min := s.o.Store.MinOffsetInQueue(protocol.TopicTimer, 0); s.scanned < min {
 		s.log.Warn("timer queue expired below its checkpoint: skipping ahead", "checkpoint", s.scanned, "min", min)
 		s.scanned = min
 		if s.lowWater < min {
 			s.lowWater = min
 		}
 	}
-	max := s.store.MaxOffsetInQueue(TopicTimer, 0)
+	max := s.o.Store.MaxOffsetInQueue(protocol.TopicTimer, 0)
 	for ; s.scanned < max; s.scanned++ {
 		if s.delivered[s.scanned] {
 			continue
 		}
-		u, err := s.store.ConsumeQueueUnit(TopicTimer, 0, s.scanned)
+		u, err := s.o.Store.ConsumeQueueUnit(protocol.TopicTimer, 0, s.scanned)
 		if err != nil {
 			s.log.Warn("timer queue unit unreadable; skipped", "offset", s.scanned, "err", err)
 			s.markDeliveredLocked(s.scanned)
@@ -149,7 +137,7 @@ func (s *timerService) scan() {
 	}
 }
 
-func (s *timerService) markDeliveredLocked(off int64) {
+func (s *Timer) markDeliveredLocked(off int64) {
 	s.delivered[off] = true
 	for s.delivered[s.lowWater] {
 		delete(s.delivered, s.lowWater)
@@ -157,7 +145,7 @@ func (s *timerService) markDeliveredLocked(off int64) {
 	}
 }
 
-func (s *timerService) loop() {
+func (s *Timer) loop() {
 	defer s.wg.Done()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -171,7 +159,7 @@ func (s *timerService) loop() {
 				break
 			}
 			due := s.pending[0].due
-			now := s.clock.Now().UnixMilli()
+			now := s.o.Clock.Now().UnixMilli()
 			if due > now {
 				next = min(next, time.Duration(due-now)*time.Millisecond)
 				s.mu.Unlock()
@@ -190,18 +178,8 @@ func (s *timerService) loop() {
 				break
 			}
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(next)
-		select {
-		case <-s.stop:
+		if !s.sleep(timer, next, s.wake) {
 			return
-		case <-s.wake:
-		case <-timer.C:
 		}
 	}
 }
@@ -210,7 +188,7 @@ func (s *timerService) loop() {
 // stored again it is retried after the backoff, behind what is due before then (one message that cannot
 // be stored does not hold back the others; none is delivered early either way), the rest of the batch
 // goes back to the heap as it was, and deliverBatch reports true.
-func (s *timerService) deliverBatch(batch []timerEntry) (failed bool) {
+func (s *Timer) deliverBatch(batch []timerEntry) (failed bool) {
 	for i, e := range batch {
 		err := s.deliver(e.phy)
 		if recordGone(err) {
@@ -221,7 +199,7 @@ func (s *timerService) deliverBatch(batch []timerEntry) (failed bool) {
 		}
 		if err != nil {
 			s.log.Error("deliver timer message failed; retrying", "offset", e.queueOffset, "err", err)
-			e.due = max(e.due, s.clock.Now().UnixMilli()+retryBackoff.Milliseconds())
+			e.due = max(e.due, s.o.Clock.Now().UnixMilli()+retryBackoff.Milliseconds())
 			s.mu.Lock()
 			heap.Push(&s.pending, e)
 			for _, rest := range batch[i+1:] {
@@ -238,27 +216,27 @@ func (s *timerService) deliverBatch(batch []timerEntry) (failed bool) {
 }
 
 // dropRecalled takes the entries due at one millisecond and returns them without the recall records
-// (RECALL_MESSAGE's, recall.go: TIMER_DEL_UNIQKEY set) and the messages they recall, which it records as
+// (RECALL_MESSAGE's: TIMER_DEL_UNIQKEY set) and the messages they recall, which it records as
 // delivered, both at once (a checkpoint never holds a recall without its message). A recall is stored due
 // at its message's delivery time, so the two meet here whatever their order in the queue. A record that
 // cannot be read stays in the batch (deliver reports it). The records are read here and again by deliver,
 // not kept in between: a millisecond may hold a large batch (a sender's fixed delivery time), and
 // dropRecalled runs only for batches of more than one entry.
-func (s *timerService) dropRecalled(batch []timerEntry) []timerEntry {
+func (s *Timer) dropRecalled(batch []timerEntry) []timerEntry {
 	keys := make([]string, len(batch)) // the delete key each message answers to
 	recall := make([]bool, len(batch))
 	recalled := map[string]bool{}
 	for i, e := range batch {
-		m, err := s.store.LookMessageByOffset(e.phy)
+		m, err := s.o.Store.LookMessageByOffset(e.phy)
 		if err != nil {
 			continue // kept: deliver reports it
 		}
-		if k, ok := propValue(m.Properties, message.PropertyTimerDelUniqKey); ok {
+		if k, ok := message.FindProperty(m.Properties, message.PropertyTimerDelUniqKey); ok {
 			recall[i], recalled[k] = true, true
 			continue
 		}
-		topic, _ := propValue(m.Properties, message.PropertyRealTopic)
-		uniq, _ := propValue(m.Properties, message.PropertyUniqKey)
+		topic, _ := message.FindProperty(m.Properties, message.PropertyRealTopic)
+		uniq, _ := message.FindProperty(m.Properties, message.PropertyUniqKey)
 		keys[i] = protocol.TimerDeleteKey(topic, uniq)
 	}
 	if len(recalled) == 0 {
@@ -286,27 +264,28 @@ func (s *timerService) dropRecalled(batch []timerEntry) []timerEntry {
 }
 
 // deliver stores the timer record at phy in its real topic; a recall record is not delivered.
-func (s *timerService) deliver(phy int64) error {
-	m, err := s.store.LookMessageByOffset(phy)
+func (s *Timer) deliver(phy int64) error {
+	m, err := s.o.Store.LookMessageByOffset(phy)
 	if err != nil {
 		return err
 	}
-	if _, ok := propValue(m.Properties, message.PropertyTimerDelUniqKey); ok {
+	if _, ok := message.FindProperty(m.Properties, message.PropertyTimerDelUniqKey); ok {
 		return nil // a recall whose message was delivered before it came, or was never stored here
 	}
-	real := restoreReal(m, propTimerOutMs, propTimerDeliverMs, propTimerDelayMs, propTimerDelaySec, propStartDeliverTime)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	real := message.RestoreReal(m, message.PropertyTimerOutMs, message.PropertyTimerDeliverMs, message.PropertyTimerDelayMs,
+		message.PropertyTimerDelaySec, message.PropertyStartDeliverTime)
+	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	if _, err = s.put(ctx, real); err == nil && s.onDelivered != nil {
-		s.onDelivered(real.Topic)
+	if _, err = s.o.Put(ctx, real); err == nil && s.o.OnDelivered != nil {
+		s.o.OnDelivered(real.Topic)
 	}
 	return err
 }
 
-// checkpoint is the timer service's progress (its TimerCheckpoint, delivered offsets sorted).
-func (s *timerService) checkpoint() TimerCheckpoint {
+// Checkpoint is the timer's progress (delivered offsets sorted).
+func (s *Timer) Checkpoint() protocol.TimerCheckpoint {
 	s.mu.Lock()
-	cp := TimerCheckpoint{LowWater: s.lowWater, Delivered: make([]int64, 0, len(s.delivered))}
+	cp := protocol.TimerCheckpoint{LowWater: s.lowWater, Delivered: make([]int64, 0, len(s.delivered))}
 	for off := range s.delivered {
 		cp.Delivered = append(cp.Delivered, off)
 	}
@@ -315,9 +294,9 @@ func (s *timerService) checkpoint() TimerCheckpoint {
 	return cp
 }
 
-// restoreCheckpoint takes another master's timer progress (Raft mode; the service is stopped on this
-// node): the next start scans the timer queue again from its low water mark.
-func (s *timerService) restoreCheckpoint(cp TimerCheckpoint) {
+// RestoreCheckpoint takes another master's timer progress (Raft mode; the Timer is stopped on this node):
+// the next Start scans the timer queue again from its low water mark.
+func (s *Timer) RestoreCheckpoint(cp protocol.TimerCheckpoint) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lowWater, s.scanned, s.pending = cp.LowWater, cp.LowWater, nil
@@ -329,48 +308,44 @@ func (s *timerService) restoreCheckpoint(cp TimerCheckpoint) {
 	}
 }
 
-// equal reports whether two checkpoints (delivered sorted) are the same.
-func (c TimerCheckpoint) equal(o TimerCheckpoint) bool {
-	return c.LowWater == o.LowWater && slices.Equal(c.Delivered, o.Delivered)
-}
-
-// timerStatus is the timer's backlog for the metrics: messages due but not delivered and how late the most
+// TimerStatus is the timer's backlog for the metrics: messages due but not delivered and how late the most
 // overdue one is, units stored but not yet loaded, and loaded messages waiting for their time.
-type timerStatus struct {
-	due, unloaded, waiting int64
-	lateMillis             int64
-	scanned                int64 // the next timer queue offset to load
-	// ahead counts the loaded messages due within timerDistBounds[i] seconds and after timerDistBounds[i-1]
+type TimerStatus struct {
+	Due, Unloaded, Waiting int64
+	LateMillis             int64
+	Scanned                int64 // the next timer queue offset to load
+	// Ahead counts the loaded messages due within TimerDistBounds[i] seconds and after TimerDistBounds[i-1]
 	// (RocketMQ's rocketmq_timer_message_snapshot); later ones are not counted.
-	ahead [len(timerDistBounds)]int64
+	Ahead [len(TimerDistBounds)]int64
 }
 
-// timerDistBounds are RocketMQ's timer distribution bounds in seconds: 5 s, 1 min, 5 min, 15 min, 1 h, 4 h,
+// TimerDistBounds are RocketMQ's timer distribution bounds in seconds: 5 s, 1 min, 5 min, 15 min, 1 h, 4 h,
 // 8 h, 24 h.
-var timerDistBounds = [...]int64{5, 60, 300, 900, 3600, 14400, 28800, 86400}
+var TimerDistBounds = [...]int64{5, 60, 300, 900, 3600, 14400, 28800, 86400}
 
-// status reads the backlog at now. Safe from any goroutine.
-func (s *timerService) status(now time.Time) timerStatus {
-	max := s.store.MaxOffsetInQueue(TopicTimer, 0)
+// Status reads the backlog at now (the steady clock's time: the delivery times are on it). Safe from any
+// goroutine.
+func (s *Timer) Status(now time.Time) TimerStatus {
+	max := s.o.Store.MaxOffsetInQueue(protocol.TopicTimer, 0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := timerStatus{unloaded: max - s.scanned, scanned: s.scanned}
+	st := TimerStatus{Unloaded: max - s.scanned, Scanned: s.scanned}
 	ms := now.UnixMilli()
 	for _, e := range s.pending {
 		if e.due <= ms {
-			st.due++
-			st.lateMillis = maxInt64(st.lateMillis, ms-e.due)
+			st.Due++
+			st.LateMillis = maxInt64(st.LateMillis, ms-e.due)
 		} else {
-			st.waiting++
-			for i, bound := range timerDistBounds {
+			st.Waiting++
+			for i, bound := range TimerDistBounds {
 				if e.due-ms <= bound*1000 {
-					st.ahead[i]++
+					st.Ahead[i]++
 					break
 				}
 			}
 		}
 	}
-	st.unloaded = maxInt64(st.unloaded, 0)
+	st.Unloaded = maxInt64(st.Unloaded, 0)
 	return st
 }
 

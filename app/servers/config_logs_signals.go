@@ -1,5 +1,3 @@
-// Package servers holds what the thin mains share: config loading with RocketMQ's flags, the log files
-// (internal/logging), and waiting for SIGINT/SIGTERM while SIGHUP re-reads logLevel.
 package servers
 
 import (
@@ -14,6 +12,10 @@ import (
 	"github.com/rocketraft/rocketraft/internal/conf"
 	"github.com/rocketraft/rocketraft/internal/logging"
 )
+
+// What the three commands share: the config from the command line and the config file with RocketMQ's
+// flags (loadConfig), the log files (openLogs, describeLogs; internal/logging), and running until SIGINT or
+// SIGTERM while SIGHUP re-reads logLevel (waitForSignal, reloadLogLevel).
 
 // loadConfig parses argv, fills targets (defaults already in them) and handles -h and -p. done is true
 // when the program should exit with code after it returns (help, printed config, or an error). unknown
