@@ -84,7 +84,8 @@ port_range_free() {
 base="${PORT_BASE:-}"
 if [[ -z $base ]]; then
   for _ in $(seq 1 50); do
-    # Below the kernel's ephemeral range (32768 up by default), where outgoing connections take ports.
+    # Below the kernel's ephemeral range (32768 up by default), where outgoing connections take ports, and
+    # above the ports tests and tools take (internal/freeport: 10000 to 19999), which a chaos run took here.
     base=$((20000 + (RANDOM % 250) * 50))
     if port_range_free "$base"; then break; fi
     base=""

@@ -8,7 +8,8 @@
 // in use". Ports below the ephemeral range are never given to outbound connections, so a port taken from
 // there and found free stays free unless another process picks the same number: each process starts at a
 // random place in the range and walks it, so two test binaries running at once rarely meet, and a port
-// found busy is skipped.
+// found busy is skipped. The ports from 20000 up to the ephemeral range are left to scripts/deploy-local.sh's
+// clusters (localClusterPorts).
 package freeport
 
 import (
@@ -28,6 +29,10 @@ var (
 	next int // offset in the range of the next candidate
 )
 
+// localClusterPorts is where the ports handed out end, when the ephemeral range leaves room above it: the
+// ports from there up are scripts/deploy-local.sh's.
+const localClusterPorts = 20000
+
 // portRange is the span of ports handed out: below the ephemeral range when that leaves room (the
 // usual case), above it otherwise.
 func portRange() (int, int) {
@@ -41,6 +46,12 @@ func portRange() (int, int) {
 				eLo, eHi = a, z
 			}
 		}
+	}
+	if eLo >= localClusterPorts+2000 {
+		// 10000 up to 20000: the ports from 20000 to the ephemeral range are left to the local clusters
+		// of scripts/deploy-local.sh, which picks its 50 ports there when it starts and binds them over
+		// minutes (a chaos run beside it took one of them, and a broker of the deploy could not start).
+		return 10000, localClusterPorts - 10000
 	}
 	if eLo-10000 >= 2000 {
 		return 10000, eLo - 10000

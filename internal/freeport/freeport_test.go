@@ -32,6 +32,16 @@ func TestPairOutsideEphemeralRange(t *testing.T) {
 	}
 }
 
+// TestLeavesLocalClusterPorts: below an ephemeral range that leaves room (32768 up by default), the ports
+// handed out end at 20000; scripts/deploy-local.sh's clusters take theirs from there up.
+func TestLeavesLocalClusterPorts(t *testing.T) {
+	first, n := portRange()
+	if first == 10000 && first+n > localClusterPorts {
+		t.Fatalf("ports %d-%d handed out: they reach the local clusters' (%d up: scripts/deploy-local.sh)",
+			first, first+n-1, localClusterPorts)
+	}
+}
+
 // TestSkipsBusyPort: a port held by a listener is never handed out.
 func TestSkipsBusyPort(t *testing.T) {
 	p, err := One()
