@@ -81,6 +81,16 @@
 // was over remoting, and the client's as much again: on a machine whose cores client and broker share,
 // msgs/s follow the sum.
 //
+// On a quiet machine (make bench-compare, nothing else running, docs/bench/compare-2026-12-07-quiet.txt)
+// the picture is the same: 44,752 msgs/s over remoting, 16,285 through local mode (0.36x) and 8,678 through
+// mqproxy (0.19x); the broker's CPU per message 19, 54 and 128 us, mqbench's 18, 50 and 66 us. Of a
+// local-mode broker's 52 us (profile of the same rows, 30 s), gRPC took about 30: its reader goroutine
+// (frames, hpack, a stream per call) 27 %, its call handling around ours (decoding the request, sending
+// the answer) 16 %, its writer 13 %; our SendMessage 18 %, of which the broker's send down to the store's
+// put 10 %; the store's own goroutines 9 %; system calls 19 % flat. So the 0.7x of issue 38 is out of
+// reach while gRPC costs what it does here: with a broker whose own work cost nothing, gRPC's share of it
+// (30 us) and mqbench's (50) would still be twice a whole remoting send (37).
+//
 // What the endpoint does about the price: its calls run on stream workers (Options.StreamWorkers,
 // grpc.NumStreamWorkers) whose stacks stay grown, where a call's own new goroutine grew its stack in
 // gRPC's receive every time (runtime.copystack was 10 % of a local-mode broker's CPU under mqbench's 16
