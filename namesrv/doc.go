@@ -28,7 +28,9 @@
 // data version changed or on its first registration; at the same data version it adds the topics the broker
 // name lacks, as RocketMQ does, which is how the chunks of a split registration (RocketMQ 5's
 // enableSplitRegistration: one data version, several REGISTER_BROKERs) are applied; rounds.go follows each
-// master's rounds so that every chunk of a new version is applied whole. A slave's topics are ignored (its
+// master's rounds so that every chunk of a new version is applied whole. Applying a table whole looks every
+// topic of it up; that is done before the write lock, with the read lock, and under the write lock only the
+// topics that differ are applied, unless the broker name's queue data changed in between (tablediff.go). A slave's topics are ignored (its
 // reply names the master and the master's HA address). BROKER_HEARTBEAT refreshes a registered address's
 // liveness between registrations. After a restart, routes wait for the broker names routed before it to
 // route as many topics again (needWaitForService, readiness.go). A broker address leaves the tables when it unregisters, when the connection it

@@ -83,7 +83,7 @@ func (r *roundState) overlaps(table *regTable) bool {
 // applyRoundLocked applies a master's registration of table at the address whose round is r. first is a
 // registration the name server treats as new (the broker name, or the address at this id). Lock should be
 // held for writing.
-func (m *RouteInfoManager) applyRoundLocked(r *roundState, brokerName string, table *regTable, first bool, lg *regLog) {
+func (m *RouteInfoManager) applyRoundLocked(r *roundState, brokerName string, table *regTable, first bool, diff *tableDiff, lg *regLog) {
 	switch {
 	case first || !r.on || r.dv != table.dv:
 		*r = roundState{dv: table.dv, on: true, fresh: true, applied: make(map[bodyKey]uint64)}
@@ -102,7 +102,7 @@ func (m *RouteInfoManager) applyRoundLocked(r *roundState, brokerName string, ta
 			return // every topic of it is there still
 		}
 	}
-	m.applyTopicTableLocked(brokerName, table.topics, r.fresh, lg)
+	m.applyTopicTableLocked(brokerName, table, r.fresh, diff, lg)
 	r.applied[table.key] = m.removals[brokerName]
 }
 

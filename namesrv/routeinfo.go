@@ -84,6 +84,7 @@ type RouteInfoManager struct {
 	brokerAddr    map[string]*brokerEntry           // broker name -> cluster, addresses by id
 	brokerTopics  map[string]map[string]*topicEntry // broker name -> the topics with its queue data (index)
 	removals      map[string]uint64                 // broker name -> queue data of it removed so far (rounds.go)
+	queueGen      map[string]uint64                 // broker name -> changes of its queue data so far (tablediff.go)
 	clusterMap    map[string]map[string]struct{}    // cluster -> broker names
 	live          map[string]*brokerLiveInfo        // broker address -> liveness
 	connAddrs     map[uint64]map[string]struct{}    // connection id -> the live addresses registered on it
@@ -122,6 +123,7 @@ func NewRouteInfoManager(expiry time.Duration, deleteMissing bool, logger *slog.
 		brokerAddr:    make(map[string]*brokerEntry),
 		brokerTopics:  make(map[string]map[string]*topicEntry),
 		removals:      make(map[string]uint64),
+		queueGen:      make(map[string]uint64),
 		clusterMap:    make(map[string]map[string]struct{}),
 		live:          make(map[string]*brokerLiveInfo),
 		connAddrs:     make(map[uint64]map[string]struct{}),
@@ -178,6 +180,12 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest, now time.Ti
 }
 
 func (m *RouteInfoManager) registerBroker(req *RegisterBrokerRequest, now time.Time, lg *regLog) RegisterBrokerResult {
+	return m.registerBrokerWith(req, m.prepareTable(req), now, lg)
+}
+
+// registerBrokerWith is registerBroker with the table's difference from the tables prepared beforehand
+// (nil: none; tablediff.go).
+func (m *RouteInfoManager) registerBrokerWith(req *RegisterBrokerRequest, diff *tableDiff, now time.Time, lg *regLog) RegisterBrokerResult {
 	defer m.unlock(m.lock())
 	names := m.clusterMap[req.ClusterName]
 	if names == nil {
@@ -220,11 +228,7 @@ func (m *RouteInfoManager) registerBroker(req *RegisterBrokerRequest, now time.T
 		lg.addrChanged, lg.oldAddr = true, old
 	}
 
-	table := req.table
-	if table == nil {
-		table = tableOf(&req.Body, true)
-		table.key = contentKey(m.bodies.seed, table)
-	}
+	table := req.table // (prepareTable filled it in)
 	li, known := m.live[req.BrokerAddr]
 	if !known {
 		li = &brokerLiveInfo{}
@@ -232,7 +236,7 @@ func (m *RouteInfoManager) registerBroker(req *RegisterBrokerRequest, now time.T
 		lg.newBroker = true
 	}
 	if req.BrokerID == protocol.MasterID && table.kept {
-		m.applyRoundLocked(&li.round, req.BrokerName, table, first, lg)
+		m.applyRoundLocked(&li.round, req.BrokerName, table, first, diff, lg)
 	} else {
 		li.round = roundState{} // a slave, or a demoted master: its next master registration starts afresh
 	}
@@ -310,9 +314,16 @@ func (m *RouteInfoManager) logRegistration(req *RegisterBrokerRequest, lg *regLo
 // applyTopicTableLocked turns a master's topic table into queue data of its broker name: every topic of it
 // when whole, else only those the broker name does not hold yet (rounds.go). Lock should be held for
 // writing.
-func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table []topicRec, whole bool, lg *regLog) {
+//
+// diff, when it was prepared for this table and the broker name's queue data has not changed since, names
+// the topics that differ: the others are skipped, as the loop below would skip them (tablediff.go).
+func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table *regTable, whole bool, diff *tableDiff, lg *regLog) {
 	index := m.brokerTopics[brokerName]
-	for _, r := range table {
+	topics := table.topics
+	if whole && diff.current(m, brokerName, table) {
+		topics = diff.changed
+	}
+	for _, r := range topics {
 		if !whole {
 			if _, ok := index[r.name]; ok {
 				continue
@@ -357,6 +368,7 @@ func (m *RouteInfoManager) setQueueDataLocked(e *topicEntry, topic string, qd pr
 	}
 	e.queues[qd.BrokerName] = qd
 	e.ver.Add(1)
+	m.queueGen[qd.BrokerName]++
 }
 
 // removeQueueDataLocked drops one broker name's queues of a topic, and the topic when none are left.
@@ -373,6 +385,7 @@ func (m *RouteInfoManager) removeQueueDataLocked(topic, brokerName string) {
 	e.ver.Add(1)
 	m.listVer.Add(1)
 	m.removals[brokerName]++
+	m.queueGen[brokerName]++
 	if idx := m.brokerTopics[brokerName]; idx != nil {
 		delete(idx, topic)
 		m.routedChanged = true
@@ -793,6 +806,7 @@ func (m *RouteInfoManager) SetWritePerm(brokerName string, allow bool) int {
 		e.ver.Add(1)
 		n++
 	}
+	m.queueGen[brokerName]++
 	return n
 }
 
