@@ -15,8 +15,9 @@ import "github.com/rocketraft/rocketraft/protocol"
 // that list instead of the whole table when the generation has not moved: every topic left out was, and
 // still is, exactly what the table says, so the whole loop would have skipped it. When it has moved (another
 // registration of the name, a deletion, a permission change came in between), the whole table is applied
-// as before. Only the registrations predicted to start a fresh round are prepared (the prediction is read
-// with the same lock: a wrong one costs the look-up, or leaves the whole loop, never a different result).
+// as before. Only the registrations predicted to be applied whole are prepared: a fresh round's first
+// table and its further chunks (the prediction is read with the same lock: a wrong one costs the look-up,
+// or leaves the whole loop, never a different result).
 
 // minDiffTopics is the smallest table prepared: below it the whole loop is as cheap as the preparation.
 // A variable so that tests prepare the small tables of their random churn too.
@@ -45,8 +46,10 @@ func (m *RouteInfoManager) prepareTable(req *RegisterBrokerRequest) *tableDiff {
 	defer m.mu.RUnlock()
 	li := m.live[req.BrokerAddr]
 	bd := m.brokerAddr[req.BrokerName]
-	fresh := li == nil || !li.round.on || li.round.dv != table.dv || bd == nil ||
-		bd.BrokerAddrs[protocol.MasterID] != req.BrokerAddr // as applyRoundLocked will decide it (rounds.go)
+	// As applyRoundLocked will decide it (rounds.go): a new round, or the next chunk of a fresh one (a split
+	// table's chunks after the first; one that starts the next round instead only costs the look-ups).
+	fresh := li == nil || !li.round.on || li.round.dv != table.dv || li.round.fresh || bd == nil ||
+		bd.BrokerAddrs[protocol.MasterID] != req.BrokerAddr
 	if !fresh {
 		return nil
 	}

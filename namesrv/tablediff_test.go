@@ -145,3 +145,34 @@ func BenchmarkWideTopicCreate(b *testing.B) {
 		})
 	}
 }
+
+// TestSplitChunksArePrepared: the chunks of a split table at a new data version are all applied whole (rounds.go),
+// so each is prepared, not only the first.
+func TestSplitChunksArePrepared(t *testing.T) {
+	chunk := func(from int, counter int64) RegisterBrokerRequest {
+		tt := map[string]*protocol.TopicConfig{}
+		for i := from; i < from+40; i++ {
+			n := fmt.Sprintf("T%d", i)
+			tt[n] = &protocol.TopicConfig{TopicName: n, ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}
+		}
+		return RegisterBrokerRequest{ClusterName: "c", BrokerAddr: "10.0.0.1:10911", BrokerName: "b", BrokerID: 0, ConnID: 1,
+			Body: protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: protocol.TopicConfigSerializeWrapper{
+				TopicConfigTable: tt, DataVersion: protocol.DataVersion{Counter: counter}}}}
+	}
+	m := newManager(time.Minute, false)
+	now := time.Unix(1700000000, 0)
+	for _, counter := range []int64{1, 2} {
+		for _, from := range []int{0, 40} {
+			req := chunk(from, counter)
+			diff := m.prepareTable(&req)
+			if diff == nil {
+				t.Fatalf("version %d, chunk from T%d: not prepared", counter, from)
+			}
+			var lg regLog
+			m.registerBrokerWith(&req, diff, now, &lg)
+		}
+	}
+	if n := m.RoutedBrokerTopics()["b"]; n != 80 {
+		t.Fatalf("b routes %d topics, want 80", n)
+	}
+}
