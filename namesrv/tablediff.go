@@ -54,6 +54,12 @@ func (m *RouteInfoManager) prepareTable(req *RegisterBrokerRequest) *tableDiff {
 		return nil
 	}
 	d := &tableDiff{table: table, gen: m.queueGen[req.BrokerName]}
+	if len(m.brokerTopics[req.BrokerName]) == 0 {
+		// The broker name holds no queue data (its first registration, the round after a restart): every
+		// topic differs, no need to look them up.
+		d.changed = table.topics
+		return d
+	}
 	for _, r := range table.topics {
 		if e := m.topicQueue[r.name]; e == nil || e.queues[req.BrokerName] != r.queueData(req.BrokerName) {
 			d.changed = append(d.changed, r)
