@@ -3,8 +3,8 @@ package namesrv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"time"
 
@@ -23,8 +23,10 @@ func (s *Server) registerProcessors() {
 		s.cfg.ClientRequestThreadPoolQueueCapacity)
 	defaultPool := remoting.NewPool("namesrv-default", s.cfg.DefaultThreadPoolNums, s.cfg.DefaultThreadPoolQueueCapacity)
 	s.rs.RegisterInline(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic, s.routeInline)
+	// A registration's body is hashed and decoded, never kept: its memory serves the next large one
+	// (a fleet's 300 topic tables arrive at the same moment; remoting/framecache.go).
+	s.rs.RegisterTransient(remoting.RegisterBroker, defaultPool, s.registerBroker)
 	for code, h := range map[remoting.RequestCode]remoting.HandlerFunc{
-		remoting.RegisterBroker:                s.registerBroker,
 		remoting.UnregisterBroker:              s.unregisterBroker,
 		remoting.QueryDataVersion:              s.queryDataVersion,
 		remoting.BrokerHeartbeat:               s.brokerHeartbeat,
@@ -107,11 +109,11 @@ func (s *Server) registerBroker(_ context.Context, conn *remoting.Conn, req *rem
 			return errResponse(remoting.InvalidParameter, "REGISTER_BROKER header raftSlaveId %d: must be above 0 (the brokerId of a Raft node that is not master)", raftSlaveID)
 		}
 	}
-	if crc != 0 && int64(crc32.ChecksumIEEE(req.Body)&0x7FFFFFFF) != crc {
+	table, err := s.routes.registrationTable(h[1], req.Body, compressed, brokerID == protocol.MasterID, crc)
+	if errors.Is(err, errBodyCRC) {
 		s.logger.Warn("namesrv: register broker body fails its crc32", "brokerAddr", h[1], "remote", conn.RemoteAddr())
 		return errResponse(remoting.SystemError, remarkCRCMismatch)
 	}
-	table, err := s.routes.registrationTable(h[1], req.Body, compressed, brokerID == protocol.MasterID)
 	if err != nil {
 		return errResponse(remoting.SystemError, "Failed to decode RegisterBrokerBody: %v", err)
 	}

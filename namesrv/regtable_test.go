@@ -2,6 +2,8 @@ package namesrv
 
 import (
 	"testing"
+
+	"github.com/rocketraft/rocketraft/remoting"
 )
 
 // TestRegistrationBodyDecodedOnce: a body an address registered before is not decoded again, and what it
@@ -53,5 +55,26 @@ func TestRegistrationBodyDecodedOnce(t *testing.T) {
 	}
 	if _, _, ok := f.route("OnlyS"); !ok {
 		t.Fatal("the promoted master's topics are not routed")
+	}
+}
+
+// TestKnownBodyCRC: a body registered before with the same bodyCrc32 is taken without checking its crc32
+// again; the same bytes with another bodyCrc32 are checked, and refused as Java refuses them.
+func TestKnownBodyCRC(t *testing.T) {
+	f := newFixture(t, nil)
+	m := f.ns.Routes()
+	f.register(f.cl, brokerA) // with its right bodyCrc32
+	if resp := f.registerWith(f.cl, brokerA, nil); resp.Code != int32(remoting.Success) || m.tableHits.Load() != 1 {
+		t.Fatalf("the same body again: %v, %d taken as known", resp, m.tableHits.Load())
+	}
+	resp := f.registerWith(f.cl, brokerA, map[string]string{"bodyCrc32": "12345"})
+	if resp.Code != int32(remoting.SystemError) || resp.Remark != remarkCRCMismatch {
+		t.Fatalf("a known body with a wrong bodyCrc32: %v, want SYSTEM_ERROR %q", resp, remarkCRCMismatch)
+	}
+	if m.tableHits.Load() != 1 {
+		t.Fatal("a known body with another bodyCrc32 was taken unchecked")
+	}
+	if resp := f.registerWith(f.cl, brokerA, map[string]string{"bodyCrc32": "0"}); resp.Code != int32(remoting.Success) {
+		t.Fatalf("the known body without a crc: %v", resp)
 	}
 }

@@ -106,7 +106,7 @@ func DecodeFrame(frame []byte) (*Command, error) {
 	}
 	c.SerializeType = serType
 	if body := frame[headerWordSize+headerLen:]; len(body) > 0 {
-		c.Body = body
+		c.Body = body[:len(body):len(body)]
 	}
 	return c, nil
 }
@@ -121,10 +121,12 @@ const readChunk = 1 << 20
 // io.EOF before the first byte is returned as is; a frame cut short is io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxSize int, scratch []byte) ([]byte, error) {
 	var lenBuf [lengthFieldSize]byte
-	return readFrame(r, maxSize, &lenBuf, scratch)
+	return readFrame(r, maxSize, &lenBuf, scratch, nil)
 }
 
-func readFrame(r io.Reader, maxSize int, lenBuf *[lengthFieldSize]byte, scratch []byte) ([]byte, error) {
+// readFrame is ReadFrame with the length field's buffer given, and frames (nil: none) to take a large frame's
+// memory from (framecache.go).
+func readFrame(r io.Reader, maxSize int, lenBuf *[lengthFieldSize]byte, scratch []byte, frames *frameCache) ([]byte, error) {
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, err
 	}
@@ -146,7 +148,10 @@ func readFrame(r io.Reader, maxSize int, lenBuf *[lengthFieldSize]byte, scratch 
 		return buf, unexpectedEOF(err)
 	}
 	if size <= readChunk {
-		buf := make([]byte, size)
+		buf := frames.get(size)
+		if buf == nil {
+			buf = make([]byte, size)
+		}
 		_, err := io.ReadFull(r, buf)
 		return buf, unexpectedEOF(err)
 	}

@@ -62,6 +62,9 @@ type Command struct {
 	// suspended whether its handler held it for a long poll: both for the reply observer's figures.
 	received  int64
 	suspended bool
+	// frame is the memory of a large request frame read from a server's frameCache: given back to it after
+	// the handler of a transient route (RegisterTransient) answered; nil otherwise.
+	frame []byte
 }
 
 // MarkSuspended records that the request was held for a long poll before its answer (RocketMQ's

@@ -34,6 +34,8 @@ type connConfig struct {
 	readBufferSize  int
 	// replies is the server's reply observer (nil pointer on the client side).
 	replies *atomic.Pointer[ReplyObserver]
+	// frames keeps large request frames' memory for the next (the server's; nil on the client side).
+	frames *frameCache
 }
 
 // Thresholds of the writer. A Body up to inlineBodyMax bytes is copied into the batch buffer next to its
@@ -194,7 +196,7 @@ func (c *Conn) readLoop() {
 		if c.cfg.idleTimeout > 0 && !br.frameBuffered() { // (a buffered frame is read without waiting)
 			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
 		}
-		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, nil)
+		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, nil, c.cfg.frames)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -207,6 +209,9 @@ func (c *Conn) readLoop() {
 		if cmd.IsResponse() {
 			c.deliver(cmd)
 			continue
+		}
+		if c.cfg.frames != nil && len(frame) >= largeFrameMin && len(frame) <= readChunk {
+			cmd.frame = frame // from the frame cache: the server gives it back after a transient handler
 		}
 		if c.cfg.replies != nil && c.cfg.replies.Load() != nil { // only when someone looks at the times
 			cmd.received = time.Now().UnixNano()

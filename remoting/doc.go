@@ -44,7 +44,11 @@
 // its code; a full pool queue is answered SYSTEM_BUSY at once, an unknown code REQUEST_CODE_NOT_SUPPORTED. A
 // handler returns its response, or nil and answers later with Conn.Reply from any goroutine (long-poll pulls,
 // SYNC_FLUSH sends). A route registered with an InlineFunc (Server.RegisterInline) answers on the reader what
-// cannot block (the broker's sends to an existing topic) and hands the rest to its pool. One writer goroutine per connection gathers every queued frame (header bytes, Body and the
+// cannot block (the broker's sends to an existing topic) and hands the rest to its pool. A route registered
+// with Server.RegisterTransient promises its handler keeps nothing of a request's body: its frames of 64 KiB
+// to 1 MiB are read into memory the server keeps (up to 16 MiB, framecache.go) and given back once the
+// handler answered, so that a burst of large requests (a fleet's REGISTER_BROKER tables) does not feed the
+// garbage collector. One writer goroutine per connection gathers every queued frame (header bytes, Body and the
 // zero-copy BodyParts) into one writev per wake-up. Connections silent for IdleTimeout are closed.
 //
 // Server.Listen adds an extra listening address (listener.go): its connections are served like the main

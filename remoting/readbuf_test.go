@@ -61,7 +61,7 @@ func TestReadBufferFramesSurviveAnySplit(t *testing.T) {
 		br := newReadBuffer(&splitReader{data: stream, chunks: chunks}, DefaultReadBufferSize)
 		var lenBuf [lengthFieldSize]byte
 		for i, w := range want {
-			frame, err := readFrame(br, MaxFrameSize, &lenBuf, nil)
+			frame, err := readFrame(br, MaxFrameSize, &lenBuf, nil, nil)
 			if err != nil {
 				t.Fatalf("round %d frame %d: %v", round, i, err)
 			}
@@ -70,7 +70,7 @@ func TestReadBufferFramesSurviveAnySplit(t *testing.T) {
 				t.Fatalf("round %d frame %d: %v %v", round, i, got, err)
 			}
 		}
-		if _, err := readFrame(br, MaxFrameSize, &lenBuf, nil); err != io.EOF {
+		if _, err := readFrame(br, MaxFrameSize, &lenBuf, nil, nil); err != io.EOF {
 			t.Fatalf("round %d: after the last frame: %v", round, err)
 		}
 	}

@@ -91,12 +91,16 @@ type route struct {
 	pool    *Pool
 	handler HandlerFunc
 	inline  InlineFunc // nil: always on the pool
+	// transient: the handler keeps nothing of a request's body after it returns (RegisterTransient), so
+	// a large frame's memory goes back to the server's frameCache once it has answered.
+	transient bool
 }
 
 // Server accepts remoting connections and runs each request's handler on the pool registered for its code.
 type Server struct {
 	cfg    ServerConfig
 	cc     connConfig
+	frames *frameCache // large frames of transient routes (framecache.go)
 	logger *slog.Logger
 	nextID atomic.Uint64
 	tr     tracker // connection goroutines and async callbacks
@@ -130,9 +134,10 @@ func NewServer(cfg ServerConfig, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, cc: cfg.connConfig(), logger: logger, acceptDone: make(chan struct{}),
+	s := &Server{cfg: cfg, cc: cfg.connConfig(), frames: newFrameCache(frameCacheMaxDef), logger: logger, acceptDone: make(chan struct{}),
 		stopAccept: make(chan struct{})}
 	s.cc.replies = &s.replies
+	s.cc.frames = s.frames
 	s.mu.conns = make(map[uint64]*Conn)
 	s.mu.listeners = make(map[*Listener]struct{})
 	s.mu.pools = make(map[*Pool]struct{})
@@ -154,7 +159,20 @@ func (s *Server) Register(code RequestCode, pool *Pool, h HandlerFunc) {
 // a sixth of one broker's CPU per message under 16 producers, where the send itself is a non-blocking append.
 // What is answered inline does not pass through the pool: its queue length and head wait do not count it.
 func (s *Server) RegisterInline(code RequestCode, pool *Pool, h HandlerFunc, inline InlineFunc) {
-	if pool == nil || h == nil {
+	s.register(code, route{pool: pool, handler: h, inline: inline})
+}
+
+// RegisterTransient is Register for a handler that keeps nothing of req.Body after it returns: nothing
+// sliced from it, no goroutine that reads it later, no response that refers to it. A large request frame
+// (64 KiB to 1 MiB) of its code is then read into memory kept by the server for the next one
+// (framecache.go) instead of memory left to the garbage collector. A name server's REGISTER_BROKER is the
+// case: a fleet's brokers send their whole topic tables at the same moment.
+func (s *Server) RegisterTransient(code RequestCode, pool *Pool, h HandlerFunc) {
+	s.register(code, route{pool: pool, handler: h, transient: true})
+}
+
+func (s *Server) register(code RequestCode, r route) {
+	if r.pool == nil || r.handler == nil {
 		panic(fmt.Sprintf("remoting: Register of request code %d without a pool or a handler", code))
 	}
 	s.regMu.Lock()
@@ -167,10 +185,10 @@ func (s *Server) RegisterInline(code RequestCode, pool *Pool, h HandlerFunc, inl
 	for k, v := range old {
 		next[k] = v
 	}
-	next[code] = route{pool: pool, handler: h, inline: inline}
+	next[code] = r
 	s.routes.Store(&next)
 	s.mu.Lock()
-	s.mu.pools[pool] = struct{}{}
+	s.mu.pools[r.pool] = struct{}{}
 	s.mu.Unlock()
 }
 
@@ -319,11 +337,13 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 			if resp != nil {
 				_ = c.Reply(req, resp) // fails only when the connection is gone
 			}
+			s.recycle(r, req)
 			return
 		}
 		checked = true // the guards let it through
 	}
-	if !r.pool.Submit(func() { s.handle(r.handler, c, req, checked) }) {
+	if !r.pool.Submit(func() { s.handle(r, c, req, checked) }) {
+		defer s.recycle(r, req)
 		if r.pool.Stopped() {
 			// The server is shutting down (its owner drained the pool before closing the
 			// connections): SERVICE_NOT_AVAILABLE, which the official producers send again
@@ -356,18 +376,30 @@ func (s *Server) handleInline(f InlineFunc, c *Conn, req *Command) (resp *Comman
 
 // handle runs a handler on a pool worker and sends its response; checked: the guards and observers ran
 // already (on the reader, before an InlineFunc that declined).
-func (s *Server) handle(h HandlerFunc, c *Conn, req *Command, checked bool) {
+func (s *Server) handle(r route, c *Conn, req *Command, checked bool) {
 	resp := callSafely(c.logger, req, func() *Command {
 		if !checked {
 			if refused := s.intercept(c, req); refused != nil {
 				return refused
 			}
 		}
-		return h(c.Context(), c, req)
+		return r.handler(c.Context(), c, req)
 	})
 	if resp != nil {
 		_ = c.Reply(req, resp) // fails only when the connection is gone
 	}
+	s.recycle(r, req)
+}
+
+// recycle gives a transient route's request frame back to the frame cache once its answer is queued; the
+// request's Body is nil from then on.
+func (s *Server) recycle(r route, req *Command) {
+	if !r.transient || req.frame == nil {
+		return
+	}
+	b := req.frame
+	req.frame, req.Body = nil, nil
+	s.frames.put(b)
 }
 
 // callSafely runs a handler; a panic is logged with its stack and turned into a SYSTEM_ERROR response whose

@@ -1,0 +1,73 @@
+package remoting
+
+import "sync"
+
+// Large request frames whose handler keeps nothing of them (RegisterTransient) are read into memory used
+// before. A name server in front of 300 brokers receives each one's topic table, about 200 KB, every 30
+// seconds, all at the same moment: left to the garbage collector that was 60 MB allocated in a burst, which
+// set off a collection during it more often than not, and on the name server's one core the collection's
+// assists and the burst's page faults came on top of the burst itself: route queries due in it waited about
+// 200 ms where they waited about 50 in a burst without a collection (mqbench namesrv, docs/bench/namesrv.md).
+//
+// A frameCache keeps up to maxBytes of such frames' memory between uses, shared by a server's connections.
+// Frames from largeFrameMin to readChunk bytes take part; smaller ones cost the collector little and larger
+// ones are read in growing pieces (readFrame). A buffer is never handed out for a frame less than half its
+// size, so one large table does not pin memory for small ones.
+
+const (
+	largeFrameMin    = 64 << 10
+	frameGranule     = 16 << 10 // capacities are rounded up to this, so that similar sizes share buffers
+	frameCacheMaxDef = 16 << 20
+)
+
+type frameCache struct {
+	mu       sync.Mutex
+	bufs     [][]byte // free buffers, each of len 0 and its own capacity
+	bytes    int      // the sum of their capacities
+	maxBytes int
+	hits     uint64 // frames read into a kept buffer (tests)
+}
+
+func newFrameCache(maxBytes int) *frameCache { return &frameCache{maxBytes: maxBytes} }
+
+// get returns a slice of len size for a frame: the smallest kept buffer that fits, or a new one. It is nil
+// for a size that does not take part (the caller allocates as before).
+func (fc *frameCache) get(size int) []byte {
+	if fc == nil || size < largeFrameMin || size > readChunk {
+		return nil
+	}
+	fc.mu.Lock()
+	best := -1
+	for i, b := range fc.bufs {
+		if c := cap(b); c >= size && c <= 2*size && (best < 0 || c < cap(fc.bufs[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := fc.bufs[best]
+		last := len(fc.bufs) - 1
+		fc.bufs[best] = fc.bufs[last]
+		fc.bufs[last] = nil
+		fc.bufs = fc.bufs[:last]
+		fc.bytes -= cap(b)
+		fc.hits++
+		fc.mu.Unlock()
+		return b[:size]
+	}
+	fc.mu.Unlock()
+	return make([]byte, size, (size+frameGranule-1)/frameGranule*frameGranule)
+}
+
+// put keeps b for a later frame, unless the cache is full. b must come from get and nothing may refer to
+// its memory any more.
+func (fc *frameCache) put(b []byte) {
+	if fc == nil || cap(b) < largeFrameMin || cap(b) > readChunk+frameGranule {
+		return
+	}
+	fc.mu.Lock()
+	if fc.bytes+cap(b) <= fc.maxBytes {
+		fc.bufs = append(fc.bufs, b[:0])
+		fc.bytes += cap(b)
+	}
+	fc.mu.Unlock()
+}

@@ -1,0 +1,96 @@
+package remoting
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+	"time"
+)
+
+// TestTransientFramesReused: large requests of a transient route are read into memory the server kept from
+// earlier ones, and each handler sees its own body whole; a route that is not transient keeps every body it
+// was given, untouched by the frames read after it.
+func TestTransientFramesReused(t *testing.T) {
+	const codeTransient, codeKept = RequestCode(9001), RequestCode(9002)
+	var kept [][]byte // the bodies the kept route's handler held on to (one worker: no race)
+	var s *Server
+	s = startServer(t, ServerConfig{}, nil, func(srv *Server) {
+		srv.RegisterTransient(codeTransient, NewPool("t", 2, 16), func(_ context.Context, _ *Conn, req *Command) *Command {
+			sum := sha256.Sum256(req.Body)
+			return NewResponse(Success, hex.EncodeToString(sum[:]))
+		})
+		srv.Register(codeKept, NewPool("k", 1, 16), func(_ context.Context, _ *Conn, req *Command) *Command {
+			kept = append(kept, req.Body)
+			return NewResponse(Success, "")
+		})
+	})
+	cl := newClient(t, ClientConfig{})
+	body := func(i, size int) []byte {
+		return bytes.Repeat([]byte{byte('a' + i%26)}, size)
+	}
+	var keptWant [][]byte
+	for i := range 40 {
+		size := 200<<10 + i*1000 // sizes that differ, as brokers' tables do
+		b := body(i, size)
+		req := NewRequest(codeTransient, nil, b)
+		resp, err := cl.Invoke(ctxTimeout(t, 10*time.Second), s.Addr().String(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if resp.Remark != hex.EncodeToString(sum[:]) {
+			t.Fatalf("request %d: the handler saw another body", i)
+		}
+		if i%4 == 0 { // now and then a large body the handler keeps
+			kb := body(i+13, 100<<10)
+			keptWant = append(keptWant, kb)
+			if _, err := cl.Invoke(ctxTimeout(t, 10*time.Second), s.Addr().String(), NewRequest(codeKept, nil, kb)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.frames.mu.Lock()
+	hits, held := s.frames.hits, s.frames.bytes
+	s.frames.mu.Unlock()
+	if hits < 30 {
+		t.Fatalf("%d of 40 transient frames were read into kept memory", hits)
+	}
+	if held > frameCacheMaxDef {
+		t.Fatalf("the cache holds %d bytes, more than its bound %d", held, frameCacheMaxDef)
+	}
+	for i, b := range kept {
+		if !bytes.Equal(b, keptWant[i]) {
+			t.Fatalf("kept body %d changed after its handler returned", i)
+		}
+	}
+}
+
+// TestFrameCacheBounds: sizes outside 64 KiB to 1 MiB take no part, a buffer is not handed out for a frame of
+// less than half its size, and what is kept never exceeds the bound.
+func TestFrameCacheBounds(t *testing.T) {
+	fc := newFrameCache(1 << 20)
+	if fc.get(largeFrameMin-1) != nil || fc.get(readChunk+1) != nil {
+		t.Fatal("a size outside the cache's range got a buffer")
+	}
+	big := fc.get(600 << 10)
+	fc.put(big)
+	if b := fc.get(200 << 10); cap(b) == cap(big) {
+		t.Fatal("a 600 KiB buffer was handed out for a 200 KiB frame")
+	}
+	if b := fc.get(500 << 10); cap(b) != cap(big) || len(b) != 500<<10 {
+		t.Fatalf("the kept 600 KiB buffer was not used for a 500 KiB frame (cap %d)", cap(b))
+	}
+	for range 10 {
+		fc.put(make([]byte, 0, 300<<10))
+	}
+	if fc.bytes > 1<<20 || len(fc.bufs) != 3 {
+		t.Fatalf("kept %d bytes in %d buffers under a bound of 1 MiB", fc.bytes, len(fc.bufs))
+	}
+	var nilCache *frameCache
+	if nilCache.get(100<<10) != nil {
+		t.Fatal("a nil cache handed out a buffer")
+	}
+	nilCache.put(make([]byte, 100<<10))
+}
