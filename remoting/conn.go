@@ -42,6 +42,9 @@ type connConfig struct {
 // header; a larger one, and every BodyParts slice, is handed to writev as it is.
 const inlineBodyMax = 4 << 10
 
+// scratchFrameMax bounds the frame memory a connection's reader keeps for the next frame (readLoop).
+const scratchFrameMax = 1 << 10
+
 // Conn is one TCP connection speaking the remoting protocol, on the server or the client side. One reader
 // goroutine decodes frames: responses complete the pending call with their opaque, requests go to the owner's
 // dispatch. One writer goroutine sends every queued frame of a wake-up in one writev. All methods are safe for
@@ -192,11 +195,15 @@ func (c *Conn) serve() {
 func (c *Conn) readLoop() {
 	br := newReadBuffer(c.rd, c.cfg.readBufferSize) // readbuf.go: small until the traffic needs more
 	var lenBuf [lengthFieldSize]byte
+	// scratch takes the next small frame. Decoding copies the header's strings, so a frame whose command
+	// has no body is referenced by nothing once decoded, and its memory serves the next: a name server's
+	// route queries (no body) then read into the same bytes, where each cost an allocation.
+	var scratch []byte
 	for {
 		if c.cfg.idleTimeout > 0 && !br.frameBuffered() { // (a buffered frame is read without waiting)
 			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
 		}
-		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, nil, c.cfg.frames)
+		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, scratch, c.cfg.frames)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -205,6 +212,12 @@ func (c *Conn) readLoop() {
 		if err != nil {
 			c.closeWith(err.Error(), slog.LevelWarn)
 			return
+		}
+		switch {
+		case cmd.Body != nil:
+			scratch = nil // the body is the frame's memory, and the command's now
+		case cap(frame) <= scratchFrameMax:
+			scratch = frame[:0]
 		}
 		if cmd.IsResponse() {
 			c.deliver(cmd)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,4 +95,61 @@ func TestFrameCacheBounds(t *testing.T) {
 		t.Fatal("a nil cache handed out a buffer")
 	}
 	nilCache.put(make([]byte, 100<<10))
+}
+
+// TestBodylessFramesShareMemory: requests without a body are read into the same memory one after another;
+// what their commands say (code, remark, every ext field, in JSON and in RocketMQ's binary header) stays as it
+// was sent while later frames are read, and a request with a body keeps its body.
+func TestBodylessFramesShareMemory(t *testing.T) {
+	const code, n = RequestCode(9003), 24
+	held := make(chan *Command, n)
+	release := make(chan struct{})
+	s := startServer(t, ServerConfig{}, nil, func(srv *Server) {
+		srv.Register(code, NewPool("held", n, n), func(_ context.Context, _ *Conn, req *Command) *Command {
+			held <- req
+			<-release // every request is read before any is answered
+			resp := NewResponse(Success, req.Remark)
+			resp.ExtFields = map[string]string{"i": req.ExtFields["i"], "pad": req.ExtFields["pad"]}
+			resp.Body = req.Body
+			return resp
+		})
+	})
+	cl := newClient(t, ClientConfig{})
+	type answer struct {
+		resp *Command
+		err  error
+	}
+	answers := make([]chan answer, n)
+	for i := range n {
+		answers[i] = make(chan answer, 1)
+		req := NewRequest(code, map[string]string{"i": fmt.Sprint(i), "pad": strings.Repeat(string(rune('a'+i)), i*7)}, nil)
+		req.Remark = "remark-" + fmt.Sprint(i)
+		if i%3 == 0 {
+			req.SerializeType = SerializeRocketMQ
+		}
+		if i%5 == 4 {
+			req.Body = []byte(fmt.Sprint("body-", i))
+		}
+		go func() {
+			resp, err := cl.Invoke(ctxTimeout(t, 10*time.Second), s.Addr().String(), req)
+			answers[i] <- answer{resp, err}
+		}()
+	}
+	for range n {
+		<-held
+	}
+	close(release)
+	for i := range n {
+		a := <-answers[i]
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		wantPad := strings.Repeat(string(rune('a'+i)), i*7)
+		if a.resp.ExtFields["i"] != fmt.Sprint(i) || a.resp.ExtFields["pad"] != wantPad || a.resp.Remark != "remark-"+fmt.Sprint(i) {
+			t.Fatalf("request %d came back as i=%q pad=%q remark=%q", i, a.resp.ExtFields["i"], a.resp.ExtFields["pad"], a.resp.Remark)
+		}
+		if i%5 == 4 && string(a.resp.Body) != fmt.Sprint("body-", i) {
+			t.Fatalf("request %d's body came back as %q", i, a.resp.Body)
+		}
+	}
 }
