@@ -58,10 +58,15 @@ func (d *brokers) localFor(brokerName string) Local {
 	return nil
 }
 
+// SendMessage sends s to the broker at addr, or in process to the local one. The in-process send adds no
+// timer of its own, as the broker's SEND_MESSAGE handler (send.go, putAsync) adds none: every put is
+// answered, stored or refused, with a timeout status where it waits for a flush or a replica
+// (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT), in Raft mode when its entry commits or the node loses its
+// leadership; and the call's context ends the wait when the client's deadline passes (grpc-timeout, which
+// RocketMQ 5's clients send with every call) or the client goes away. A context.WithTimeout per send was 4.5 % of a local-mode
+// broker's CPU under mqbench's sends (doc.go "Speed").
 func (d *brokers) SendMessage(ctx context.Context, addr string, s *client.Send) (*client.SendResult, error) {
 	if l := d.localFor(s.BrokerName); l != nil {
-		ctx, cancel := context.WithTimeout(ctx, d.c.Timeout())
-		defer cancel()
 		return l.SendMessage(ctx, s)
 	}
 	return d.c.SendMessage(ctx, addr, s)
