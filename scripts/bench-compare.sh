@@ -41,6 +41,7 @@
 # printed at the end; kept in the temp folder with KEEP=1), RAFT_ARGS (more --key=value for the Raft nodes),
 # BROKER_ARGS (more --key=value for the brokers of the async and sync rows), NODE_PROCS (GOMAXPROCS of each
 # broker of a row that runs several on this machine, see node_procs; 0 leaves the Go runtime's default),
+# PIN (SERVER_CPUS/CLIENT_CPUS, e.g. 0/1: servers and benchmark clients each on their own cores, below),
 # HOP (an interval, e.g. 500us: time a bare round trip between two processes, mqbench hop, that often beside
 # each of our rows' measured run, the cost of one hop at the row's load; it adds that load to the row).
 #
@@ -50,6 +51,10 @@
 # (natsbench serve), so they share one Go runtime of GOMAXPROCS = the cores. With each of three brokers
 # sized for the whole machine, their idle processors spin and wake each other across the processes: on 2
 # cores the raft-async row then used 42 % more CPU per message (NODE_PROCS=0 shows it; raftlog/doc.go).
+# Clients and servers share the cores too, unless PIN gives each side its own: unpinned on 2 cores, a
+# local-mode gRPC send cost the broker 54 us of CPU and mqbench 50, pinned 27 and 25 (remoting: 19 and 18
+# unpinned, 14 and 12 pinned; docs/bench/compare-2026-12-07-pinned.txt): the processes' schedulers wake and
+# spin across the shared cores, and gRPC's hand-offs between goroutines (reader, call, writer) pay it most.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/common.sh
@@ -66,6 +71,17 @@ PROFILE="${PROFILE:-}"
 HOP="${HOP:-}"
 read -r -a RAFT_EXTRA <<<"${RAFT_ARGS:-}"
 read -r -a BROKER_EXTRA <<<"${BROKER_ARGS:-}"
+# PIN=SERVERS/CLIENTS (CPU lists, e.g. 0/1): the servers (name server, brokers, mqproxy, NATS) run on the
+# first, the benchmark clients (mqbench, natsbench pub) on the second, as when clients run on other machines.
+CLIENT_PIN=()
+if [[ -n "${PIN:-}" ]]; then
+  if [[ ! "$PIN" =~ ^([0-9,-]+)/([0-9,-]+)$ ]]; then
+    echo "PIN=$PIN: want SERVER_CPUS/CLIENT_CPUS, CPU lists as taskset takes them (e.g. 0/1)" >&2
+    exit 2
+  fi
+  SERVER_PIN=(taskset -c "${BASH_REMATCH[1]}")
+  CLIENT_PIN=(taskset -c "${BASH_REMATCH[2]}")
+fi
 if [[ -n "${NODE_PROCS:-}" && ! "$NODE_PROCS" =~ ^[0-9]+$ ]]; then
   echo "NODE_PROCS=$NODE_PROCS: want a whole number of processors per broker (0: Go's default, all cores)" >&2
   exit 2
@@ -271,7 +287,7 @@ ours() {
   for w in $(seq 1 10); do
     echo "== $1: warm-up $w" >&2
     # shellcheck disable=SC2086
-    s="$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration 2s \
+    s="$("${CLIENT_PIN[@]}" ./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration 2s \
       --queues "$QUEUES" ${CLIENT_ARGS:-} --json || true)"
     [[ -n "$s" && "$(num "$s" failed)" == 0 && "$(num "$s" rejected)" == 0 ]] && break
   done
@@ -285,14 +301,14 @@ ours() {
   echo "== $1: mqbench producer" >&2
   local hop_pid=""
   if [[ -n "$HOP" ]]; then
-    ./bin/mqbench hop --every "$HOP" --duration "$DURATION" --json >"$work/hop-$1.json" 2>/dev/null &
+    "${CLIENT_PIN[@]}" ./bin/mqbench hop --every "$HOP" --duration "$DURATION" --json >"$work/hop-$1.json" 2>/dev/null &
     hop_pid=$!
   fi
   local stat0
   stat0="$(head -n1 /proc/stat)"
   # The producer's own CPU time: bash's times, in the command substitution's shell, after it ended.
   # shellcheck disable=SC2086
-  record "$1" "$(./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
+  record "$1" "$("${CLIENT_PIN[@]}" ./bin/mqbench producer -n "$NS" -t "$2" -w "$THREADS" -s "$SIZE" --mode sync --duration "$DURATION" \
     --queues "$QUEUES" ${CLIENT_ARGS:-} --json || true; times >"$work/times-$1")"
   BUSY[$1]="$(machine_busy "$stat0" "$(head -n1 /proc/stat)")"
   if [[ -n "${TPS[$1]:-}" ]]; then
@@ -373,7 +389,7 @@ consume() {
   pid="$LAST_PID"
   [[ "$key" == pop ]] && args=(--client grpc --endpoint "127.0.0.1:$GRPC_PORT")
   echo "== $key: mqbench producer, $CONSUME_MESSAGES messages to consume" >&2
-  s="$(./bin/mqbench producer -n "$NS" -t "bench_$key" -w "$THREADS" -s "$SIZE" --mode async -q "$CONSUME_MESSAGES" \
+  s="$("${CLIENT_PIN[@]}" ./bin/mqbench producer -n "$NS" -t "bench_$key" -w "$THREADS" -s "$SIZE" --mode async -q "$CONSUME_MESSAGES" \
     --queues "$QUEUES" --json || true)"
   if [[ -z "$s" || "$(num "$s" messages)" != "$CONSUME_MESSAGES" ]]; then
     echo "$key: the backlog was not sent: $s" >&2
@@ -384,7 +400,7 @@ consume() {
   ticks="$(cpu_ticks "$pid")"
   stat0="$(head -n1 /proc/stat)"
   echo "== $key: mqbench consumer" >&2
-  s="$(./bin/mqbench consumer -n "$NS" -t "bench_$key" -g "bench_${key}_group" -w "$CONSUMERS" --pull-batch 32 \
+  s="$("${CLIENT_PIN[@]}" ./bin/mqbench consumer -n "$NS" -t "bench_$key" -g "bench_${key}_group" -w "$CONSUMERS" --pull-batch 32 \
     -q "$CONSUME_MESSAGES" --duration 10m "${args[@]}" --json || true; times >"$work/times-$key")"
   BUSY[$key]="$(machine_busy "$stat0" "$(head -n1 /proc/stat)")"
   if [[ -n "$s" ]]; then
@@ -443,7 +459,7 @@ nats() {
     sleep 0.05
   done
   echo "== $1: natsbench pub" >&2
-  record "$1" "$(./bin/natsbench pub -n "$(cat "$dir/urls")" --replicas "$3" -w "$THREADS" -s "$SIZE" \
+  record "$1" "$("${CLIENT_PIN[@]}" ./bin/natsbench pub -n "$(cat "$dir/urls")" --replicas "$3" -w "$THREADS" -s "$SIZE" \
     --duration "$DURATION" --json || true)"
   stop "$pid"
   rm -rf "$dir"
@@ -451,6 +467,9 @@ nats() {
 
 echo "$(machine_line) at start"
 echo "workload: ${SIZE}-byte messages, $THREADS producer goroutines, sync sends (each waits for its ack), $DURATION per row"
+if [[ -n "${PIN:-}" ]]; then
+  echo "pinned (PIN=$PIN): servers on CPU ${SERVER_PIN[2]}, clients on CPU ${CLIENT_PIN[2]}"
+fi
 # GOMAXPROCS of each broker of the ms row and of the Raft rows (empty: the runtime's default).
 ms_procs="$(node_procs 2)"
 raft_procs="$(node_procs 3)"

@@ -7,11 +7,15 @@ BG_PIDS=()
 # The pid of the last process start_bg started.
 LAST_PID=""
 
+# A command prefix for every process start_bg starts (the servers; bench-compare's PIN sets it to taskset -c
+# CPUS); empty: none.
+SERVER_PIN=()
+
 # start_bg LOG CMD...: starts CMD in the background with its output in LOG, and records its pid in LAST_PID.
 start_bg() {
   local log="$1"
   shift
-  "$@" >"$log" 2>&1 &
+  "${SERVER_PIN[@]}" "$@" >"$log" 2>&1 &
   LAST_PID=$!
   BG_PIDS+=("$LAST_PID")
 }
