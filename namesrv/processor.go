@@ -22,10 +22,11 @@ func (s *Server) registerProcessors() {
 	clientPool := remoting.NewPool("namesrv-client", s.cfg.ClientRequestThreadPoolNums,
 		s.cfg.ClientRequestThreadPoolQueueCapacity)
 	defaultPool := remoting.NewPool("namesrv-default", s.cfg.DefaultThreadPoolNums, s.cfg.DefaultThreadPoolQueueCapacity)
-	s.rs.RegisterInline(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic, s.routeInline)
-	// A registration's body is hashed and decoded, never kept: its memory serves the next large one
-	// (a fleet's 300 topic tables arrive at the same moment; remoting/framecache.go).
-	s.rs.RegisterTransient(remoting.RegisterBroker, defaultPool, s.registerBroker)
+	// Neither keeps anything of a request (remoting.Server.RegisterTransient): a route query answered inline
+	// is the command its connection decodes the next one into; a registration's body is hashed and decoded,
+	// never kept, and its memory serves the next large one (a fleet's 300 topic tables arrive at once).
+	s.rs.RegisterTransient(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic, s.routeInline)
+	s.rs.RegisterTransient(remoting.RegisterBroker, defaultPool, s.registerBroker, nil)
 	for code, h := range map[remoting.RequestCode]remoting.HandlerFunc{
 		remoting.UnregisterBroker:              s.unregisterBroker,
 		remoting.QueryDataVersion:              s.queryDataVersion,
@@ -247,7 +248,7 @@ func bodyResponse(body []byte) *remoting.Command {
 	if body == nil {
 		return errResponse(remoting.SystemError, "encode answer: see the name server's log")
 	}
-	resp := remoting.NewResponse(remoting.Success, "")
+	resp := remoting.NewPooledResponse(remoting.Success, "")
 	resp.Body = body
 	return resp
 }

@@ -77,6 +77,12 @@ func appendFrameHead(dst []byte, c *Command) ([]byte, error) {
 // DecodeFrame decodes one frame given without its length field. Body aliases frame (nil when empty): the caller
 // must not reuse frame while the command is in use. Header strings never alias frame.
 func DecodeFrame(frame []byte) (*Command, error) {
+	return decodeFrameInto(nil, frame)
+}
+
+// decodeFrameInto is DecodeFrame into spare when it is not nil (a command its reader got back: Conn.readLoop),
+// with spare's ExtFields map cleared and used again; a binary header is decoded into a new command.
+func decodeFrameInto(spare *Command, frame []byte) (*Command, error) {
 	if len(frame) < headerWordSize {
 		return nil, badFrame("frame of %d bytes is shorter than the %d-byte header length field", len(frame),
 			headerWordSize)
@@ -95,7 +101,14 @@ func DecodeFrame(frame []byte) (*Command, error) {
 	)
 	switch serType {
 	case SerializeJSON:
-		c, err = decodeJSONHeader(header)
+		if spare != nil {
+			m := spare.ExtFields
+			clear(m)
+			*spare = Command{ExtFields: m}
+			c, err = spare, decodeJSONHeaderInto(spare, header)
+		} else {
+			c, err = decodeJSONHeader(header)
+		}
 	case SerializeRocketMQ:
 		c, err = decodeBinaryHeader(header)
 	default:

@@ -199,6 +199,7 @@ func (c *Conn) readLoop() {
 	// has no body is referenced by nothing once decoded, and its memory serves the next: a name server's
 	// route queries (no body) then read into the same bytes, where each cost an allocation.
 	var scratch []byte
+	var spare *Command // a request the server is done with (Command.reusable), decoded into again
 	for {
 		if c.cfg.idleTimeout > 0 && !br.frameBuffered() { // (a buffered frame is read without waiting)
 			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
@@ -208,7 +209,8 @@ func (c *Conn) readLoop() {
 			c.readFailed(err)
 			return
 		}
-		cmd, err := DecodeFrame(frame)
+		cmd, err := decodeFrameInto(spare, frame)
+		spare = nil
 		if err != nil {
 			c.closeWith(err.Error(), slog.LevelWarn)
 			return
@@ -230,6 +232,9 @@ func (c *Conn) readLoop() {
 			cmd.received = time.Now().UnixNano()
 		}
 		c.dispatch(c, cmd)
+		if cmd.reusable {
+			spare = cmd
+		}
 	}
 }
 
@@ -407,10 +412,12 @@ const (
 	ReplyWriteFailed ReplyResult = "write_channel_failed" // the connection was gone or stuck
 )
 
+// release calls cmd's Release once; it takes it off cmd first, as the Release of a pooled command gives the
+// command to its next user.
 func release(cmd *Command) {
-	if cmd.Release != nil {
-		cmd.Release()
+	if f := cmd.Release; f != nil {
 		cmd.Release = nil
+		f()
 	}
 }
 

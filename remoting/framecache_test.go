@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -22,7 +24,7 @@ func TestTransientFramesReused(t *testing.T) {
 		srv.RegisterTransient(codeTransient, NewPool("t", 2, 16), func(_ context.Context, _ *Conn, req *Command) *Command {
 			sum := sha256.Sum256(req.Body)
 			return NewResponse(Success, hex.EncodeToString(sum[:]))
-		})
+		}, nil)
 		srv.Register(codeKept, NewPool("k", 1, 16), func(_ context.Context, _ *Conn, req *Command) *Command {
 			kept = append(kept, req.Body)
 			return NewResponse(Success, "")
@@ -152,4 +154,87 @@ func TestBodylessFramesShareMemory(t *testing.T) {
 			t.Fatalf("request %d's body came back as %q", i, a.resp.Body)
 		}
 	}
+}
+
+// TestTransientInlineReusesRequests: a transient route's requests answered inline are decoded into the same
+// command one after another, and each answer carries its own request's fields; requests the InlineFunc
+// declines go to the pool and are never decoded into again while their handler holds them; pooled
+// responses carry their own answers under concurrency.
+func TestTransientInlineReusesRequests(t *testing.T) {
+	const code = RequestCode(9004)
+	var seen sync.Map // *Command -> requests answered inline with it
+	held := make(chan *Command, 64)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	s := startServer(t, ServerConfig{}, nil, func(srv *Server) {
+		srv.RegisterTransient(code, NewPool("declined", 64, 64), func(_ context.Context, _ *Conn, req *Command) *Command {
+			held <- req
+			<-release
+			resp := NewPooledResponse(Success, "pool "+req.ExtFields["i"])
+			resp.Body = []byte(req.ExtFields["i"])
+			return resp
+		}, func(_ *Conn, req *Command) (*Command, bool) {
+			if req.ExtFields["decline"] == "true" {
+				return nil, false
+			}
+			n, _ := seen.LoadOrStore(req, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			resp := NewPooledResponse(Success, "inline "+req.ExtFields["i"])
+			resp.Body = []byte(req.ExtFields["i"])
+			return resp, true
+		})
+	})
+	t.Cleanup(releaseAll) // registered after the server's: runs before its Close, which waits for the handlers
+	cl := newClient(t, ClientConfig{})
+	call := func(i int, decline bool) (*Command, error) {
+		ext := map[string]string{"i": fmt.Sprint(i), "pad": strings.Repeat("x", i%17)}
+		if decline {
+			ext["decline"] = "true"
+		}
+		return cl.Invoke(ctxTimeout(t, 10*time.Second), s.Addr().String(), NewRequest(code, ext, nil))
+	}
+	// One after another on one connection: inline answers, interleaved with declined ones held by the pool.
+	for i := range 200 {
+		if i%20 == 7 {
+			go func() {
+				resp, err := call(i, true)
+				if err != nil || resp.Remark != fmt.Sprint("pool ", i) || string(resp.Body) != fmt.Sprint(i) {
+					t.Errorf("declined request %d: %v %v", i, resp, err)
+				}
+			}()
+			if r := <-held; r.ExtFields["i"] != fmt.Sprint(i) {
+				t.Fatalf("the pool got request %s for %d", r.ExtFields["i"], i)
+			}
+			continue
+		}
+		resp, err := call(i, false)
+		if err != nil || resp.Remark != fmt.Sprint("inline ", i) || string(resp.Body) != fmt.Sprint(i) {
+			t.Fatalf("request %d: %v %v", i, resp, err)
+		}
+	}
+	// 190 answered inline, 10 declined: a declined request stays with the pool, so the reader decodes the
+	// one after it into a new command, which serves until the next decline.
+	commands := 0
+	seen.Range(func(_, _ any) bool { commands++; return true })
+	if commands > 11 {
+		t.Fatalf("190 requests answered inline were decoded into %d commands, want at most 11", commands)
+	}
+	releaseAll()
+	// Concurrent callers, each answer its own.
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g * 1000; i < g*1000+100; i++ {
+				resp, err := call(i, false)
+				if err != nil || resp.Remark != fmt.Sprint("inline ", i) || string(resp.Body) != fmt.Sprint(i) {
+					t.Errorf("concurrent request %d: %v %v", i, resp, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -520,16 +520,24 @@ func extFieldsHint(rest string) int {
 
 // decodeJSONHeader decodes a JSON header into a new Command.
 func decodeJSONHeader(header []byte) (*Command, error) {
-	p := &jsonScanner{s: string(header)}
 	c := &Command{}
-	if err := p.object(func(key string) error { return p.member(c, key) }); err != nil {
+	if err := decodeJSONHeaderInto(c, header); err != nil {
 		return nil, err
+	}
+	return c, nil
+}
+
+// decodeJSONHeaderInto decodes a JSON header into c, a zero Command but for an empty ExtFields map it fills.
+func decodeJSONHeaderInto(c *Command, header []byte) error {
+	p := &jsonScanner{s: string(header)}
+	if err := p.object(func(key string) error { return p.member(c, key) }); err != nil {
+		return err
 	}
 	p.skipSpace()
 	if p.pos != len(p.s) {
-		return nil, p.errorf("trailing data after the header object")
+		return p.errorf("trailing data after the header object")
 	}
-	return c, nil
+	return nil
 }
 
 func (p *jsonScanner) member(c *Command, key string) error {

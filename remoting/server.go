@@ -162,13 +162,17 @@ func (s *Server) RegisterInline(code RequestCode, pool *Pool, h HandlerFunc, inl
 	s.register(code, route{pool: pool, handler: h, inline: inline})
 }
 
-// RegisterTransient is Register for a handler that keeps nothing of req.Body after it returns: nothing
-// sliced from it, no goroutine that reads it later, no response that refers to it. A large request frame
-// (64 KiB to 1 MiB) of its code is then read into memory kept by the server for the next one
-// (framecache.go) instead of memory left to the garbage collector. A name server's REGISTER_BROKER is the
-// case: a fleet's brokers send their whole topic tables at the same moment.
-func (s *Server) RegisterTransient(code RequestCode, pool *Pool, h HandlerFunc) {
-	s.register(code, route{pool: pool, handler: h, transient: true})
+// RegisterTransient is RegisterInline (inline may be nil) for a handler and an InlineFunc that keep nothing
+// of a request after they return: not the command, not its ExtFields map, not its body nor anything sliced
+// from it, no goroutine that reads them later, no response that refers to them (strings taken from its
+// fields may be kept: decoding copies them). A large request frame (64 KiB to 1 MiB) of its code is then read
+// into memory kept by the server for the next one (framecache.go) instead of memory left to the garbage
+// collector, and a request answered inline is the command its connection decodes the next request into. A
+// name server's REGISTER_BROKER (a fleet's brokers send their whole topic tables at the same moment) and its
+// route queries (tens of thousands a second, each of whose command and fields' map were a third of the
+// bytes it allocated) are the cases.
+func (s *Server) RegisterTransient(code RequestCode, pool *Pool, h HandlerFunc, inline InlineFunc) {
+	s.register(code, route{pool: pool, handler: h, inline: inline, transient: true})
 }
 
 func (s *Server) register(code RequestCode, r route) {
@@ -338,6 +342,7 @@ func (s *Server) dispatch(c *Conn, req *Command) {
 				_ = c.Reply(req, resp) // fails only when the connection is gone
 			}
 			s.recycle(r, req)
+			req.reusable = r.transient // (the reader's command again: set last)
 			return
 		}
 		checked = true // the guards let it through
