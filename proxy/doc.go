@@ -92,17 +92,18 @@
 // (30 us) and mqbench's (50) would still be twice a whole remoting send (37).
 //
 // Much of that is the two processes sharing two cores, not gRPC's price alone. With the broker pinned to one
-// core and mqbench to the other (make bench-compare PIN=0/1, quiet machine, three runs: 5e08d0a, 639cb61 and
-// 0e8d8b8; docs/bench/compare-2026-12-07-pinned.txt), a local-mode send cost the broker 27, 27 and 30 us and
-// the client 25 and 24, where a remoting send cost 14, 16 and 20 and 12 and 14; grpc-send reached 0.51x, 0.61x
-// and 0.64x async (33,123 / 34,044 / 30,617 msgs/s, async's own row moving between 65,070 and 47,816), and
-// mqproxy 0.20x and 0.27x. Unpinned, each process's idle processors spin and wake across the shared cores,
+// core and mqbench to the other (make bench-compare PIN=0/1, quiet machine, five runs: 5e08d0a, 639cb61,
+// then three after the change in local.go below; docs/bench/compare-2026-12-07-pinned.txt), a local-mode send
+// cost the broker 27, 27, 30, 32 and 26 us and the client 23 to 31, where a remoting send cost 14 to 20 and 12
+// to 20; grpc-send reached 0.51x and 0.61x async before the change, 0.64x, 0.63x and 0.69x after (27,247 to
+// 35,243 msgs/s, async's own row moving between 43,415 and 65,070 with the machine), and mqproxy 0.20x and
+// 0.27x. Unpinned, each process's idle processors spin and wake across the shared cores,
 // and gRPC's hand-offs between goroutines (its reader, the call's worker, its writer) pay that most. Pinned,
 // the broker's core is the limit (87 % of the machine busy), and of its 27 us (profile of the first run) gRPC's
 // reader took 30 %, its call handling around ours 9 %, its writer 12 %: about 14 us, a whole remoting send's
 // broker CPU; our SendMessage 18 % (the broker's send down to the store 9.5 %, a context.WithTimeout per call
-// 4.5 %, dropped since: local.go), the store's goroutines 11 %. So the 0.7x needs the broker's path around the
-// put to cost next to nothing and the remoting row to be at its slow end; it is not reached.
+// 4.5 %, dropped since: local.go), the store's goroutines 11 %. So the 0.7x is at the edge of what gRPC's own
+// ~14 us leave: reached by none of the five runs (the best 0.69x).
 //
 // What the endpoint does about the price: its calls run on stream workers (Options.StreamWorkers,
 // grpc.NumStreamWorkers) whose stacks stay grown, where a call's own new goroutine grew its stack in
