@@ -45,7 +45,7 @@
 //
 // fleet.go to fleet_run.go: broker groups registering their topic tables (plain, compressed and split
 // bodies) on their own connections, client connections asking routes open loop at a set rate with latency
-// counted from when each query was due, churn, and the same load against a stand-in that answers at once as
-// the simulator's own floor; the name server's CPU, memory and allocations come from its metrics endpoint.
+// counted from when each query was due, churn, and the same load and churn (on a fleet of its own, without
+// the restart) against a stand-in that answers at once as the simulator's own floor; the name server's CPU, memory and allocations come from its metrics endpoint.
 // docs/bench/namesrv.md describes the run and its figures.
 package bench

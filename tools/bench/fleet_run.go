@@ -104,7 +104,12 @@ func RunFleet(ctx context.Context, cfg FleetConfig, self string, opts Options) (
 			return nil, err
 		}
 		r.say("floor: %d queries/s against the stand-in at %s for %v", int(cfg.Rate), addr, cfg.Floor)
+		// The floor runs on a fleet of its own, built alike: its churn (a topic added, a master changed)
+		// must not be where the name servers' phase starts from.
+		ns := r.f
+		r.f = newFleet(cfg)
 		sum.Floor, err = r.phase(ctx, "floor", []string{addr}, nil, cfg.Floor, nil)
+		r.f = ns
 		stop()
 		if err != nil {
 			return sum, err
@@ -280,9 +285,13 @@ func (r *fleetRun) phase(ctx context.Context, name string, targets, mx []string,
 	measured := time.Now()
 	ql.counting.Store(true)
 	var events sync.WaitGroup
+	// The floor runs the same churn (not the restart): the simulator's own part of it (a thousand dials in a
+	// second, connections cut and registered again) then weighs on both sides of the comparison.
+	var notes *[]string
 	if sum != nil {
-		r.churn(ctx, measured, d, br, ql, sum, &events)
+		notes = &sum.Events
 	}
+	r.churn(ctx, measured, d, br, ql, notes, &events)
 	wait(measured.Add(d))
 	ql.counting.Store(false)
 	secs := time.Since(measured).Seconds()
@@ -309,9 +318,9 @@ func (r *fleetRun) phase(ctx context.Context, name string, targets, mx []string,
 	return phase, ctx.Err()
 }
 
-// churn schedules the measured phase's events, spread over it, and notes each in sum.Events.
+// churn schedules the measured phase's events, spread over it, and notes each in notes (nil: printed only).
 func (r *fleetRun) churn(ctx context.Context, start time.Time, d time.Duration, br *brokers, ql *queryLoad,
-	sum *FleetSummary, wg *sync.WaitGroup) {
+	notes *[]string, wg *sync.WaitGroup) {
 	var kinds []string
 	for _, k := range r.cfg.Churn {
 		if k != ChurnRestart {
@@ -321,9 +330,11 @@ func (r *fleetRun) churn(ctx context.Context, start time.Time, d time.Duration, 
 	var mu sync.Mutex
 	note := func(format string, args ...any) {
 		line := fmt.Sprintf("[%5s] ", time.Since(start).Round(100*time.Millisecond)) + fmt.Sprintf(format, args...)
-		mu.Lock()
-		sum.Events = append(sum.Events, line)
-		mu.Unlock()
+		if notes != nil {
+			mu.Lock()
+			*notes = append(*notes, line)
+			mu.Unlock()
+		}
 		r.say("event %s", line)
 	}
 	for i, k := range kinds {
