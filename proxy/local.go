@@ -63,8 +63,8 @@ func (d *brokers) localFor(brokerName string) Local {
 // answered, stored or refused, with a timeout status where it waits for a flush or a replica
 // (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT), in Raft mode when its entry commits or the node loses its
 // leadership; and the call's context ends the wait when the client's deadline passes (grpc-timeout, which
-// RocketMQ 5's clients send with every call) or the client goes away. A context.WithTimeout per send was 4.5 % of a local-mode
-// broker's CPU under mqbench's sends (doc.go "Speed").
+// RocketMQ 5's clients send with every call) or the client goes away. A context.WithTimeout per send was
+// 4.5 % of a local-mode broker's CPU under mqbench's sends (doc.go "Speed").
 func (d *brokers) SendMessage(ctx context.Context, addr string, s *client.Send) (*client.SendResult, error) {
 	if l := d.localFor(s.BrokerName); l != nil {
 		return l.SendMessage(ctx, s)

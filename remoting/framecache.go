@@ -1,6 +1,9 @@
 package remoting
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Large request frames whose handler keeps nothing of them (RegisterTransient) are read into memory used
 // before. A name server in front of 300 brokers receives each one's topic table, about 200 KB, every 30
@@ -21,6 +24,9 @@ const (
 )
 
 type frameCache struct {
+	// active: the server has a transient route (RegisterTransient). Until then get hands out nothing, so
+	// that a server whose frames never come back (a broker's large sends) allocates them as before.
+	active   atomic.Bool
 	mu       sync.Mutex
 	bufs     [][]byte // free buffers, each of len 0 and its own capacity
 	bytes    int      // the sum of their capacities
@@ -31,9 +37,9 @@ type frameCache struct {
 func newFrameCache(maxBytes int) *frameCache { return &frameCache{maxBytes: maxBytes} }
 
 // get returns a slice of len size for a frame: the smallest kept buffer that fits, or a new one. It is nil
-// for a size that does not take part (the caller allocates as before).
+// for a size that does not take part, or while the cache is not active (the caller allocates as before).
 func (fc *frameCache) get(size int) []byte {
-	if fc == nil || size < largeFrameMin || size > readChunk {
+	if fc == nil || size < largeFrameMin || size > readChunk || !fc.active.Load() {
 		return nil
 	}
 	fc.mu.Lock()

@@ -75,6 +75,7 @@ func TestTransientFramesReused(t *testing.T) {
 // less than half its size, and what is kept never exceeds the bound.
 func TestFrameCacheBounds(t *testing.T) {
 	fc := newFrameCache(1 << 20)
+	fc.active.Store(true) // as a server's first RegisterTransient makes it
 	if fc.get(largeFrameMin-1) != nil || fc.get(readChunk+1) != nil {
 		t.Fatal("a size outside the cache's range got a buffer")
 	}

@@ -190,6 +190,9 @@ func (s *Server) register(code RequestCode, r route) {
 		next[k] = v
 	}
 	next[code] = r
+	if r.transient {
+		s.frames.active.Store(true)
+	}
 	s.routes.Store(&next)
 	s.mu.Lock()
 	s.mu.pools[r.pool] = struct{}{}
