@@ -137,9 +137,14 @@ func ReadFrame(r io.Reader, maxSize int, scratch []byte) ([]byte, error) {
 	return readFrame(r, maxSize, &lenBuf, scratch, nil)
 }
 
-// readFrame is ReadFrame with the length field's buffer given, and frames (nil: none) to take a large frame's
-// memory from (framecache.go).
-func readFrame(r io.Reader, maxSize int, lenBuf *[lengthFieldSize]byte, scratch []byte, frames *frameCache) ([]byte, error) {
+// largeReader reads a frame of size bytes (the length field read already) in readFrame's place: a server's
+// connection reads large frames in turns into its frame cache's memory (Conn.readLarge). ok false: readFrame
+// reads it as any other.
+type largeReader func(r io.Reader, size int) (frame []byte, ok bool, err error)
+
+// readFrame is ReadFrame with the length field's buffer given, and large (nil: none) for frames of more than
+// scratch's capacity up to readChunk bytes.
+func readFrame(r io.Reader, maxSize int, lenBuf *[lengthFieldSize]byte, scratch []byte, large largeReader) ([]byte, error) {
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, err
 	}
@@ -161,10 +166,12 @@ func readFrame(r io.Reader, maxSize int, lenBuf *[lengthFieldSize]byte, scratch 
 		return buf, unexpectedEOF(err)
 	}
 	if size <= readChunk {
-		buf := frames.get(size)
-		if buf == nil {
-			buf = make([]byte, size)
+		if large != nil {
+			if buf, ok, err := large(r, size); ok {
+				return buf, unexpectedEOF(err)
+			}
 		}
+		buf := make([]byte, size)
 		_, err := io.ReadFull(r, buf)
 		return buf, unexpectedEOF(err)
 	}

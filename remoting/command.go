@@ -66,6 +66,9 @@ type Command struct {
 	// frame is the memory of a large request frame read from a server's frameCache: given back to it after
 	// the handler of a transient route (RegisterTransient) answered; nil otherwise.
 	frame []byte
+	// turn: the request holds a turn of the server's frame cache, ended once its route is done with it
+	// (Server.endTurn).
+	turn bool
 	// reusable: the server is done with this request (a transient route answered it inline), and its reader
 	// decodes the next frame into it.
 	reusable bool

@@ -63,6 +63,11 @@ type Conn struct {
 	goer     *tracker              // runs async callbacks
 	via      *Listener             // server side: the extra listener that accepted it (nil: the main one, or a client)
 
+	// The reader's own: the read deadline it set last (zero: none), and whether the frame it is reading holds
+	// a turn of the frame cache (readLarge).
+	readDeadline time.Time
+	turn         bool
+
 	ctx    context.Context // cancelled when the connection closes
 	cancel context.CancelFunc
 	closed chan struct{}
@@ -200,18 +205,25 @@ func (c *Conn) readLoop() {
 	// route queries (no body) then read into the same bytes, where each cost an allocation.
 	var scratch []byte
 	var spare *Command // a request the server is done with (Command.reusable), decoded into again
+	var large largeReader
+	if c.cfg.frames != nil {
+		large = c.readLarge
+	}
 	for {
 		if c.cfg.idleTimeout > 0 && !br.frameBuffered() { // (a buffered frame is read without waiting)
-			_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.idleTimeout))
+			c.readDeadline = time.Now().Add(c.cfg.idleTimeout)
+			_ = c.nc.SetReadDeadline(c.readDeadline)
 		}
-		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, scratch, c.cfg.frames)
+		frame, err := readFrame(br, c.cfg.maxFrameSize, &lenBuf, scratch, large)
 		if err != nil {
+			c.endTurn()
 			c.readFailed(err)
 			return
 		}
 		cmd, err := decodeFrameInto(spare, frame)
 		spare = nil
 		if err != nil {
+			c.endTurn()
 			c.closeWith(err.Error(), slog.LevelWarn)
 			return
 		}
@@ -222,11 +234,13 @@ func (c *Conn) readLoop() {
 			scratch = frame[:0]
 		}
 		if cmd.IsResponse() {
+			c.endTurn()
 			c.deliver(cmd)
 			continue
 		}
-		if c.cfg.frames != nil && len(frame) >= largeFrameMin && len(frame) <= readChunk {
+		if c.turn {
 			cmd.frame = frame // from the frame cache: the server gives it back after a transient handler
+			cmd.turn, c.turn = true, false
 		}
 		if c.cfg.replies != nil && c.cfg.replies.Load() != nil { // only when someone looks at the times
 			cmd.received = time.Now().UnixNano()
@@ -235,6 +249,51 @@ func (c *Conn) readLoop() {
 		if cmd.reusable {
 			spare = cmd
 		}
+	}
+}
+
+// readLarge reads a frame of size bytes into the server's frame cache in a turn (framecache.go), when the
+// cache takes it. A turn waits turnSlice at most for the peer's bytes (or until the idle deadline, when that
+// comes first): a peer slower than that ends its turn and its frame is read outside the turns.
+func (c *Conn) readLarge(r io.Reader, size int) ([]byte, bool, error) {
+	fc := c.cfg.frames
+	if !fc.takesPart(size) {
+		return nil, false, nil
+	}
+	if !fc.takeTurn(c.closed) {
+		return nil, true, net.ErrClosed
+	}
+	c.turn = true
+	buf := fc.get(size)
+	sliceEnd := time.Now().Add(turnSlice)
+	sliced := c.readDeadline.IsZero() || sliceEnd.Before(c.readDeadline)
+	if sliced {
+		_ = c.nc.SetReadDeadline(sliceEnd)
+	}
+	n, err := io.ReadFull(r, buf)
+	if sliced {
+		_ = c.nc.SetReadDeadline(c.readDeadline) // the idle deadline again (zero: none)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.endTurn() // a slow peer: the rest outside the turns
+			var m int
+			m, err = io.ReadFull(r, buf[n:])
+			n += m
+		}
+	}
+	if err != nil {
+		if n > 0 && err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, true, err
+	}
+	return buf, true, nil
+}
+
+// endTurn ends the turn of the frame being read, if it has one.
+func (c *Conn) endTurn() {
+	if c.turn {
+		c.turn = false
+		c.cfg.frames.endTurn()
 	}
 }
 

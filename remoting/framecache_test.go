@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,4 +240,185 @@ func TestTransientInlineReusesRequests(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// largeFrame encodes a request of code with a body of size bytes (filled from seed) as it goes on the wire.
+func largeFrame(t *testing.T, code RequestCode, seed, size int) (wire []byte, sum string) {
+	t.Helper()
+	body := bytes.Repeat([]byte{byte('a' + seed%26)}, size)
+	wire, err := EncodeFrame(nil, NewRequest(code, nil, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(body)
+	return wire, hex.EncodeToString(s[:])
+}
+
+// readAnswer reads one response frame from nc and returns its remark.
+func readAnswer(t *testing.T, nc net.Conn) string {
+	t.Helper()
+	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	frame, err := ReadFrame(nc, 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := DecodeFrame(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Remark
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("still not %s after 10 s", what)
+		}
+	}
+}
+
+// TestLargeFramesTakeTurns: of five large requests of a transient route sent at once, at most frameTurns are
+// read and handled at a time; the others wait for a turn, and all five are answered with their own bodies.
+// A route that is not transient does not hold a turn while its handler runs.
+func TestLargeFramesTakeTurns(t *testing.T) {
+	const codeTransient, codeKept = RequestCode(9001), RequestCode(9002)
+	gate := make(chan struct{})
+	var running, started, keptRunning atomic.Int32
+	s := startServer(t, ServerConfig{}, nil, func(srv *Server) {
+		srv.RegisterTransient(codeTransient, NewPool("t", 8, 16), func(_ context.Context, _ *Conn, req *Command) *Command {
+			started.Add(1)
+			running.Add(1)
+			defer running.Add(-1)
+			<-gate
+			sum := sha256.Sum256(req.Body)
+			return NewResponse(Success, hex.EncodeToString(sum[:]))
+		}, nil)
+		srv.Register(codeKept, NewPool("k", 8, 16), func(_ context.Context, _ *Conn, req *Command) *Command {
+			keptRunning.Add(1)
+			defer keptRunning.Add(-1)
+			<-gate
+			return NewResponse(Success, "")
+		})
+	})
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(release) // before the server's Close (cleanups run last first), which waits for the handlers
+	// Large requests of the route that is not transient first: each ends its turn when it is dispatched, so
+	// three of them run at once although frameTurns is 2.
+	var kept []net.Conn
+	for i := range 3 {
+		nc, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nc.Close() })
+		wire, _ := largeFrame(t, codeKept, i, 100<<10)
+		if _, err := nc.Write(wire); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, nc)
+	}
+	waitFor(t, "running the three large requests of the route that is not transient", func() bool { return keptRunning.Load() == 3 })
+
+	const n = 5
+	conns := make([]net.Conn, n)
+	sums := make([]string, n)
+	for i := range n {
+		nc, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nc.Close() })
+		wire, sum := largeFrame(t, codeTransient, i, 200<<10+i*1000)
+		go func() { _, _ = nc.Write(wire) }() // the server may not read it for a while
+		conns[i], sums[i] = nc, sum
+	}
+	waitFor(t, "waiting: two handlers and three readers for a turn", func() bool {
+		if r := running.Load(); r > frameTurns {
+			t.Fatalf("%d large transient requests handled at once, more than the %d turns", r, frameTurns)
+		}
+		return running.Load() == frameTurns && s.frames.waiting.Load() == n-frameTurns
+	})
+	if st := started.Load(); st != frameTurns {
+		t.Fatalf("%d handlers started while %d turns were held", st, frameTurns)
+	}
+	release()
+	for i, nc := range conns {
+		if got := readAnswer(t, nc); got != sums[i] {
+			t.Fatalf("request %d: the handler saw another body", i)
+		}
+	}
+	for _, nc := range kept {
+		readAnswer(t, nc)
+	}
+	waitFor(t, "every turn ended", func() bool { return len(s.frames.turns) == 0 })
+}
+
+// TestSlowPeerEndsItsTurn: two peers that send half a large frame and stop do not hold their turns: a third
+// peer's large request is answered meanwhile; their frames, finished later, are read whole. Plain and TLS.
+func TestSlowPeerEndsItsTurn(t *testing.T) {
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%t", useTLS), func(t *testing.T) {
+			const code = RequestCode(9001)
+			cfg := ServerConfig{IdleTimeout: -1} // no idle deadline: only the turn's slice ends a wait
+			var tlsCfg *tls.Config
+			if useTLS {
+				m, sc, err := TLSConfig{TestModeEnable: true, ServerMode: string(TLSEnforcing)}.ServerTLS(testLogger(t, nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.TLSMode, cfg.TLS = m, sc
+				tlsCfg = &tls.Config{InsecureSkipVerify: true}
+			}
+			s := startServer(t, cfg, nil, func(srv *Server) {
+				srv.RegisterTransient(code, NewPool("t", 4, 16), func(_ context.Context, _ *Conn, req *Command) *Command {
+					sum := sha256.Sum256(req.Body)
+					return NewResponse(Success, hex.EncodeToString(sum[:]))
+				}, nil)
+			})
+			dial := func() net.Conn {
+				nc, err := net.Dial("tcp", s.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tlsCfg != nil {
+					nc = tls.Client(nc, tlsCfg)
+				}
+				t.Cleanup(func() { _ = nc.Close() })
+				return nc
+			}
+			var slow []net.Conn
+			var rest [][]byte
+			var sums []string
+			for i := range frameTurns {
+				nc := dial()
+				wire, sum := largeFrame(t, code, i, 300<<10)
+				if _, err := nc.Write(wire[:len(wire)/2]); err != nil {
+					t.Fatal(err)
+				}
+				slow, rest, sums = append(slow, nc), append(rest, wire[len(wire)/2:]), append(sums, sum)
+			}
+			// Every turn taken by a slow peer (or ended by its slice already).
+			waitFor(t, "taking the slow peers' turns", func() bool { return s.frames.taken.Load() == frameTurns })
+			nc := dial()
+			wire, sum := largeFrame(t, code, 7, 250<<10)
+			if _, err := nc.Write(wire); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAnswer(t, nc); got != sum {
+				t.Fatal("the third peer's handler saw another body")
+			}
+			for i, nc := range slow {
+				if _, err := nc.Write(rest[i]); err != nil {
+					t.Fatal(err)
+				}
+				if got := readAnswer(t, nc); got != sums[i] {
+					t.Fatalf("slow peer %d: the handler saw another body", i)
+				}
+			}
+			waitFor(t, "every turn ended", func() bool { return len(s.frames.turns) == 0 })
+		})
+	}
 }

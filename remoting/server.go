@@ -332,6 +332,9 @@ func (s *Server) tlsFailed(c *Conn, err error) {
 // dispatch runs on the connection's reader: it must not block.
 func (s *Server) dispatch(c *Conn, req *Command) {
 	r, ok := (*s.routes.Load())[RequestCode(req.Code)]
+	if !r.transient {
+		s.endTurn(req) // its handler may keep the frame: the turn ends here (framecache.go)
+	}
 	if !ok {
 		c.logger.Debug("remoting: request code not supported", "code", req.Code)
 		_ = c.Reply(req, NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code)))
@@ -399,8 +402,8 @@ func (s *Server) handle(r route, c *Conn, req *Command, checked bool) {
 	s.recycle(r, req)
 }
 
-// recycle gives a transient route's request frame back to the frame cache once its answer is queued; the
-// request's Body is nil from then on.
+// recycle gives a transient route's request frame back to the frame cache once its answer is queued, and
+// ends its turn; the request's Body is nil from then on.
 func (s *Server) recycle(r route, req *Command) {
 	if !r.transient || req.frame == nil {
 		return
@@ -408,6 +411,15 @@ func (s *Server) recycle(r route, req *Command) {
 	b := req.frame
 	req.frame, req.Body = nil, nil
 	s.frames.put(b)
+	s.endTurn(req)
+}
+
+// endTurn ends the frame cache's turn a request holds (framecache.go), once.
+func (s *Server) endTurn(req *Command) {
+	if req.turn {
+		req.turn = false
+		s.frames.endTurn()
+	}
 }
 
 // callSafely runs a handler; a panic is logged with its stack and turned into a SYSTEM_ERROR response whose
