@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,7 +150,11 @@ func (c *churner) check(t *testing.T, after string) {
 	m := c.m
 	m.mu.RLock()
 	for topic, e := range m.topicQueue {
-		for name := range e.queues {
+		if !slices.IsSortedFunc(e.queues, func(a, b protocol.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) }) {
+			t.Fatalf("after %s: the queue data of %s are not sorted by broker name", after, topic)
+		}
+		for _, qd := range e.queues {
+			name := qd.BrokerName
 			if m.brokerTopics[name][topic] != e {
 				t.Fatalf("after %s: the index of %s lacks %s", after, name, topic)
 			}
@@ -156,7 +162,7 @@ func (c *churner) check(t *testing.T, after string) {
 	}
 	for name, idx := range m.brokerTopics {
 		for topic, e := range idx {
-			if _, ok := m.topicQueue[topic].queues[name]; !ok || m.topicQueue[topic] != e {
+			if _, ok := m.topicQueue[topic].queues.get(name); !ok || m.topicQueue[topic] != e {
 				t.Fatalf("after %s: the index of %s lists %s, which has no queue data of it", after, name, topic)
 			}
 		}

@@ -55,7 +55,7 @@ type RegisterBrokerResult struct {
 
 // topicEntry is one topic's queue data by broker name, and its cached route answer (routecache.go).
 type topicEntry struct {
-	queues map[string]protocol.QueueData // guarded by RouteInfoManager.mu
+	queues queueSet // guarded by RouteInfoManager.mu (queueset.go)
 	// ver is bumped, with mu held for writing, whenever queues change and when the topic leaves the tables:
 	// a cached answer built at another ver is stale.
 	ver   atomic.Uint64
@@ -334,7 +334,7 @@ func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table *regTa
 		if e == nil {
 			e = m.newTopicLocked(r.name)
 			lg.newTopics = append(lg.newTopics, r.name)
-		} else if old, ok := e.queues[brokerName]; ok {
+		} else if old, ok := e.queues.get(brokerName); ok {
 			if old == qd {
 				continue
 			}
@@ -347,7 +347,7 @@ func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table *regTa
 
 // newTopicLocked adds an empty topic entry. Lock should be held for writing.
 func (m *RouteInfoManager) newTopicLocked(topic string) *topicEntry {
-	e := &topicEntry{queues: make(map[string]protocol.QueueData)}
+	e := &topicEntry{}
 	m.topicQueue[topic] = e
 	m.routes.Store(topic, e)
 	m.listVer.Add(1)
@@ -356,7 +356,7 @@ func (m *RouteInfoManager) newTopicLocked(topic string) *topicEntry {
 
 // setQueueDataLocked sets one broker name's queues of a topic. Lock should be held for writing.
 func (m *RouteInfoManager) setQueueDataLocked(e *topicEntry, topic string, qd protocol.QueueData) {
-	if _, had := e.queues[qd.BrokerName]; !had {
+	if e.queues.set(qd) {
 		idx := m.brokerTopics[qd.BrokerName]
 		if idx == nil {
 			idx = make(map[string]*topicEntry)
@@ -366,7 +366,6 @@ func (m *RouteInfoManager) setQueueDataLocked(e *topicEntry, topic string, qd pr
 		m.routedChanged = true
 		m.listVer.Add(1)
 	}
-	e.queues[qd.BrokerName] = qd
 	e.ver.Add(1)
 	m.queueGen[qd.BrokerName]++
 }
@@ -378,10 +377,9 @@ func (m *RouteInfoManager) removeQueueDataLocked(topic, brokerName string) {
 	if e == nil {
 		return
 	}
-	if _, ok := e.queues[brokerName]; !ok {
+	if !e.queues.remove(brokerName) {
 		return
 	}
-	delete(e.queues, brokerName)
 	e.ver.Add(1)
 	m.listVer.Add(1)
 	m.removals[brokerName]++
@@ -668,9 +666,9 @@ func (m *RouteInfoManager) pickupLocked(e *topicEntry, a *routeAnswer) (route pr
 	now := m.now()
 	route = protocol.TopicRouteData{QueueDatas: make([]protocol.QueueData, 0, len(e.queues)),
 		BrokerDatas: make([]protocol.BrokerData, 0, len(e.queues)), FilterServerTable: map[string][]string{}}
-	for _, name := range slices.Sorted(maps.Keys(e.queues)) {
-		route.QueueDatas = append(route.QueueDatas, e.queues[name])
-		bd := m.brokerAddr[name]
+	for _, qd := range e.queues { // sorted by broker name, as the answer lists them
+		route.QueueDatas = append(route.QueueDatas, qd)
+		bd := m.brokerAddr[qd.BrokerName]
 		if bd == nil {
 			continue
 		}
@@ -783,9 +781,9 @@ func (m *RouteInfoManager) DeleteTopic(topic, cluster string) {
 	if e == nil {
 		return
 	}
-	for name := range e.queues {
-		if _, ok := m.clusterMap[cluster][name]; ok || cluster == "" {
-			m.removeQueueDataLocked(topic, name)
+	for _, qd := range slices.Clone(e.queues) { // (removing changes e.queues)
+		if _, ok := m.clusterMap[cluster][qd.BrokerName]; ok || cluster == "" {
+			m.removeQueueDataLocked(topic, qd.BrokerName)
 		}
 	}
 }
@@ -796,13 +794,13 @@ func (m *RouteInfoManager) SetWritePerm(brokerName string, allow bool) int {
 	defer m.unlock(m.lock())
 	n := 0
 	for _, e := range m.brokerTopics[brokerName] {
-		qd := e.queues[brokerName]
+		qd, _ := e.queues.get(brokerName)
 		if allow {
 			qd.Perm = protocol.PermRead | protocol.PermWrite
 		} else {
 			qd.Perm &^= protocol.PermWrite
 		}
-		e.queues[brokerName] = qd
+		e.queues.set(qd)
 		e.ver.Add(1)
 		n++
 	}

@@ -61,7 +61,7 @@ func (m *RouteInfoManager) prepareTable(req *RegisterBrokerRequest) *tableDiff {
 		return d
 	}
 	for _, r := range table.topics {
-		if e := m.topicQueue[r.name]; e == nil || e.queues[req.BrokerName] != r.queueData(req.BrokerName) {
+		if e := m.topicQueue[r.name]; e == nil || !e.queues.has(r.queueData(req.BrokerName)) {
 			d.changed = append(d.changed, r)
 		}
 	}
