@@ -20,13 +20,15 @@ import (
 // bumps the versions it touches while it holds the write lock: marking stale is O(1) per topic or broker
 // name changed, and a registration that changes nothing (the 30 s re-registration of a fleet) bumps none.
 // An answer records the versions it was built from, read under the read lock together with the tables;
-// a reader compares them with the current ones (atomic loads), and rebuilds when one moved: the route is
-// picked up under the read lock and encoded after it is released, one rebuild per topic at a time (later
-// readers wait for it and take its answer). A Raft stand-in ends by itself when its hold runs out: an
+// a reader compares them with the current ones (atomic loads), and rebuilds when one moved: the answer is
+// written from the tables under the read lock into one buffer (routejson.go: about 1 us for a topic on two
+// broker names, 50 us on a hundred), one rebuild per topic at a time (later readers wait for it and take
+// its answer). A Raft stand-in ends by itself when its hold runs out: an
 // answer that shows one is current only until then.
 //
 // The encoding is encoding/json's of protocol.TopicRouteData, byte for byte what the name server answered
-// before the cache (TestRouteCacheMatchesEncoder checks it over random churn). orderTopicConf, when the
+// before the cache (TestRouteCacheMatchesEncoder checks it over random churn against PickupTopicRouteData
+// encoded by encoding/json). orderTopicConf, when the
 // KV table has one for the topic, is spliced in front as encoding/json would put it (its first field).
 //
 // GET_BROKER_CLUSTER_INFO, GET_ALL_TOPIC_LIST_FROM_NAMESERVER, GET_TOPICS_BY_CLUSTER and
@@ -83,17 +85,13 @@ func (m *RouteInfoManager) RouteAnswer(topic string) (body []byte, ok bool) {
 	m.rebuilds.Add(1)
 	a := &routeAnswer{}
 	m.mu.RLock()
-	route, ok, until := m.pickupLocked(e, a)
+	body, ok, until := m.appendRouteLocked(make([]byte, 0, routeAnswerSizeLocked(e)), e, a) // routejson.go
 	m.mu.RUnlock()
 	if !until.IsZero() {
 		a.until = until.UnixNano()
 	}
 	if ok {
-		var err error
-		if a.body, err = json.Marshal(route); err != nil { // cannot fail: strings, numbers and maps of them
-			m.logger.Error("namesrv: encode a route", "topic", topic, "err", err)
-			return nil, false
-		}
+		a.body = body
 	}
 	e.cache.cur.Store(a)
 	return a.body, ok
