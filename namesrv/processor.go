@@ -27,6 +27,8 @@ func (s *Server) registerProcessors() {
 	// never kept, and its memory serves the next large one (a fleet's 300 topic tables arrive at once).
 	s.rs.RegisterTransient(remoting.GetRouteInfoByTopic, clientPool, s.getRouteInfoByTopic, s.routeInline)
 	s.rs.RegisterTransient(remoting.RegisterBroker, defaultPool, s.registerBroker, nil)
+	// A route query's topic is a string the route table holds: its header is decoded without a copy.
+	s.rs.SetInterner(s.routes.TopicName)
 	for code, h := range map[remoting.RequestCode]remoting.HandlerFunc{
 		remoting.UnregisterBroker:              s.unregisterBroker,
 		remoting.QueryDataVersion:              s.queryDataVersion,

@@ -97,6 +97,15 @@ func (m *RouteInfoManager) RouteAnswer(topic string) (body []byte, ok bool) {
 	return a.body, ok
 }
 
+// TopicName returns the route table's string equal to topic, when it holds the topic: the strings of route
+// queries' headers come from it (remoting.Interner).
+func (m *RouteInfoManager) TopicName(topic string) (string, bool) {
+	if v, ok := m.routes.Load(topic); ok {
+		return v.(*topicEntry).name, true
+	}
+	return "", false
+}
+
 // CachedRouteAnswer is RouteAnswer when the cached answer is current, without waiting for anything;
 // current is false when it would have to be rebuilt (the caller then asks RouteAnswer, off the hot path).
 func (m *RouteInfoManager) CachedRouteAnswer(topic string) (body []byte, ok, current bool) {

@@ -55,6 +55,7 @@ type RegisterBrokerResult struct {
 
 // topicEntry is one topic's queue data by broker name, and its cached route answer (routecache.go).
 type topicEntry struct {
+	name   string   // the topic
 	queues queueSet // guarded by RouteInfoManager.mu (queueset.go)
 	// ver is bumped, with mu held for writing, whenever queues change and when the topic leaves the tables:
 	// a cached answer built at another ver is stale.
@@ -347,7 +348,7 @@ func (m *RouteInfoManager) applyTopicTableLocked(brokerName string, table *regTa
 
 // newTopicLocked adds an empty topic entry. Lock should be held for writing.
 func (m *RouteInfoManager) newTopicLocked(topic string) *topicEntry {
-	e := &topicEntry{}
+	e := &topicEntry{name: topic}
 	m.topicQueue[topic] = e
 	m.routes.Store(topic, e)
 	m.listVer.Add(1)

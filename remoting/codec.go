@@ -77,12 +77,13 @@ func appendFrameHead(dst []byte, c *Command) ([]byte, error) {
 // DecodeFrame decodes one frame given without its length field. Body aliases frame (nil when empty): the caller
 // must not reuse frame while the command is in use. Header strings never alias frame.
 func DecodeFrame(frame []byte) (*Command, error) {
-	return decodeFrameInto(nil, frame)
+	return decodeFrameInto(nil, frame, nil)
 }
 
 // decodeFrameInto is DecodeFrame into spare when it is not nil (a command its reader got back: Conn.readLoop),
-// with spare's ExtFields map cleared and used again; a binary header is decoded into a new command.
-func decodeFrameInto(spare *Command, frame []byte) (*Command, error) {
+// with spare's ExtFields map cleared and used again; a binary header is decoded into a new command. A JSON
+// header's strings come from intern when it has them all (intern.go; nil: a copy of the header).
+func decodeFrameInto(spare *Command, frame []byte, intern Interner) (*Command, error) {
 	if len(frame) < headerWordSize {
 		return nil, badFrame("frame of %d bytes is shorter than the %d-byte header length field", len(frame),
 			headerWordSize)
@@ -105,9 +106,9 @@ func decodeFrameInto(spare *Command, frame []byte) (*Command, error) {
 			m := spare.ExtFields
 			clear(m)
 			*spare = Command{ExtFields: m}
-			c, err = spare, decodeJSONHeaderInto(spare, header)
+			c, err = spare, decodeJSONHeaderInto(spare, header, intern)
 		} else {
-			c, err = decodeJSONHeader(header)
+			c, err = decodeJSONHeader(header, intern)
 		}
 	case SerializeRocketMQ:
 		c, err = decodeBinaryHeader(header)

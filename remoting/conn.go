@@ -36,6 +36,8 @@ type connConfig struct {
 	replies *atomic.Pointer[ReplyObserver]
 	// frames keeps large request frames' memory for the next (the server's; nil on the client side).
 	frames *frameCache
+	// intern gives the strings of JSON headers decoded in place (Server.SetInterner; nil: none).
+	intern Interner
 }
 
 // Thresholds of the writer. A Body up to inlineBodyMax bytes is copied into the batch buffer next to its
@@ -220,7 +222,7 @@ func (c *Conn) readLoop() {
 			c.readFailed(err)
 			return
 		}
-		cmd, err := decodeFrameInto(spare, frame)
+		cmd, err := decodeFrameInto(spare, frame, c.cfg.intern)
 		spare = nil
 		if err != nil {
 			c.endTurn()

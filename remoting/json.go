@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The JSON header is a flat object. It is encoded and decoded by hand here because it is on the path of every
@@ -113,10 +114,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// jsonScanner walks one header. s is a string copy of the header, so unescaped strings are substrings of it.
+// jsonScanner walks one header. s is a string copy of the header, so unescaped strings are substrings of it;
+// or, with intern set, the header's own memory, and every string kept goes through keep (intern.go).
 type jsonScanner struct {
-	s   string
-	pos int
+	s      string
+	pos    int
+	intern Interner
 }
 
 var errJSONEnd = errors.New("unexpected end of JSON header")
@@ -503,6 +506,12 @@ func (p *jsonScanner) extFields(c *Command) error {
 		if err != nil || !present {
 			return err
 		}
+		if key, err = p.keep(key); err != nil {
+			return err
+		}
+		if v, err = p.keep(v); err != nil {
+			return err
+		}
 		if c.ExtFields == nil {
 			c.ExtFields = make(map[string]string, extFieldsHint(p.s[p.pos:]))
 		}
@@ -518,18 +527,34 @@ func extFieldsHint(rest string) int {
 	return min(strings.Count(rest, `","`)+1, 64)
 }
 
-// decodeJSONHeader decodes a JSON header into a new Command.
-func decodeJSONHeader(header []byte) (*Command, error) {
+// decodeJSONHeader decodes a JSON header into a new Command; intern (nil: none) as for decodeJSONHeaderInto.
+func decodeJSONHeader(header []byte, intern Interner) (*Command, error) {
 	c := &Command{}
-	if err := decodeJSONHeaderInto(c, header); err != nil {
+	if err := decodeJSONHeaderInto(c, header, intern); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // decodeJSONHeaderInto decodes a JSON header into c, a zero Command but for an empty ExtFields map it fills.
-func decodeJSONHeaderInto(c *Command, header []byte) error {
+// With intern it decodes the header in place when every string it keeps is common or interned (intern.go).
+func decodeJSONHeaderInto(c *Command, header []byte, intern Interner) error {
+	if intern != nil && len(header) > 0 {
+		p := &jsonScanner{s: unsafe.String(unsafe.SliceData(header), len(header)), intern: intern}
+		err := p.header(c)
+		if err != errNotInterned {
+			return err
+		}
+		m := c.ExtFields
+		clear(m)
+		*c = Command{ExtFields: m}
+	}
 	p := &jsonScanner{s: string(header)}
+	return p.header(c)
+}
+
+// header consumes the whole header into c.
+func (p *jsonScanner) header(c *Command) error {
 	if err := p.object(func(key string) error { return p.member(c, key) }); err != nil {
 		return err
 	}
@@ -553,15 +578,22 @@ func (p *jsonScanner) member(c *Command, key string) error {
 		c.Version, err = p.int32Value(key)
 	case "language":
 		var v string
-		v, _, err = p.scalar(key)
+		if v, _, err = p.scalar(key); err != nil {
+			return err
+		}
 		if v != "" && v[0] >= '0' && v[0] <= '9' {
 			if n, perr := strconv.ParseUint(v, 10, 8); perr == nil {
-				v = LanguageCode(n).String()
+				c.Language = LanguageCode(n).String()
+				return nil
 			}
 		}
-		c.Language = v
+		c.Language, err = p.keep(v)
 	case "remark":
-		c.Remark, _, err = p.scalar(key)
+		var v string
+		if v, _, err = p.scalar(key); err != nil {
+			return err
+		}
+		c.Remark, err = p.keep(v)
 	case "extFields":
 		err = p.extFields(c)
 	default:

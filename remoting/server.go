@@ -208,6 +208,10 @@ func (s *Server) OnConnClose(f func(*Conn)) {
 	s.onClose.Store(&next)
 }
 
+// SetInterner gives the server the strings its requests' JSON headers repeat (intern.go): a header whose
+// kept strings are all common or interned is decoded without a copy. Call it before Start.
+func (s *Server) SetInterner(f Interner) { s.cc.intern = f }
+
 // Start listens on cfg.ListenAddr and accepts connections in the background.
 func (s *Server) Start() error {
 	mode, err := ParseTLSMode(string(s.cfg.TLSMode))
