@@ -4,7 +4,8 @@
 //
 // # Tables (RouteInfoManager, under one RWMutex)
 //
-//	topicQueueTable   topic       -> brokerName -> QueueData{readQueueNums, writeQueueNums, perm, topicSysFlag}
+//	topicQueueTable   topic       -> QueueData{brokerName, readQueueNums, writeQueueNums, perm, topicSysFlag}
+//	                                 per broker name, a slice sorted by broker name (queueset.go)
 //	brokerAddrTable   brokerName  -> BrokerData{cluster, brokerAddrs: brokerId -> "ip:port"}   (id 0 = master)
 //	clusterAddrTable  cluster     -> set of brokerName
 //	brokerLiveTable   brokerAddr  -> last registration time, data version, HA address, its connection
@@ -14,8 +15,11 @@
 // Route answers come from a cache (routecache.go): each topic's GET_ROUTEINFO_BY_TOPIC answer is encoded
 // once and handed to every client until a registration, an expiry, a closed connection, a deletion, a
 // permission change or a Raft stand-in change touches what it shows. Writers mark it stale under the write
-// lock by bumping a version of the topic or of a broker name (O(1) each); the next reader rebuilds it
-// outside the lock, one rebuild per topic at a time. The cluster info and the topic lists are cached the
+// lock by bumping a version of the topic or of a broker name (O(1) each); the next reader rebuilds it,
+// one rebuild per topic at a time, writing the answer from the tables under the read lock into one buffer
+// (routejson.go: encoding/json's bytes, about 1 us and 4 allocations for a topic on two broker names). A
+// route query's header is decoded without a copy, its topic taken from the route table (TopicName, a
+// remoting.Interner): a query allocates nothing on the name server. The cluster info and the topic lists are cached the
 // same way. The write lock's hold times are exported (rocketmq_namesrv_route_write_lock_seconds); nothing
 // is logged while it is held.
 //

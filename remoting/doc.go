@@ -40,7 +40,9 @@
 // # Server
 //
 // One reader goroutine per connection decodes frames (through a read buffer of 4 KiB that doubles while
-// reads fill it, up to ReadBufferSize, and halves again after a run of small reads: readbuf.go) and hands each request to the worker Pool registered for
+// reads fill it, up to ReadBufferSize, and halves again after a run of small reads; a frame larger than the
+// buffer is read into its own memory and does not grow it: readbuf.go) and hands each request to the worker
+// Pool registered for
 // its code; a full pool queue is answered SYSTEM_BUSY at once, an unknown code REQUEST_CODE_NOT_SUPPORTED. A
 // handler returns its response, or nil and answers later with Conn.Reply from any goroutine (long-poll pulls,
 // SYNC_FLUSH sends). A route registered with an InlineFunc (Server.RegisterInline) answers on the reader what
@@ -49,11 +51,17 @@
 // 64 KiB to 1 MiB are read into memory the server keeps (up to 16 MiB, framecache.go) and given back once the
 // handler answered, so that a burst of large requests (a fleet's REGISTER_BROKER tables) does not feed the
 // garbage collector, and a request answered inline is the command its connection decodes the next JSON
-// header into (its ExtFields map cleared and filled again). Every connection reads a small frame into the
-// last one's memory when that one's command had no body, and NewPooledResponse's commands go back to a pool
-// once written: a name server's route query allocates one string (its header's copy) where it allocated
-// about 850 bytes in six objects, and the collector's cycles that delayed its answers come that much rarer. One writer goroutine per connection gathers every queued frame (header bytes, Body and the
-// zero-copy BodyParts) into one writev per wake-up. Connections silent for IdleTimeout are closed.
+// header into (its ExtFields map cleared and filled again). While a server has a transient route its large
+// frames are read and handled in turns, two at a time (framecache.go): a burst of 300 tables goes through
+// the same few buffers, its readers wait parked rather than runnable ahead of small requests, and a peer that
+// has not sent its frame within 50 ms ends its turn and finishes outside the turns. Every connection reads a
+// small frame into the last one's memory when that one's command had no body, and NewPooledResponse's
+// commands go back to a pool once written. A server given an Interner (Server.SetInterner, intern.go)
+// decodes a JSON header in place when every string it keeps is common or interned, and from a copy
+// otherwise: a name server's route query, whose topic its route table holds, allocates nothing on the
+// server where it allocated about 850 bytes in six objects. One writer goroutine per connection gathers every
+// queued frame (header bytes, Body and the zero-copy BodyParts) into one writev per wake-up. Connections
+// silent for IdleTimeout are closed.
 //
 // Server.Listen adds an extra listening address (listener.go): its connections are served like the main
 // listener's, and Listener.Close stops accepting there and closes every connection that came through it at

@@ -92,7 +92,8 @@ func TestReadBufferGrowsAndShrinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := []int{4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 64 << 10}; !slicesEqual(sizes, want) {
+	// (a fill that filled the buffer doubles it before the next fill)
+	if want := []int{4 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10}; !slicesEqual(sizes, want) {
 		t.Fatalf("buffer sizes %v, want %v", sizes, want)
 	}
 	// Now small reads: 10 bytes at a time.
@@ -178,5 +179,47 @@ func TestIdleConnectionMemory(t *testing.T) {
 	}
 	if per > limit {
 		t.Fatalf("an idle connection holds %.1f KiB, above %.0f KiB", per, limit)
+	}
+}
+
+// TestReadBufferLargeFramesDoNotGrowIt: frames larger than the buffer, each arriving whole, are read
+// straight into their own memory and leave the buffer at its first size; small frames pipelined behind
+// each other still grow it.
+func TestReadBufferLargeFramesDoNotGrowIt(t *testing.T) {
+	var stream []byte
+	for i := range 8 {
+		frame, err := EncodeFrame(nil, NewRequest(RegisterBroker, nil, bytes.Repeat([]byte{byte(i)}, 200<<10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream = append(stream, frame...)
+	}
+	br := newReadBuffer(&splitReader{data: stream}, DefaultReadBufferSize)
+	var lenBuf [lengthFieldSize]byte
+	for i := range 8 {
+		frame, err := readFrame(br, 1<<20, &lenBuf, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cmd, err := DecodeFrame(frame); err != nil || len(cmd.Body) != 200<<10 || cmd.Body[0] != byte(i) {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if len(br.buf) != minReadBuffer {
+			t.Fatalf("after large frame %d the buffer is %d bytes, want %d", i, len(br.buf), minReadBuffer)
+		}
+	}
+	stream = nil
+	for range 400 {
+		frame, _ := EncodeFrame(nil, NewRequest(GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil))
+		stream = append(stream, frame...)
+	}
+	br.rd = &splitReader{data: stream}
+	for range 400 {
+		if _, err := readFrame(br, 1<<20, &lenBuf, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(br.buf) <= minReadBuffer {
+		t.Fatalf("pipelined small frames left the buffer at %d bytes", len(br.buf))
 	}
 }
