@@ -103,7 +103,16 @@
 // reader took 30 %, its call handling around ours 9 %, its writer 12 %: about 14 us, a whole remoting send's
 // broker CPU; our SendMessage 18 % (the broker's send down to the store 9.5 %, a context.WithTimeout per call
 // 4.5 %, dropped since: local.go), the store's goroutines 11 %. So the 0.7x is at the edge of what gRPC's own
-// ~14 us leave: reached by none of the five runs (the best 0.69x).
+// ~14 us leave: reached by none of the five runs (the best 0.69x). A sixth pinned run (2026-12-08, d82aa76,
+// quiet; docs/bench/compare-2026-12-08-pinned.txt): 0.56x (36,894 against 66,062 msgs/s; broker 24 against 14
+// us), mqproxy 0.23x.
+//
+// Receive + ack against pull: the rows' backlog of 100,000 messages (CONSUME_MESSAGES) is too short for pull,
+// which drains it in about 0.17 s pinned, so the ratio moved with pull's start-up (0.43x, 0.37x, 0.22x, 0.16x in
+// four runs). With a backlog of 1,000,000 (same day, pinned) pull ran at 929,138 msgs/s (1.0 us of broker CPU a
+// message) and pop at 105,972 (8.9 us): 0.11x, below the 0.3x. A pop batch of 32 sends each message as
+// its own gRPC response on the stream (the protocol's), and a profile of BenchmarkConsume/grpc-local has system
+// calls at 28 % flat and the body digest (MD5, as Apache's proxy sends it) at 5 %.
 //
 // What the endpoint does about the price: its calls run on stream workers (Options.StreamWorkers,
 // grpc.NumStreamWorkers) whose stacks stay grown, where a call's own new goroutine grew its stack in
