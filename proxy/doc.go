@@ -111,8 +111,9 @@
 // which drains it in about 0.17 s pinned, so the ratio moved with pull's start-up (0.43x, 0.37x, 0.22x, 0.16x in
 // four runs). With a backlog of 1,000,000 (same day, pinned) pull ran at 929,138 msgs/s (1.0 us of broker CPU a
 // message) and pop at 105,972 (8.9 us): 0.11x, below the 0.3x. A pop batch of 32 sends each message as
-// its own gRPC response on the stream (the protocol's), and a profile of BenchmarkConsume/grpc-local has system
-// calls at 28 % flat and the body digest (MD5, as Apache's proxy sends it) at 5 %.
+// its own gRPC response on the stream (the protocol's). A profile of BenchmarkConsume/grpc-local (which also
+// holds the backlog's remoting sends) has the body digest (MD5, as Apache's proxy sends it) at 5 % of all; a
+// profile of the pop row alone is still to be taken.
 //
 // What the endpoint does about the price: its calls run on stream workers (Options.StreamWorkers,
 // grpc.NumStreamWorkers) whose stacks stay grown, where a call's own new goroutine grew its stack in
