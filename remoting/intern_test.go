@@ -101,9 +101,6 @@ func TestInternedHeadersDecodeInPlace(t *testing.T) {
 // TestInternedRouteQueryAllocatesNothing: a route query decoded into a reader's command again, with the
 // topic interned, allocates nothing (without an Interner it allocates the header's copy).
 func TestInternedRouteQueryAllocatesNothing(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector allocates")
-	}
 	topics := make([]string, 100)
 	for i := range topics {
 		topics[i] = "FleetTopic_" + strconv.Itoa(i)
