@@ -1,10 +1,10 @@
 package namesrv
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -121,7 +121,7 @@ func appendBrokerAddrs(dst []byte, addrs map[int64]string) []byte {
 	}
 	var ka, kb [20]byte
 	slices.SortFunc(ids, func(x, y int64) int {
-		return strings.Compare(string(strconv.AppendInt(ka[:0], x, 10)), string(strconv.AppendInt(kb[:0], y, 10)))
+		return bytes.Compare(strconv.AppendInt(ka[:0], x, 10), strconv.AppendInt(kb[:0], y, 10))
 	})
 	dst = append(dst, '{')
 	for i, id := range ids {
@@ -137,7 +137,9 @@ func appendBrokerAddrs(dst []byte, addrs map[int64]string) []byte {
 }
 
 // appendJSONString appends s as encoding/json encodes a string: printable ASCII other than the characters
-// it escapes is copied, and anything else goes through encoding/json.
+// it escapes is copied, and anything else goes through encoding/json. (remoting's header encoder has one of
+// the same name that writes the Go client's header bytes: no HTML escapes, invalid UTF-8 as raw U+FFFD; a
+// route body must be encoding/json's, which the name server answered before the cache.)
 func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {

@@ -103,9 +103,7 @@ func decodeFrameInto(spare *Command, frame []byte, intern Interner) (*Command, e
 	switch serType {
 	case SerializeJSON:
 		if spare != nil {
-			m := spare.ExtFields
-			clear(m)
-			*spare = Command{ExtFields: m}
+			resetCommand(spare)
 			c, err = spare, decodeJSONHeaderInto(spare, header, intern)
 		} else {
 			c, err = decodeJSONHeader(header, intern)

@@ -63,12 +63,10 @@ type Command struct {
 	// suspended whether its handler held it for a long poll: both for the reply observer's figures.
 	received  int64
 	suspended bool
-	// frame is the memory of a large request frame read from a server's frameCache: given back to it after
-	// the handler of a transient route (RegisterTransient) answered; nil otherwise.
+	// frame is the memory of a large request frame read in a turn from a server's frameCache (framecache.go):
+	// while it is set the request holds that turn, which ends once its route is done with it (Server.endTurn),
+	// and a transient route gives the memory back; nil otherwise.
 	frame []byte
-	// turn: the request holds a turn of the server's frame cache, ended once its route is done with it
-	// (Server.endTurn).
-	turn bool
 	// reusable: the server is done with this request (a transient route answered it inline), and its reader
 	// decodes the next frame into it.
 	reusable bool

@@ -241,8 +241,8 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		if c.turn {
-			cmd.frame = frame // from the frame cache: the server gives it back after a transient handler
-			cmd.turn, c.turn = true, false
+			cmd.frame = frame // read in a turn, which the request holds from now on (Server.endTurn)
+			c.turn = false
 		}
 		if c.cfg.replies != nil && c.cfg.replies.Load() != nil { // only when someone looks at the times
 			cmd.received = time.Now().UnixNano()
@@ -283,10 +283,7 @@ func (c *Conn) readLarge(r io.Reader, size int) ([]byte, bool, error) {
 		}
 	}
 	if err != nil {
-		if n > 0 && err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, true, err
+		return nil, true, err // (readFrame reports an io.EOF inside the frame as io.ErrUnexpectedEOF)
 	}
 	return buf, true, nil
 }

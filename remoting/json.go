@@ -545,12 +545,17 @@ func decodeJSONHeaderInto(c *Command, header []byte, intern Interner) error {
 		if err != errNotInterned {
 			return err
 		}
-		m := c.ExtFields
-		clear(m)
-		*c = Command{ExtFields: m}
+		resetCommand(c)
 	}
 	p := &jsonScanner{s: string(header)}
 	return p.header(c)
+}
+
+// resetCommand makes c a zero Command again but for its ExtFields map, emptied to be filled again.
+func resetCommand(c *Command) {
+	m := c.ExtFields
+	clear(m)
+	*c = Command{ExtFields: m}
 }
 
 // header consumes the whole header into c.

@@ -413,15 +413,15 @@ func (s *Server) recycle(r route, req *Command) {
 		return
 	}
 	b := req.frame
-	req.frame, req.Body = nil, nil
-	s.frames.put(b)
+	req.Body = nil
 	s.endTurn(req)
+	s.frames.put(b)
 }
 
-// endTurn ends the frame cache's turn a request holds (framecache.go), once.
+// endTurn ends the frame cache's turn a request holds (framecache.go; Command.frame), once.
 func (s *Server) endTurn(req *Command) {
-	if req.turn {
-		req.turn = false
+	if req.frame != nil {
+		req.frame = nil
 		s.frames.endTurn()
 	}
 }
